@@ -1,0 +1,1 @@
+"""HTTP API (FastAPI): OSMO's REST paths, bearer-token authentication."""

@@ -1,0 +1,119 @@
+"""The FastAPI application: routes, authentication, errors as JSON, metrics, access logs."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import structlog
+from fastapi import FastAPI, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from corral import __version__
+from corral.api.auth import Authorizer
+from corral.api.config_routes import build_router
+from corral.api.metrics import Metrics
+from corral.domain.documents import position_of
+from corral.errors import CorralError
+from corral.services.config_service import WriteResult
+from corral.services.runtime import Runtime
+
+log = structlog.get_logger("corral.api")
+
+
+def create_app(runtime: Runtime) -> FastAPI:
+    app = FastAPI(title="corral", version=__version__)
+    metrics = Metrics()
+    authorizer = Authorizer(runtime.tokens)
+    app.state.authorizer = authorizer
+
+    def count_write(result: WriteResult) -> None:
+        for revision in result.revisions:
+            metrics.config_writes.labels(revision.config_type.value).inc()
+
+    app.include_router(build_router(runtime.configs, authorizer, count_write))
+
+    @app.get("/health", tags=["system"])
+    def health() -> JSONResponse:
+        ok = runtime.database_ok()
+        body = {"status": "ok" if ok else "unavailable", "database": "ok" if ok else "down",
+                "version": __version__}
+        return JSONResponse(body, status_code=200 if ok else 503)
+
+    @app.get("/metrics", tags=["system"])
+    def prometheus() -> Response:
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    _install_error_handlers(app)
+    _install_observability(app, metrics)
+    return app
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(CorralError)
+    async def corral_error(_: Request, err: CorralError) -> JSONResponse:
+        return JSONResponse(err.to_dict(), status_code=err.status_code)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, err: RequestValidationError) -> JSONResponse:
+        body = (await request.body()).decode("utf-8", "replace")
+        return JSONResponse(_request_error(err.errors(), body), status_code=400)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, err: StarletteHTTPException) -> JSONResponse:
+        code = "NOT_FOUND" if err.status_code == 404 else "HTTP"
+        return JSONResponse({"message": str(err.detail), "error_code": code},
+                            status_code=err.status_code)
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, err: Exception) -> JSONResponse:
+        incident = uuid.uuid4().hex[:12]
+        log.exception("unhandled error", incident=incident, path=request.url.path)
+        return JSONResponse(
+            {"message": f"Internal server error (incident {incident}); this is a bug.",
+             "error_code": "SERVER"},
+            status_code=500,
+        )
+
+
+def _request_error(errors: Any, body: str) -> dict[str, Any]:
+    """A malformed request body or query, in the same shape as every other user error."""
+    first = errors[0]
+    location = [step for step in first["loc"] if step != "body"]
+    if first["type"] == "json_invalid":
+        offset = location[-1] if location and isinstance(location[-1], int) else 0
+        where = position_of(body, offset)
+        reason = first.get("ctx", {}).get("error", "syntax error")
+        return {"message": f"request body:{where}: invalid JSON: {reason}", "error_code": "USER"}
+    field = ".".join(str(step) for step in location)
+    if first["type"] == "extra_forbidden":
+        message = f"Unknown key '{location[-1]}' in the request"
+    elif first["type"] == "missing":
+        message = "Required field is missing"
+    else:
+        message = str(first["msg"])
+    return {"message": f"{field}: {message}" if field else message, "error_code": "USER",
+            "field": field, "path": location}
+
+
+def _install_observability(app: FastAPI, metrics: Metrics) -> None:
+    @app.middleware("http")
+    async def observe(
+        request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        started = time.perf_counter()
+        response = await call_next(request)
+        route = request.scope.get("route")
+        template = getattr(route, "path", "unmatched")
+        elapsed = time.perf_counter() - started
+        metrics.requests.labels(request.method, template, str(response.status_code)).inc()
+        metrics.latency.labels(request.method, template).observe(elapsed)
+        # Never log headers: they carry the bearer token.
+        log.info("request", method=request.method, route=template,
+                 status=response.status_code, ms=round(elapsed * 1000, 1))
+        return response

@@ -1,0 +1,224 @@
+"""``/api/configs/...``: configs by type and name, history, diff, rollback, tags, bundles."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Body, Depends, Query, Request, Response
+
+from corral.api.auth import Authorizer, Principal
+from corral.api.schemas import ApplyBody, DeleteBody, RollbackBody, TagsBody, WriteBody
+from corral.domain.config_types import ConfigType
+from corral.errors import UserError
+from corral.services.config_service import ConfigService, WriteMeta, WriteResult
+from corral.store.config_store import HistoryQuery, Revision
+
+REVISION_HEADER = "X-Corral-Revision"
+
+
+def current_principal(request: Request) -> Principal:
+    """Who is calling: every config endpoint depends on this (401 without a valid token)."""
+    authorizer: Authorizer = request.app.state.authorizer
+    return authorizer.authenticate(request)
+
+
+Caller = Annotated[Principal, Depends(current_principal)]
+
+
+def build_router(service: ConfigService, authorizer: Authorizer, on_write: Any) -> APIRouter:
+    """The config routes, bound to ``service``; ``on_write(result)`` observes every write."""
+    router = APIRouter(prefix="/api/configs", tags=["configs"])
+
+    def config_type(segment: str) -> ConfigType:
+        return ConfigType.parse(segment)
+
+    def can(caller: Principal, action: str, ctype: ConfigType | None = None) -> None:
+        authorizer.check(caller, action, f"config/{ctype.url_segment}" if ctype else "config/*")
+
+    def written(result: WriteResult) -> dict[str, Any]:
+        on_write(result)
+        return write_json(result)
+
+    @router.get("")
+    def list_configs(caller: Caller) -> dict[str, Any]:
+        can(caller, "config:Read")
+        return {"configs": [revision_json(r, with_data=False) for r in service.heads()]}
+
+    @router.get("/history")
+    def history(
+        caller: Caller,
+        config_types: Annotated[list[str], Query()] = [],  # noqa: B006 - FastAPI query list
+        name: str | None = None,
+        revision: int | None = None,
+        tags: Annotated[list[str], Query()] = [],  # noqa: B006
+        created_before: datetime | None = None,
+        created_after: datetime | None = None,
+        at_timestamp: datetime | None = None,
+        offset: Annotated[int, Query(ge=0)] = 0,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 20,
+        order: Literal["ASC", "DESC", "asc", "desc"] = "ASC",
+        omit_data: bool = False,
+    ) -> dict[str, Any]:
+        types = [ConfigType.parse(t) for t in config_types]
+        for ctype in types or [None]:
+            can(caller, "config:Read", ctype)
+        query = HistoryQuery(
+            config_types=types, name=name, revision=revision, tags=tags,
+            created_before=created_before, created_after=created_after,
+            at_timestamp=at_timestamp, offset=offset, limit=limit,
+            order="DESC" if order.upper() == "DESC" else "ASC",
+        )
+        found = service.history(query, with_data=not omit_data)
+        return {"configs": [revision_json(r, with_data=not omit_data) for r in found]}
+
+    @router.post("/history/rollback")
+    def rollback(caller: Caller, body: RollbackBody) -> dict[str, Any]:
+        ctype = ConfigType.parse(body.config_type)
+        can(caller, "config:Update", ctype)
+        return written(service.rollback(ctype, body.revision, _meta(caller, body)))
+
+    @router.delete("/history/{segment}/revision/{revision}")
+    def delete_revision(caller: Caller, segment: str, revision: int) -> dict[str, Any]:
+        ctype = config_type(segment)
+        can(caller, "config:Update", ctype)
+        service.delete_revision(ctype, revision, caller.username)
+        return {"message": f"Deleted revision {revision} of {ctype.value}"}
+
+    @router.post("/history/{segment}/revision/{revision}/tags")
+    def set_tags(caller: Caller, segment: str, revision: int, body: TagsBody) -> dict[str, Any]:
+        ctype = config_type(segment)
+        can(caller, "config:Update", ctype)
+        updated = service.tag(ctype, revision, body.set_tags, body.delete_tags)
+        return revision_json(updated, with_data=False)
+
+    @router.get("/diff")
+    def diff(
+        caller: Caller, config_type: str, first_revision: int | None = None,
+        second_revision: int | None = None,
+    ) -> dict[str, Any]:
+        ctype = ConfigType.parse(config_type)
+        can(caller, "config:Read", ctype)
+        return service.diff(ctype, first_revision, second_revision)
+
+    @router.post("/apply")
+    def apply(caller: Caller, body: ApplyBody) -> dict[str, Any]:
+        can(caller, "config:Update")
+        result = service.apply(body.bundle, _meta(caller, body), dry_run=body.dry_run)
+        return {"dry_run": body.dry_run, **(write_json(result) if body.dry_run else written(result))}
+
+    @router.get("/{segment}")
+    def get_type(caller: Caller, segment: str, response: Response) -> Any:
+        ctype = config_type(segment)
+        can(caller, "config:Read", ctype)
+        data, revision = service.snapshot(ctype)
+        response.headers[REVISION_HEADER] = str(revision)
+        return wire_shape(ctype, data)
+
+    @router.put("/{segment}")
+    def put_type(caller: Caller, segment: str, body: WriteBody) -> dict[str, Any]:
+        ctype = config_type(segment)
+        can(caller, "config:Update", ctype)
+        return written(service.put_document(ctype, _required(body), _meta(caller, body)))
+
+    @router.patch("/{segment}")
+    def patch_type(caller: Caller, segment: str, body: WriteBody) -> dict[str, Any]:
+        ctype = config_type(segment)
+        can(caller, "config:Update", ctype)
+        if not ctype.spec.singleton:
+            raise UserError(f"PATCH one {ctype.spec.label.lower()} at /api/configs/"
+                            f"{ctype.url_segment}/<name>")
+        return written(service.patch(ctype, None, _required(body), _meta(caller, body)))
+
+    @router.get("/{segment}/{name}")
+    def get_item(caller: Caller, segment: str, name: str, response: Response) -> Any:
+        ctype = config_type(segment)
+        can(caller, "config:Read", ctype)
+        _, revision = service.snapshot(ctype)
+        response.headers[REVISION_HEADER] = str(revision)
+        return service.item(ctype, name)
+
+    @router.put("/{segment}/{name}")
+    def put_item(caller: Caller, segment: str, name: str, body: WriteBody) -> dict[str, Any]:
+        ctype = config_type(segment)
+        can(caller, "config:Update", ctype)
+        return written(service.put_item(ctype, name, _required(body), _meta(caller, body)))
+
+    @router.patch("/{segment}/{name}")
+    def patch_item(caller: Caller, segment: str, name: str, body: WriteBody) -> dict[str, Any]:
+        ctype = config_type(segment)
+        can(caller, "config:Update", ctype)
+        return written(service.patch(ctype, name, _required(body), _meta(caller, body)))
+
+    @router.post("/backend/{name}")
+    def update_backend(caller: Caller, name: str, body: WriteBody) -> dict[str, Any]:
+        """OSMO's backend update: the given top-level fields replace the stored ones."""
+        can(caller, "config:Update", ConfigType.BACKEND)
+        return written(service.patch(ConfigType.BACKEND, name, _required(body),
+                                     _meta(caller, body)))
+
+    @router.delete("/{segment}/{name}")
+    def delete_item(
+        caller: Caller, segment: str, name: str,
+        body: Annotated[DeleteBody | None, Body()] = None,
+    ) -> dict[str, Any]:
+        ctype = config_type(segment)
+        can(caller, "config:Update", ctype)
+        meta = _meta(caller, body or DeleteBody())
+        return written(service.delete_item(ctype, name, meta))
+
+    return router
+
+
+def _meta(caller: Principal, body: Any) -> WriteMeta:
+    return WriteMeta(
+        username=caller.username,
+        description=body.description,
+        tags=list(body.tags),
+        base_revision=getattr(body, "base_revision", None),
+    )
+
+
+def _required(body: WriteBody) -> Any:
+    document = body.document()
+    if document is None:
+        raise UserError("the request body needs 'configs' (or 'configs_dict')", path=("configs",))
+    return document
+
+
+def wire_shape(ctype: ConfigType, data: Any) -> Any:
+    """OSMO's response shapes: pools wrapped, roles as a list, backends wrapped as a list."""
+    if ctype is ConfigType.POOL:
+        return {"pools": data}
+    if ctype is ConfigType.ROLE:
+        return list(data.values())
+    if ctype is ConfigType.BACKEND:
+        return {"backends": list(data.values())}
+    return data
+
+
+def revision_json(revision: Revision, *, with_data: bool) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "config_type": revision.config_type.value,
+        "revision": revision.revision,
+        "name": revision.name,
+        "username": revision.username,
+        "created_at": revision.created_at.isoformat(),
+        "description": revision.description,
+        "tags": revision.tags,
+    }
+    if with_data:
+        body["data"] = wire_shape(revision.config_type, revision.data)
+    return body
+
+
+def write_json(result: WriteResult) -> dict[str, Any]:
+    return {
+        "changed": result.changed,
+        "revisions": [revision_json(r, with_data=False) for r in result.revisions],
+        "items": [
+            {"config_type": i.config_type.value, "name": i.name, "action": i.action,
+             "changes": i.changes}
+            for i in result.items
+        ],
+    }

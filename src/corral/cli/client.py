@@ -1,0 +1,71 @@
+"""A small HTTP client for the corral API: finds the URL and token, turns errors into text."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import httpx
+
+from corral.credentials import DEFAULT_URL, credentials_file, read_token
+
+
+class ApiError(Exception):
+    """An error answer from the server (or no answer at all)."""
+
+    def __init__(self, status: int, body: dict[str, Any]) -> None:
+        super().__init__(body.get("message", f"HTTP {status}"))
+        self.status = status
+        self.body = body
+
+    @property
+    def message(self) -> str:
+        return str(self.body.get("message", f"HTTP {self.status}"))
+
+    @property
+    def path(self) -> list[str | int]:
+        path = self.body.get("path")
+        return list(path) if isinstance(path, list) else []
+
+
+def server_url() -> str:
+    return os.environ.get("CORRAL_URL", DEFAULT_URL).rstrip("/")
+
+
+class Client:
+    def __init__(self, url: str | None = None, token: str | None = None,
+                 timeout: float = 30.0) -> None:
+        self.url = (url or server_url()).rstrip("/")
+        self.token = token or os.environ.get("CORRAL_TOKEN") or read_token(self.url)
+        self._http = httpx.Client(base_url=self.url, timeout=timeout)
+
+    def request(self, method: str, path: str, *, json: Any = None,
+                params: dict[str, Any] | None = None) -> Any:
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        try:
+            response = self._http.request(method, path, json=json, params=params,
+                                          headers=headers)
+        except httpx.HTTPError as err:
+            raise ApiError(0, {"message": f"cannot reach corral at {self.url}: {err}. Is "
+                               "`corral server` running? Set CORRAL_URL to point elsewhere."}
+                           ) from None
+        if response.status_code >= 400:
+            raise ApiError(response.status_code, _error_body(response, self))
+        return response.json() if response.content else None
+
+    def get(self, path: str, **params: Any) -> Any:
+        return self.request("GET", path, params={k: v for k, v in params.items()
+                                                 if v is not None} or None)
+
+
+def _error_body(response: httpx.Response, client: Client) -> dict[str, Any]:
+    try:
+        body = response.json()
+    except ValueError:
+        body = {"message": response.text or f"HTTP {response.status_code}"}
+    if not isinstance(body, dict):
+        body = {"message": str(body)}
+    if response.status_code == 401 and not client.token:
+        body["message"] = (f"{body.get('message', '')} No token found: set CORRAL_TOKEN, or run "
+                           f"the CLI as the user who started the server ({credentials_file()}).")
+    return body

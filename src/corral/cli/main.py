@@ -1,0 +1,21 @@
+"""Entry point of the ``corral`` command."""
+
+from __future__ import annotations
+
+import typer
+
+from corral.cli import config_cmd
+from corral.cli.server_cmd import server
+
+app = typer.Typer(
+    name="corral",
+    help="corral: an OSMO-compatible control plane for GPU clusters.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+app.command()(server)
+app.add_typer(config_cmd.app, name="config")
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,66 @@
+"""``corral server``: start the control plane."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import platformdirs
+import typer
+import uvicorn
+from rich.console import Console
+
+from corral.credentials import read_token, server_key, store_token
+from corral.services.runtime import Runtime, load_examples, open_runtime
+from corral.store.database import sqlite_url
+
+ADMIN_TOKEN_NAME = "local-admin"
+console = Console(stderr=True)
+
+
+def examples_directory() -> Path:
+    """The example configs: in the source tree, or packaged inside the wheel."""
+    source_tree = Path(__file__).resolve().parents[3] / "examples" / "configs"
+    packaged = Path(__file__).resolve().parents[1] / "_examples" / "configs"
+    return source_tree if source_tree.is_dir() else packaged
+
+
+def ensure_admin_token(runtime: Runtime, url: str) -> Path | None:
+    """Keep the stored local admin token if the server still knows it; otherwise mint one."""
+    existing = read_token(url)
+    if existing and runtime.tokens.owner(existing) is not None:
+        return None
+    name = f"{ADMIN_TOKEN_NAME}@{server_key(url)}"
+    runtime.tokens.revoke_named(name)
+    token = runtime.tokens.create(name=name, username="admin", roles=["osmo-admin"])
+    return store_token(url, token)
+
+
+def server(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    data_dir: Annotated[Path | None, typer.Option(
+        help="Where the embedded SQLite database lives [default: the user data dir].")] = None,
+    database_url: Annotated[str | None, typer.Option(
+        help="Use this database instead of SQLite, e.g. postgresql+psycopg://user@host/db.")
+    ] = None,
+    demo: Annotated[bool, typer.Option(help="Load the example configs at start.")] = False,
+) -> None:
+    """Start the control plane (API on HOST:PORT)."""
+    directory = data_dir or Path(platformdirs.user_data_dir("corral"))
+    directory.mkdir(parents=True, exist_ok=True)
+    url = database_url or sqlite_url(directory)
+    runtime = open_runtime(url)
+    if demo:
+        result = load_examples(runtime, examples_directory())
+        loaded = ", ".join(f"{r.config_type.value} r{r.revision}" for r in result.revisions)
+        console.print(f"Example configs loaded ({loaded or 'already up to date'}).")
+    address = f"http://{host}:{port}"
+    written = ensure_admin_token(runtime, address)
+    where = "SQLite in " + str(directory) if database_url is None else "PostgreSQL"
+    console.print(f"corral listening on [bold]{address}[/] (database: {where})")
+    if written:
+        console.print(f"Admin token written to {written} (mode 0600); the CLI finds it there.")
+    from corral.api.app import create_app
+
+    uvicorn.run(create_app(runtime), host=host, port=port, log_level="warning")

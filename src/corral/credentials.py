@@ -1,0 +1,58 @@
+"""Where the CLI finds its token: a 0600 file in the user's config directory, keyed by URL."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import platformdirs
+
+DEFAULT_URL = "http://127.0.0.1:8000"
+_ANY_ADDRESS = {"0.0.0.0", "::", "", "localhost"}
+
+
+def config_dir() -> Path:
+    override = os.environ.get("CORRAL_CONFIG_DIR")
+    return Path(override) if override else Path(platformdirs.user_config_dir("corral"))
+
+
+def credentials_file() -> Path:
+    return config_dir() / "credentials.json"
+
+
+def server_key(url: str) -> str:
+    """One key per server: ``http://localhost:8000/`` and ``http://0.0.0.0:8000`` are the same."""
+    parts = urlsplit(url if "//" in url else f"http://{url}")
+    host = parts.hostname or ""
+    if host in _ANY_ADDRESS:
+        host = "127.0.0.1"
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return f"{parts.scheme or 'http'}://{host}:{port}"
+
+
+def read_token(url: str) -> str | None:
+    try:
+        data = json.loads(credentials_file().read_text())
+    except (OSError, ValueError):
+        return None
+    entry = data.get("servers", {}).get(server_key(url), {})
+    token = entry.get("token") if isinstance(entry, dict) else None
+    return token if isinstance(token, str) else None
+
+
+def store_token(url: str, token: str) -> Path:
+    """Save ``token`` for ``url``; the file is created with mode 0600 and kept so."""
+    path = credentials_file()
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        data = {}
+    data.setdefault("servers", {})[server_key(url)] = {"token": token}
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as handle:
+        json.dump(data, handle, indent=2)
+    os.chmod(path, 0o600)
+    return path

@@ -1,0 +1,69 @@
+"""Errors that cross layers. Each carries the HTTP status the API answers with.
+
+A user mistake is a 4xx with ``{"message", "error_code"}`` and, where one is known, the
+``path`` (keys and list indexes) inside the submitted document so that clients can point at a line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+
+class CorralError(Exception):
+    """Base class: a failure the caller can act on."""
+
+    status_code = 400
+    error_code = "USER"
+
+    def __init__(self, message: str, *, path: Sequence[str | int] = ()) -> None:
+        super().__init__(message)
+        self.message = message
+        self.path: tuple[str | int, ...] = tuple(path)
+
+    @property
+    def field(self) -> str | None:
+        """The dotted form of ``path`` (for messages), or None when no field is concerned."""
+        return ".".join(str(step) for step in self.path) or None
+
+    def under(self, *prefix: str | int) -> CorralError:
+        """The same error with ``prefix`` put in front of its path."""
+        self.path = (*prefix, *self.path)
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON error body; the message starts with the field it concerns."""
+        if not self.path:
+            return {"message": self.message, "error_code": self.error_code}
+        return {
+            "message": f"{self.field}: {self.message}",
+            "error_code": self.error_code,
+            "field": self.field,
+            "path": list(self.path),
+        }
+
+
+class UserError(CorralError):
+    """The request is invalid (bad value, bad reference, bad syntax)."""
+
+
+class NotFoundError(CorralError):
+    status_code = 404
+    error_code = "NOT_FOUND"
+
+
+class ConflictError(CorralError):
+    """The write was based on a revision that is no longer current."""
+
+    status_code = 409
+    error_code = "CONFLICT"
+
+
+class UnauthorizedError(CorralError):
+    status_code = 401
+    error_code = "UNAUTHORIZED"
+
+
+class ForbiddenError(CorralError):
+    status_code = 403
+    error_code = "FORBIDDEN"

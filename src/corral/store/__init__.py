@@ -1,0 +1,1 @@
+"""Persistence: SQLAlchemy repositories and Alembic migrations (SQLite default, PostgreSQL)."""

@@ -1,0 +1,233 @@
+"""The config repository: revisions per config type, each holding a full snapshot."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from sqlalchemy import Engine, Select, and_, func, select, update
+from sqlalchemy.engine import Connection, RowMapping
+
+from corral.domain.config_types import ConfigType
+from corral.store.tables import config_revisions, config_write_lock
+
+
+@dataclass(frozen=True)
+class Revision:
+    config_type: ConfigType
+    revision: int
+    name: str
+    username: str
+    created_at: datetime
+    description: str
+    tags: list[str]
+    data: Any
+    deleted_by: str | None = None
+    deleted_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class NewRevision:
+    """A revision to record: the new full snapshot of ``config_type``."""
+
+    config_type: ConfigType
+    data: Any
+    name: str
+    username: str
+    description: str
+    tags: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class HistoryQuery:
+    config_types: Sequence[ConfigType] = ()
+    name: str | None = None
+    revision: int | None = None
+    tags: Sequence[str] = ()
+    created_before: datetime | None = None
+    created_after: datetime | None = None
+    at_timestamp: datetime | None = None
+    offset: int = 0
+    limit: int = 20
+    order: Literal["ASC", "DESC"] = "ASC"
+
+
+#: What a writer sees inside the write transaction: current snapshots and head revisions.
+Heads = dict[ConfigType, Revision]
+WritePlan = Callable[[Heads], list[NewRevision]]
+
+
+class ConfigStore:
+    def __init__(self, engine: Engine, clock: Callable[[], datetime]) -> None:
+        self._engine = engine
+        self._clock = clock
+
+    def heads(self) -> Heads:
+        """The newest revision of every config type that has one."""
+        with self._engine.connect() as connection:
+            return _heads(connection)
+
+    def write(self, plan: WritePlan) -> list[Revision]:
+        """Run ``plan`` on the current heads and record what it returns, atomically.
+
+        Writers are serialized (see ``config_write_lock``), so ``plan`` sees the heads that its
+        revisions will follow; it may raise to abort without writing anything.
+        """
+        with self._engine.begin() as connection:
+            connection.execute(
+                update(config_write_lock)
+                .where(config_write_lock.c.id == 1)
+                .values(writes=config_write_lock.c.writes + 1)
+            )
+            heads = _heads(connection)
+            now = self._clock()
+            written = []
+            for new in plan(heads):
+                previous = heads.get(new.config_type)
+                revision = Revision(
+                    config_type=new.config_type,
+                    revision=(previous.revision if previous else 0) + 1,
+                    name=new.name,
+                    username=new.username,
+                    created_at=now,
+                    description=new.description,
+                    tags=list(new.tags),
+                    data=new.data,
+                )
+                connection.execute(config_revisions.insert().values(**_row_values(revision)))
+                heads[new.config_type] = revision
+                written.append(revision)
+            return written
+
+    def get(self, ctype: ConfigType, revision: int) -> Revision | None:
+        with self._engine.connect() as connection:
+            row = connection.execute(
+                select(config_revisions).where(
+                    config_revisions.c.config_type == ctype.value,
+                    config_revisions.c.revision == revision,
+                )
+            ).mappings().first()
+        return _revision(row) if row else None
+
+    def history(self, query: HistoryQuery, *, with_data: bool = True) -> list[Revision]:
+        """Matching non-deleted revisions: the newest ``limit`` after ``offset``, in ``order``."""
+        statement = _history_statement(query)
+        if not query.tags:
+            statement = statement.offset(query.offset).limit(query.limit)
+        with self._engine.connect() as connection:
+            rows = connection.execute(statement).mappings().all()
+        found = [_revision(row, with_data=with_data) for row in rows]
+        if query.tags:  # tags are a JSON list: filter portably here, then page
+            wanted = set(query.tags)
+            found = [r for r in found if wanted <= set(r.tags)]
+            found = found[query.offset : query.offset + query.limit]
+        key = lambda r: (r.created_at, r.config_type.value, r.revision)  # noqa: E731
+        return sorted(found, key=key, reverse=query.order == "DESC")
+
+    def set_deleted(self, ctype: ConfigType, revision: int, username: str) -> None:
+        self._update_revision(ctype, revision, deleted_by=username, deleted_at=self._clock())
+
+    def set_tags(self, ctype: ConfigType, revision: int, tags: list[str]) -> None:
+        self._update_revision(ctype, revision, tags=tags)
+
+    def _update_revision(self, ctype: ConfigType, revision: int, **values: Any) -> None:
+        with self._engine.begin() as connection:
+            connection.execute(
+                update(config_revisions)
+                .where(
+                    config_revisions.c.config_type == ctype.value,
+                    config_revisions.c.revision == revision,
+                )
+                .values(**values)
+            )
+
+
+def _heads(connection: Connection) -> Heads:
+    newest = (
+        select(
+            config_revisions.c.config_type,
+            func.max(config_revisions.c.revision).label("revision"),
+        )
+        .group_by(config_revisions.c.config_type)
+        .subquery()
+    )
+    rows = connection.execute(
+        select(config_revisions).join(
+            newest,
+            and_(
+                config_revisions.c.config_type == newest.c.config_type,
+                config_revisions.c.revision == newest.c.revision,
+            ),
+        )
+    ).mappings()
+    return {ConfigType(row["config_type"]): _revision(row) for row in rows}
+
+
+def _history_statement(query: HistoryQuery) -> Select[Any]:
+    table = config_revisions.c
+    conditions = [table.deleted_at.is_(None)]
+    if query.config_types:
+        conditions.append(table.config_type.in_([t.value for t in query.config_types]))
+    if query.name is not None:
+        conditions.append(table.name == query.name)
+    if query.revision is not None:
+        conditions.append(table.revision == query.revision)
+    if query.created_before is not None:
+        conditions.append(table.created_at < query.created_before)
+    if query.created_after is not None:
+        conditions.append(table.created_at > query.created_after)
+    if query.at_timestamp is not None:
+        latest = (
+            select(table.config_type, func.max(table.revision).label("revision"))
+            .where(table.deleted_at.is_(None), table.created_at <= query.at_timestamp)
+            .group_by(table.config_type)
+            .subquery()
+        )
+        conditions.append(
+            select(latest.c.revision)
+            .where(
+                latest.c.config_type == table.config_type,
+                latest.c.revision == table.revision,
+            )
+            .exists()
+        )
+    return (
+        select(config_revisions)
+        .where(*conditions)
+        .order_by(table.created_at.desc(), table.revision.desc())
+    )
+
+
+def _row_values(revision: Revision) -> dict[str, Any]:
+    return {
+        "config_type": revision.config_type.value,
+        "revision": revision.revision,
+        "name": revision.name,
+        "username": revision.username,
+        "created_at": revision.created_at,
+        "description": revision.description,
+        "tags": revision.tags,
+        "data": revision.data,
+    }
+
+
+def _revision(row: RowMapping, *, with_data: bool = True) -> Revision:
+    return Revision(
+        config_type=ConfigType(row["config_type"]),
+        revision=row["revision"],
+        name=row["name"],
+        username=row["username"],
+        created_at=_utc(row["created_at"]),
+        description=row["description"],
+        tags=list(row["tags"]),
+        data=row["data"] if with_data else None,
+        deleted_by=row["deleted_by"],
+        deleted_at=_utc(row["deleted_at"]) if row["deleted_at"] else None,
+    )
+
+
+def _utc(moment: datetime) -> datetime:
+    """SQLite hands back naive datetimes; every stored time is UTC."""
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

@@ -1,0 +1,71 @@
+"""API tokens: random secrets handed out once; only their SHA-256 is stored."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import Engine, select, update
+
+from corral.store.tables import api_tokens
+
+TOKEN_PREFIX = "corral_"
+
+
+@dataclass(frozen=True)
+class TokenOwner:
+    token_id: str
+    name: str
+    username: str
+    roles: list[str]
+
+
+def hash_token(token: str) -> str:
+    # Tokens are 256-bit random values, so a fast hash is enough: no dictionary to guess from.
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class TokenStore:
+    def __init__(self, engine: Engine, clock: Callable[[], datetime]) -> None:
+        self._engine = engine
+        self._clock = clock
+
+    def create(self, *, name: str, username: str, roles: list[str]) -> str:
+        """Mint a token and return it; it cannot be read back later."""
+        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        with self._engine.begin() as connection:
+            connection.execute(
+                api_tokens.insert().values(
+                    id=secrets.token_hex(8),
+                    name=name,
+                    username=username,
+                    roles=roles,
+                    token_hash=hash_token(token),
+                    created_at=self._clock(),
+                )
+            )
+        return token
+
+    def owner(self, token: str) -> TokenOwner | None:
+        """Who a presented token belongs to, or None if it is unknown or revoked."""
+        with self._engine.connect() as connection:
+            row = connection.execute(
+                select(api_tokens).where(
+                    api_tokens.c.token_hash == hash_token(token),
+                    api_tokens.c.revoked_at.is_(None),
+                )
+            ).mappings().first()
+        if row is None:
+            return None
+        return TokenOwner(row["id"], row["name"], row["username"], list(row["roles"]))
+
+    def revoke_named(self, name: str) -> None:
+        with self._engine.begin() as connection:
+            connection.execute(
+                update(api_tokens)
+                .where(api_tokens.c.name == name, api_tokens.c.revoked_at.is_(None))
+                .values(revoked_at=self._clock())
+            )

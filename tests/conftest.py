@@ -1,0 +1,158 @@
+"""Shared fixtures: a database per test (SQLite and PostgreSQL), an in-process API, and a real
+``corral server`` subprocess for CLI tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+warnings.filterwarnings("ignore", message=".*httpx2.*")
+from fastapi.testclient import TestClient  # noqa: E402
+
+from corral.api.app import create_app  # noqa: E402
+from corral.services.runtime import Runtime, open_runtime  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+POSTGRES_ENV = "CORRAL_TEST_POSTGRES_URL"
+
+
+def _postgres_database() -> Iterator[str]:
+    """A fresh PostgreSQL database for one test, dropped afterwards."""
+    import psycopg
+
+    admin_url = os.environ.get(POSTGRES_ENV)
+    if not admin_url:
+        pytest.skip(f"PostgreSQL not configured: set {POSTGRES_ENV} (./scripts/test does)")
+    name = f"corral_test_{uuid.uuid4().hex[:12]}"
+    plain = admin_url.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(plain, autocommit=True) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield admin_url.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        with psycopg.connect(plain, autocommit=True) as connection:
+            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """Each test using this runs twice: on a SQLite file and on a PostgreSQL database."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'corral.db'}"
+    else:
+        yield from _postgres_database()
+
+
+@pytest.fixture
+def runtime(database_url: str) -> Iterator[Runtime]:
+    runtime = open_runtime(database_url)
+    yield runtime
+    runtime.engine.dispose()
+
+
+@dataclass
+class Api:
+    """An in-process API with an admin token; ``call`` returns (status, JSON body)."""
+
+    client: TestClient
+    token: str
+    runtime: Runtime
+
+    def call(self, method: str, path: str, **kwargs: Any) -> tuple[int, Any]:
+        headers = {"Authorization": f"Bearer {self.token}", **kwargs.pop("headers", {})}
+        response = self.client.request(method, path, headers=headers, **kwargs)
+        return response.status_code, (response.json() if response.content else None)
+
+
+@pytest.fixture
+def api(runtime: Runtime) -> Api:
+    token = runtime.tokens.create(name="test-admin", username="admin", roles=["osmo-admin"])
+    client = TestClient(create_app(runtime), raise_server_exceptions=False)
+    return Api(client, token, runtime)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@dataclass
+class LiveServer:
+    """A real ``corral server`` subprocess; ``cli`` runs the real ``corral`` command against it."""
+
+    url: str
+    home: Path
+    process: subprocess.Popen[bytes]
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def token(self) -> str:
+        data = json.loads((self.home / "config" / "credentials.json").read_text())
+        return str(next(iter(data["servers"].values()))["token"])
+
+    def cli(self, *args: str, stdin: str | None = None,
+            extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "corral", *args], input=stdin or "", capture_output=True,
+            text=True, env={**self.env, **(extra_env or {})}, cwd=self.home, timeout=60,
+        )
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+def start_server(home: Path, *extra: str, database_url: str | None = None) -> LiveServer:
+    port = free_port()
+    env = {
+        **os.environ,
+        "CORRAL_CONFIG_DIR": str(home / "config"),
+        "CORRAL_URL": f"http://127.0.0.1:{port}",
+        "NO_COLOR": "1",
+        "COLUMNS": "200",
+    }
+    env.pop("CORRAL_TOKEN", None)
+    command = [sys.executable, "-m", "corral", "server", "--port", str(port),
+               "--data-dir", str(home / "data"), *extra]
+    if database_url:
+        command += ["--database-url", database_url]
+    log = open(home / "server.log", "wb")  # noqa: SIM115 - closed with the process
+    process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+    server = LiveServer(f"http://127.0.0.1:{port}", home, process, env)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited: {(home / 'server.log').read_text()}")
+        try:
+            if httpx.get(f"{server.url}/health", timeout=1).status_code == 200:
+                return server
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    server.stop()
+    raise RuntimeError(f"server did not start: {(home / 'server.log').read_text()}")
+
+
+@pytest.fixture
+def live_server(tmp_path: Path) -> Iterator[LiveServer]:
+    """A fresh server with the example configs loaded (``--demo``)."""
+    server = start_server(tmp_path, "--demo")
+    yield server
+    server.stop()
