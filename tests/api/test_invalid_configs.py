@@ -92,7 +92,7 @@ CASES = [
          "policies.0.action: Unknown key 'action' (did you mean 'actions'?); remove it or fix "
          "its spelling."),
     Case("action-permissions", "PUT", POOL, pool(action_permissions={"cancel": "POOL"}), 400,
-         "action_permissions was removed in OSMO 6.2; grant workflow:Exec, "
+         "action_permissions: action_permissions was removed in OSMO 6.2; grant workflow:Exec, "
          "workflow:PortForward, workflow:Cancel or workflow:Rsync through ROLE policies"),
     Case("pod-template-top-key", "PUT", "/api/configs/pod_template/t",
          {"configs": {"sepc": {}}}, 400,

@@ -156,7 +156,8 @@ class Pool(StrictModel):
     def _prepare(cls, data: Any) -> Any:
         data = _drop_read_only(data, _POOL_READ_ONLY)
         if isinstance(data, dict) and "action_permissions" in data:
-            raise ValueError(
+            raise FieldProblem(
+                "action_permissions",
                 "action_permissions was removed in OSMO 6.2; grant workflow:Exec, "
                 "workflow:PortForward, workflow:Cancel or workflow:Rsync through ROLE policies"
             )
@@ -228,7 +229,7 @@ def _check_unique_topology(keys: list[TopologyKey]) -> None:
 
 # ------------------------------------------------------------------------ POD / GROUP TEMPLATE
 
-_POD_TEMPLATE_KEYS = ("apiVersion", "kind", "metadata", "spec")
+_POD_TEMPLATE_KEYS = ("metadata", "spec")
 
 
 def check_pod_template(template: Any) -> dict[str, Any]:

@@ -1,0 +1,74 @@
+"""The example configs load, and their copies of the built-in defaults do not drift."""
+
+from __future__ import annotations
+
+import json
+
+from corral.domain.bundles import parse_bundle
+from corral.domain.defaults import initial_bundle
+from corral.errors import UserError
+from corral.files import read_bundle_directory, read_document
+from tests.conftest import REPO
+
+EXAMPLES = REPO / "examples" / "configs"
+
+
+def test_examples_repeat_the_built_in_defaults_exactly() -> None:
+    builtin = parse_bundle(initial_bundle())
+    bundle, _ = read_bundle_directory(EXAMPLES)
+    examples = parse_bundle(bundle)
+    for ctype, items in builtin.items.items():
+        for name, item in items.items():
+            assert examples.items[ctype][name] == item, (ctype, name)
+    assert examples.workflow == builtin.workflow
+
+
+def test_seed_a100_template_reports_file_line_and_column() -> None:
+    """Seed 001's a100 template closes its tolerations list with '}' instead of ']'."""
+    path = EXAMPLES / "negative" / "a100_pod_template.json"
+    text = path.read_text()
+    lines = text.splitlines()
+    # The offending brace: the first line after the toleration object that is a bare '}'.
+    toleration_end = next(i for i, line in enumerate(lines) if '"effect"' in line) + 1
+    bad_line = toleration_end + 2  # 1-based line of the '}' that should be ']'
+    bad_column = lines[bad_line - 1].index("}") + 1
+    opened_line = next(i for i, line in enumerate(lines) if '"tolerations"' in line) + 1
+    opened_column = lines[opened_line - 1].index("[") + 1
+    try:
+        read_document(path)
+    except UserError as err:
+        assert err.message == (
+            f"{path}:{bad_line}:{bad_column}: invalid JSON: Expecting ',' delimiter (found '}}' "
+            f"but the list opened at line {opened_line}, column {opened_column} must be closed "
+            "with ']' first)"
+        )
+    else:
+        raise AssertionError("the broken seed template parsed")
+
+
+NEGATIVE = {
+    "robotics-training-missing-default-platform.json":
+        "pools.robotics-training.default_platform: Default platform h100-platform not in "
+        "platforms (gb200-platform)",
+    "role-singular-keys.json":
+        "roles.osmo-team.policies.0.action: Unknown key 'action' (did you mean 'actions'?); "
+        "remove it or fix its spelling.",
+    "override_resource_validations.json":
+        "pools.simulation-pool.platforms.l40s_platform.override_resource_validations: Unknown "
+        "key 'override_resource_validations' (did you mean 'resource_validations'?); remove it "
+        "or fix its spelling.",
+}
+
+
+def test_negative_examples_are_rejected_with_their_documented_errors() -> None:
+    readme = (EXAMPLES / "negative" / "README.md").read_text()
+    for name, expected in NEGATIVE.items():
+        document = json.loads((EXAMPLES / "negative" / name).read_text())
+        bundle = document if set(document) <= {"pools", "roles"} else {"pools": document}
+        try:
+            parse_bundle(bundle)
+        except UserError as err:
+            assert err.to_dict()["message"] == expected
+        else:
+            raise AssertionError(f"{name} was accepted")
+        assert name in readme
