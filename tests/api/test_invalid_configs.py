@@ -50,6 +50,17 @@ CASES = [
     Case("bad-json-bracket", "PUT", "/api/configs/pod_template/a100", None, 400,
          "request body:1:47: invalid JSON: Expecting ',' delimiter",
          raw=b'{"configs": {"spec": {"tolerations": [{"k": 1}}}}'),
+    Case("infinity", "PUT", POOL, None, 400,
+         "common_default_variables.X: Infinity is not a JSON number; write a finite number or "
+         "a string", raw=b'{"configs": {"backend": "default", '
+                         b'"common_default_variables": {"X": Infinity}}}'),
+    Case("nan-in-template", "PUT", "/api/configs/pod_template/t", None, 400,
+         "spec.priority: NaN is not a JSON number; write a finite number or a string",
+         raw=b'{"configs": {"spec": {"priority": NaN}}}'),
+    Case("nul-description", "PUT", POOL, {**pool(), "description": "a\x00b"}, 400,
+         "description: text must not contain NUL characters (\\u0000)"),
+    Case("nul-key", "PUT", "/api/configs/pod_template/t", {"configs": {"spec": {"a\x00": 1}}},
+         400, "spec: text must not contain NUL characters (\\u0000)"),
     Case("no-configs", "PUT", POOL, {"description": "x"}, 400,
          "configs: the request body needs 'configs' (or 'configs_dict')"),
     Case("unknown-body-key", "PUT", POOL, {"configs": {}, "descripton": "x"}, 400,

@@ -96,7 +96,7 @@ def _request_error(errors: Any, body: str) -> dict[str, Any]:
     elif first["type"] == "missing":
         message = "Required field is missing"
     else:
-        message = str(first["msg"])
+        message = str(first["msg"]).removeprefix("Value error, ")
     return {"message": f"{field}: {message}" if field else message, "error_code": "USER",
             "field": field, "path": location}
 

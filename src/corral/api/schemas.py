@@ -4,11 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from corral.domain.config_types import reject_unstorable
+from corral.errors import UserError
 
 
 class Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    @field_validator("description", "tags", "set_tags", "delete_tags", check_fields=False)
+    @classmethod
+    def _storable(cls, value: Any) -> Any:
+        try:
+            reject_unstorable(value)
+        except UserError as err:  # report it at this field, like any body error
+            raise ValueError(err.message) from None
+        return value
 
 
 class WriteBody(Body):

@@ -8,6 +8,7 @@ single object. The wire shapes follow OSMO: ``{"pools": {...}}`` for POOL, a lis
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -136,8 +137,27 @@ SPECS: dict[ConfigType, TypeSpec] = {
 _NAMED_ITEMS = (ConfigType.POOL, ConfigType.ROLE, ConfigType.BACKEND)
 
 
+def reject_unstorable(value: Any, path: tuple[str | int, ...] = ()) -> None:
+    """Refuse what JSON or PostgreSQL cannot hold although Python's JSON reader accepts it:
+    NaN, Infinity, and NUL characters in text."""
+    if isinstance(value, float) and not math.isfinite(value):
+        shown = "NaN" if math.isnan(value) else "Infinity"
+        raise UserError(f"{shown} is not a JSON number; write a finite number or a string",
+                        path=path)
+    if isinstance(value, str) and "\x00" in value:
+        raise UserError("text must not contain NUL characters (\\u0000)", path=path)
+    if isinstance(value, dict):
+        for key, child in value.items():
+            reject_unstorable(key, path)
+            reject_unstorable(child, (*path, key))
+    elif isinstance(value, list):
+        for index, child in enumerate(value):
+            reject_unstorable(child, (*path, index))
+
+
 def parse_item(ctype: ConfigType, name: str, raw: Any) -> Item:
     """Validate one item written under ``name``; errors carry a path relative to the item."""
+    reject_unstorable(raw)
     if not ctype.spec.singleton:
         check_name(ctype.spec.label, name)
     if ctype in _NAMED_ITEMS and isinstance(raw, dict):
@@ -230,6 +250,7 @@ def _parse_named_list(
 def parse_singleton(ctype: ConfigType, document: Any) -> Item:
     if not isinstance(document, dict):
         raise UserError(f"the {ctype.value} config must be a JSON object")
+    reject_unstorable(document)
     return ctype.spec.parse_item(document)
 
 

@@ -127,6 +127,11 @@ def _construct_strict_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> 
     seen: dict[Any, yaml.Node] = {}
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=True)
+        if isinstance(key, dict | list):
+            raise yaml.constructor.ConstructorError(
+                None, None, "a mapping key must be a plain value, not a list or mapping",
+                key_node.start_mark,
+            )
         if key in seen:
             mark = key_node.start_mark
             raise yaml.constructor.ConstructorError(
@@ -150,7 +155,7 @@ def _parse_yaml(text: str, filename: str) -> Any:
         where = f"{mark.line + 1}:{mark.column + 1}" if mark else "?"
         problem = err.problem or err.context or "syntax error"
         raise UserError(f"{filename}:{where}: invalid YAML: {problem}") from None
-    except yaml.YAMLError as err:
+    except (yaml.YAMLError, ValueError, TypeError, RecursionError) as err:
         raise UserError(f"{filename}: invalid YAML: {err}") from None
 
 
