@@ -104,11 +104,17 @@ class LiveServer:
         data = json.loads((self.home / "config" / "credentials.json").read_text())
         return str(next(iter(data["servers"].values()))["token"])
 
-    def cli(self, *args: str, stdin: str | None = None,
-            extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    def cli(
+        self, *args: str, stdin: str | None = None, extra_env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "corral", *args], input=stdin or "", capture_output=True,
-            text=True, env={**self.env, **(extra_env or {})}, cwd=self.home, timeout=60,
+            [sys.executable, "-m", "corral", *args],
+            input=stdin or "",
+            capture_output=True,
+            text=True,
+            env={**self.env, **(extra_env or {})},
+            cwd=self.home,
+            timeout=60,
         )
 
     def stop(self) -> None:
@@ -129,8 +135,17 @@ def start_server(home: Path, *extra: str, database_url: str | None = None) -> Li
         "COLUMNS": "200",
     }
     env.pop("CORRAL_TOKEN", None)
-    command = [sys.executable, "-m", "corral", "server", "--port", str(port),
-               "--data-dir", str(home / "data"), *extra]
+    command = [
+        sys.executable,
+        "-m",
+        "corral",
+        "server",
+        "--port",
+        str(port),
+        "--data-dir",
+        str(home / "data"),
+        *extra,
+    ]
     if database_url:
         command += ["--database-url", database_url]
     log = open(home / "server.log", "wb")  # noqa: SIM115 - closed with the process

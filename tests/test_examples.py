@@ -47,16 +47,19 @@ def test_seed_a100_template_reports_file_line_and_column() -> None:
 
 
 NEGATIVE = {
-    "robotics-training-missing-default-platform.json":
+    "robotics-training-missing-default-platform.json": (
         "pools.robotics-training.default_platform: Default platform h100-platform not in "
-        "platforms (gb200-platform)",
-    "role-singular-keys.json":
+        "platforms (gb200-platform)"
+    ),
+    "role-singular-keys.json": (
         "roles.osmo-team.policies.0.action: Unknown key 'action' (did you mean 'actions'?); "
-        "remove it or fix its spelling.",
-    "override_resource_validations.json":
+        "remove it or fix its spelling."
+    ),
+    "override_resource_validations.json": (
         "pools.simulation-pool.platforms.l40s_platform.override_resource_validations: Unknown "
         "key 'override_resource_validations' (did you mean 'resource_validations'?); remove it "
-        "or fix its spelling.",
+        "or fix its spelling."
+    ),
 }
 
 

@@ -23,8 +23,11 @@ def _race(runtime: Runtime, base: int, round_number: int) -> list[str]:
         barrier.wait()
         try:
             runtime.configs.put_item(
-                ConfigType.POOL, f"pool-{who}-{round_number}",
-                {"backend": "default", "description": who}, meta)
+                ConfigType.POOL,
+                f"pool-{who}-{round_number}",
+                {"backend": "default", "description": who},
+                meta,
+            )
         except ConflictError:
             return "409"
         return "ok"
@@ -51,8 +54,9 @@ def test_unconditional_concurrent_writers_all_land(runtime: Runtime, writers: in
 
     def writer(index: int) -> None:
         barrier.wait()
-        runtime.configs.put_item(ConfigType.POOL, f"p{index}", {"backend": "default"},
-                                 WriteMeta(username=f"u{index}"))
+        runtime.configs.put_item(
+            ConfigType.POOL, f"p{index}", {"backend": "default"}, WriteMeta(username=f"u{index}")
+        )
 
     with ThreadPoolExecutor(max_workers=writers) as pool:
         list(pool.map(writer, range(writers)))

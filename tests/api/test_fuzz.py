@@ -11,17 +11,45 @@ from hypothesis import strategies as st
 from corral.domain.config_types import ConfigType
 from tests.conftest import Api
 
-FIELD_NAMES = ["backend", "platforms", "common_pod_template", "topology_keys", "resources",
-               "gpu", "key", "label", "spec", "metadata", "name", "policies", "actions",
-               "operator", "left_operand", "scheduler_settings", "scheduler_type",
-               "default_platform", "default_exit_actions", "apiVersion", "kind", "$action",
-               "$index", "max_num_tasks", "default_exec_timeout", "description"]
+FIELD_NAMES = [
+    "backend",
+    "platforms",
+    "common_pod_template",
+    "topology_keys",
+    "resources",
+    "gpu",
+    "key",
+    "label",
+    "spec",
+    "metadata",
+    "name",
+    "policies",
+    "actions",
+    "operator",
+    "left_operand",
+    "scheduler_settings",
+    "scheduler_type",
+    "default_platform",
+    "default_exit_actions",
+    "apiVersion",
+    "kind",
+    "$action",
+    "$index",
+    "max_num_tasks",
+    "default_exec_timeout",
+    "description",
+]
 values = st.recursive(
-    st.none() | st.booleans() | st.integers(-3, 3) | st.floats(allow_nan=False, allow_infinity=False, width=16)
+    st.none()
+    | st.booleans()
+    | st.integers(-3, 3)
+    | st.floats(allow_nan=False, allow_infinity=False, width=16)
     | st.sampled_from(["default", "kai", "GT", "NE", "{{USER_CPU}}", "{{", "1d", "", "a/b"])
     | st.text(max_size=6),
-    lambda children: st.lists(children, max_size=3)
-    | st.dictionaries(st.sampled_from(FIELD_NAMES) | st.text(max_size=5), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(st.sampled_from(FIELD_NAMES) | st.text(max_size=5), children, max_size=4)
+    ),
     max_leaves=15,
 )
 segments = st.sampled_from([t.url_segment for t in ConfigType])
@@ -33,29 +61,48 @@ def _assert_not_500(status: int, body: Any) -> None:
         assert set(body) >= {"message", "error_code"}
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(segment=segments, name=st.text(max_size=8).filter(lambda s: s not in (".", "..")),
-       document=values, patch=values)
-def test_config_writes_never_fail_with_500(api: Api, segment: str, name: str, document: Any,
-                                          patch: Any) -> None:
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    segment=segments,
+    name=st.text(max_size=8).filter(lambda s: s not in (".", "..")),
+    document=values,
+    patch=values,
+)
+def test_config_writes_never_fail_with_500(
+    api: Api, segment: str, name: str, document: Any, patch: Any
+) -> None:
     _assert_not_500(*api.call("PUT", f"/api/configs/{segment}", json={"configs": document}))
     if name:
         name = quote(name, safe="")
-        _assert_not_500(*api.call("PUT", f"/api/configs/{segment}/{name}",
-                                  json={"configs": document}))
-        _assert_not_500(*api.call("PATCH", f"/api/configs/{segment}/{name}",
-                                  json={"configs_dict": patch}))
+        _assert_not_500(
+            *api.call("PUT", f"/api/configs/{segment}/{name}", json={"configs": document})
+        )
+        _assert_not_500(
+            *api.call("PATCH", f"/api/configs/{segment}/{name}", json={"configs_dict": patch})
+        )
         _assert_not_500(*api.call("DELETE", f"/api/configs/{segment}/{name}"))
     _assert_not_500(*api.call("PATCH", f"/api/configs/{segment}", json={"configs_dict": patch}))
     _assert_not_500(*api.call("POST", "/api/configs/apply", json={"bundle": {"pools": document}}))
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(body=values)
 def test_history_endpoints_never_fail_with_500(api: Api, body: Any) -> None:
     _assert_not_500(*api.call("POST", "/api/configs/history/rollback", json=body))
     _assert_not_500(*api.call("POST", "/api/configs/history/pool/revision/1/tags", json=body))
     _assert_not_500(*api.call("POST", "/api/configs/apply", json=body))
-    _assert_not_500(*api.call("PUT", "/api/configs/pool/p", json={
-        "configs": {"backend": "default"}, "description": body if isinstance(body, str) else "",
-        "tags": [body] if isinstance(body, str) else []}))
+    _assert_not_500(
+        *api.call(
+            "PUT",
+            "/api/configs/pool/p",
+            json={
+                "configs": {"backend": "default"},
+                "description": body if isinstance(body, str) else "",
+                "tags": [body] if isinstance(body, str) else [],
+            },
+        )
+    )

@@ -22,10 +22,16 @@ def test_yaml_error_names_line_and_column() -> None:
 def test_duplicate_keys_are_refused_in_json_and_yaml() -> None:
     with pytest.raises(UserError) as caught:
         parse_document('{"a": 1, "a": 2}', "x.json")
-    assert caught.value.message == 'x.json: key "a" appears twice in the same object; keep one of them.'
+    assert (
+        caught.value.message
+        == 'x.json: key "a" appears twice in the same object; keep one of them.'
+    )
     with pytest.raises(UserError) as caught:
         parse_document("a: 1\nb: 2\na: 3\n", "x.yaml")
-    assert caught.value.message == 'x.yaml:3:1: invalid YAML: key "a" appears twice in the same mapping'
+    assert (
+        caught.value.message
+        == 'x.yaml:3:1: invalid YAML: key "a" appears twice in the same mapping'
+    )
 
 
 def test_unclosed_object_hint() -> None:
@@ -33,7 +39,8 @@ def test_unclosed_object_hint() -> None:
         parse_document('{\n  "a": {\n    "b": 1\n', "t.json")
     assert caught.value.message == (
         "t.json:4:1: invalid JSON: Expecting ',' delimiter (inside the object opened at line 2, "
-        "column 8)")
+        "column 8)"
+    )
 
 
 def test_locate_keys_in_json_and_yaml() -> None:
@@ -47,8 +54,10 @@ def test_locate_keys_in_json_and_yaml() -> None:
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=8),
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.text(min_size=1, max_size=6), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(st.text(min_size=1, max_size=6), children, max_size=4)
+    ),
     max_leaves=20,
 )
 

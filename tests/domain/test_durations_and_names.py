@@ -12,12 +12,20 @@ from corral.domain.names import check_name
 from corral.errors import UserError
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("60d", timedelta(days=60)), ("12h", timedelta(hours=12)), ("90m", timedelta(minutes=90)),
-    ("15s", timedelta(seconds=15)), ("250ms", timedelta(milliseconds=250)),
-    ("7us", timedelta(microseconds=7)), ("PT10S", timedelta(seconds=10)),
-    ("P1DT2H", timedelta(days=1, hours=2)), ("PT1.5S", timedelta(seconds=1.5)),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("60d", timedelta(days=60)),
+        ("12h", timedelta(hours=12)),
+        ("90m", timedelta(minutes=90)),
+        ("15s", timedelta(seconds=15)),
+        ("250ms", timedelta(milliseconds=250)),
+        ("7us", timedelta(microseconds=7)),
+        ("PT10S", timedelta(seconds=10)),
+        ("P1DT2H", timedelta(days=1, hours=2)),
+        ("PT1.5S", timedelta(seconds=1.5)),
+    ],
+)
 def test_durations(text: str, expected: timedelta) -> None:
     assert parse_duration(text) == expected
 
@@ -34,13 +42,22 @@ def test_simple_durations_scale(amount: int, unit: str) -> None:
     assert parse_duration(f"{amount}{unit}") == timedelta(seconds=amount * seconds)
 
 
-@pytest.mark.parametrize("key, problem", [
-    ("nvidia.com/gpu-clique", None), ("topology.kubernetes.io/zone", None), ("rack", None),
-    ("/rack", "the prefix before '/' is empty"), ("a/", "the name part is empty"),
-    ("a/-x", "the name part '-x' must start and end with a letter or digit and contain only "
-             "letters, digits, '-', '_' or '.'"),
-    ("x" * 64, f"the name part {'x' * 64!r} is longer than 63 characters"),
-])
+@pytest.mark.parametrize(
+    "key, problem",
+    [
+        ("nvidia.com/gpu-clique", None),
+        ("topology.kubernetes.io/zone", None),
+        ("rack", None),
+        ("/rack", "the prefix before '/' is empty"),
+        ("a/", "the name part is empty"),
+        (
+            "a/-x",
+            "the name part '-x' must start and end with a letter or digit and contain only "
+            "letters, digits, '-', '_' or '.'",
+        ),
+        ("x" * 64, f"the name part {'x' * 64!r} is longer than 63 characters"),
+    ],
+)
 def test_label_keys(key: str, problem: str | None) -> None:
     assert label_key_problem(key) == problem
 

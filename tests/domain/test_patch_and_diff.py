@@ -24,20 +24,30 @@ objects = st.dictionaries(keys, trees, max_size=4)
 
 def test_osmo_rules() -> None:
     current = {"a": {"x": 1, "y": 2}, "b": [1, 2], "c": [{"k": 1}, {"k": 2}], "d": 1}
-    patch = {"a": {"y": {"$action": "delete"}, "z": 3}, "b": [3],
-             "c": [{"$index": 1, "$action": "replace", "k": 9}, {"$index": 0, "j": 0}, {"k": 3}],
-             "d": {"$action": "delete"}}
+    patch = {
+        "a": {"y": {"$action": "delete"}, "z": 3},
+        "b": [3],
+        "c": [{"$index": 1, "$action": "replace", "k": 9}, {"$index": 0, "j": 0}, {"k": 3}],
+        "d": {"$action": "delete"},
+    }
     assert strategic_merge(current, patch) == {
-        "a": {"x": 1, "z": 3}, "b": [3], "c": [{"k": 1, "j": 0}, {"k": 9}, {"k": 3}]}
+        "a": {"x": 1, "z": 3},
+        "b": [3],
+        "c": [{"k": 1, "j": 0}, {"k": 9}, {"k": 3}],
+    }
     assert current["a"] == {"x": 1, "y": 2}  # inputs are not modified
-    assert strategic_merge({"c": [{"k": 1}, {"k": 2}]},
-                           {"c": [{"$index": 0, "$action": "delete"}]}) == {"c": [{"k": 2}]}
+    assert strategic_merge(
+        {"c": [{"k": 1}, {"k": 2}]}, {"c": [{"$index": 0, "$action": "delete"}]}
+    ) == {"c": [{"k": 2}]}
 
 
-@pytest.mark.parametrize("patch, message", [
-    ({"c": [{"$index": 5}]}, "$index 5 is outside the list (it has 1 items)"),
-    ({"c": [{"$index": 0, "$action": "move"}]}, "$action 'move' is not one of replace, delete"),
-])
+@pytest.mark.parametrize(
+    "patch, message",
+    [
+        ({"c": [{"$index": 5}]}, "$index 5 is outside the list (it has 1 items)"),
+        ({"c": [{"$index": 0, "$action": "move"}]}, "$action 'move' is not one of replace, delete"),
+    ],
+)
 def test_bad_index_patches(patch: dict[str, Any], message: str) -> None:
     with pytest.raises(UserError) as caught:
         strategic_merge({"c": [{"k": 1}]}, patch)
@@ -51,8 +61,9 @@ def test_patch_without_directives_sets_every_scalar_it_names(current: Any, patch
         if not isinstance(value, dict | list):
             assert merged[key] == value
     for key in current:
-        assert key in merged or (isinstance(patch.get(key), dict)
-                                 and patch[key].get("$action") == "delete")
+        assert key in merged or (
+            isinstance(patch.get(key), dict) and patch[key].get("$action") == "delete"
+        )
 
 
 @given(objects)

@@ -41,8 +41,11 @@ def create_app(runtime: Runtime) -> FastAPI:
     @app.get("/health", tags=["system"])
     def health() -> JSONResponse:
         ok = runtime.database_ok()
-        body = {"status": "ok" if ok else "unavailable", "database": "ok" if ok else "down",
-                "version": __version__}
+        body = {
+            "status": "ok" if ok else "unavailable",
+            "database": "ok" if ok else "down",
+            "version": __version__,
+        }
         return JSONResponse(body, status_code=200 if ok else 503)
 
     @app.get("/metrics", tags=["system"])
@@ -67,16 +70,19 @@ def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, err: StarletteHTTPException) -> JSONResponse:
         code = "NOT_FOUND" if err.status_code == 404 else "HTTP"
-        return JSONResponse({"message": str(err.detail), "error_code": code},
-                            status_code=err.status_code)
+        return JSONResponse(
+            {"message": str(err.detail), "error_code": code}, status_code=err.status_code
+        )
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, err: Exception) -> JSONResponse:
         incident = uuid.uuid4().hex[:12]
         log.exception("unhandled error", incident=incident, path=request.url.path)
         return JSONResponse(
-            {"message": f"Internal server error (incident {incident}); this is a bug.",
-             "error_code": "SERVER"},
+            {
+                "message": f"Internal server error (incident {incident}); this is a bug.",
+                "error_code": "SERVER",
+            },
             status_code=500,
         )
 
@@ -97,8 +103,12 @@ def _request_error(errors: Any, body: str) -> dict[str, Any]:
         message = "Required field is missing"
     else:
         message = str(first["msg"]).removeprefix("Value error, ")
-    return {"message": f"{field}: {message}" if field else message, "error_code": "USER",
-            "field": field, "path": location}
+    return {
+        "message": f"{field}: {message}" if field else message,
+        "error_code": "USER",
+        "field": field,
+        "path": location,
+    }
 
 
 def _install_observability(app: FastAPI, metrics: Metrics) -> None:
@@ -114,6 +124,11 @@ def _install_observability(app: FastAPI, metrics: Metrics) -> None:
         metrics.requests.labels(request.method, template, str(response.status_code)).inc()
         metrics.latency.labels(request.method, template).observe(elapsed)
         # Never log headers: they carry the bearer token.
-        log.info("request", method=request.method, route=template,
-                 status=response.status_code, ms=round(elapsed * 1000, 1))
+        log.info(
+            "request",
+            method=request.method,
+            route=template,
+            status=response.status_code,
+            ms=round(elapsed * 1000, 1),
+        )
         return response

@@ -61,12 +61,20 @@ def build_router(service: ConfigService, authorizer: Authorizer, on_write: Any) 
         omit_data: bool = False,
     ) -> dict[str, Any]:
         types = [ConfigType.parse(t) for t in config_types]
-        for ctype in types or [None]:
+        for ctype in types:
             can(caller, "config:Read", ctype)
+        if not types:
+            can(caller, "config:Read")
         query = HistoryQuery(
-            config_types=types, name=name, revision=revision, tags=tags,
-            created_before=created_before, created_after=created_after,
-            at_timestamp=at_timestamp, offset=offset, limit=limit,
+            config_types=types,
+            name=name,
+            revision=revision,
+            tags=tags,
+            created_before=created_before,
+            created_after=created_after,
+            at_timestamp=at_timestamp,
+            offset=offset,
+            limit=limit,
             order="DESC" if order.upper() == "DESC" else "ASC",
         )
         found = service.history(query, with_data=not omit_data)
@@ -94,7 +102,9 @@ def build_router(service: ConfigService, authorizer: Authorizer, on_write: Any) 
 
     @router.get("/diff")
     def diff(
-        caller: Caller, config_type: str, first_revision: int | None = None,
+        caller: Caller,
+        config_type: str,
+        first_revision: int | None = None,
         second_revision: int | None = None,
     ) -> dict[str, Any]:
         ctype = ConfigType.parse(config_type)
@@ -105,7 +115,10 @@ def build_router(service: ConfigService, authorizer: Authorizer, on_write: Any) 
     def apply(caller: Caller, body: ApplyBody) -> dict[str, Any]:
         can(caller, "config:Update")
         result = service.apply(body.bundle, _meta(caller, body), dry_run=body.dry_run)
-        return {"dry_run": body.dry_run, **(write_json(result) if body.dry_run else written(result))}
+        return {
+            "dry_run": body.dry_run,
+            **(write_json(result) if body.dry_run else written(result)),
+        }
 
     @router.get("/{segment}")
     def get_type(caller: Caller, segment: str, response: Response) -> Any:
@@ -126,8 +139,9 @@ def build_router(service: ConfigService, authorizer: Authorizer, on_write: Any) 
         ctype = config_type(segment)
         can(caller, "config:Update", ctype)
         if not ctype.spec.singleton:
-            raise UserError(f"PATCH one {ctype.spec.label.lower()} at /api/configs/"
-                            f"{ctype.url_segment}/<name>")
+            raise UserError(
+                f"PATCH one {ctype.spec.label.lower()} at /api/configs/{ctype.url_segment}/<name>"
+            )
         return written(service.patch(ctype, None, _required(body), _meta(caller, body)))
 
     @router.get("/{segment}/{name}")
@@ -154,12 +168,15 @@ def build_router(service: ConfigService, authorizer: Authorizer, on_write: Any) 
     def update_backend(caller: Caller, name: str, body: WriteBody) -> dict[str, Any]:
         """OSMO's backend update: the given top-level fields replace the stored ones."""
         can(caller, "config:Update", ConfigType.BACKEND)
-        return written(service.patch(ConfigType.BACKEND, name, _required(body),
-                                     _meta(caller, body)))
+        return written(
+            service.patch(ConfigType.BACKEND, name, _required(body), _meta(caller, body))
+        )
 
     @router.delete("/{segment}/{name}")
     def delete_item(
-        caller: Caller, segment: str, name: str,
+        caller: Caller,
+        segment: str,
+        name: str,
         body: Annotated[DeleteBody | None, Body()] = None,
     ) -> dict[str, Any]:
         ctype = config_type(segment)
@@ -217,8 +234,12 @@ def write_json(result: WriteResult) -> dict[str, Any]:
         "changed": result.changed,
         "revisions": [revision_json(r, with_data=False) for r in result.revisions],
         "items": [
-            {"config_type": i.config_type.value, "name": i.name, "action": i.action,
-             "changes": i.changes}
+            {
+                "config_type": i.config_type.value,
+                "name": i.name,
+                "action": i.action,
+                "changes": i.changes,
+            }
             for i in result.items
         ],
     }

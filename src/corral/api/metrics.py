@@ -13,14 +13,20 @@ class Metrics:
 
     def __post_init__(self) -> None:
         self.requests = Counter(
-            "corral_http_requests", "HTTP requests served",
-            ["method", "route", "status"], registry=self.registry,
+            "corral_http_requests",
+            "HTTP requests served",
+            ["method", "route", "status"],
+            registry=self.registry,
         )
         self.latency = Histogram(
-            "corral_http_request_duration_seconds", "Time to serve an HTTP request",
-            ["method", "route"], registry=self.registry,
+            "corral_http_request_duration_seconds",
+            "Time to serve an HTTP request",
+            ["method", "route"],
+            registry=self.registry,
         )
         self.config_writes = Counter(
-            "corral_config_revisions", "Config revisions recorded",
-            ["config_type"], registry=self.registry,
+            "corral_config_revisions",
+            "Config revisions recorded",
+            ["config_type"],
+            registry=self.registry,
         )

@@ -33,29 +33,35 @@ def server_url() -> str:
 
 
 class Client:
-    def __init__(self, url: str | None = None, token: str | None = None,
-                 timeout: float = 30.0) -> None:
+    def __init__(
+        self, url: str | None = None, token: str | None = None, timeout: float = 30.0
+    ) -> None:
         self.url = (url or server_url()).rstrip("/")
         self.token = token or os.environ.get("CORRAL_TOKEN") or read_token(self.url)
         self._http = httpx.Client(base_url=self.url, timeout=timeout)
 
-    def request(self, method: str, path: str, *, json: Any = None,
-                params: dict[str, Any] | None = None) -> Any:
+    def request(
+        self, method: str, path: str, *, json: Any = None, params: dict[str, Any] | None = None
+    ) -> Any:
         headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
         try:
-            response = self._http.request(method, path, json=json, params=params,
-                                          headers=headers)
+            response = self._http.request(method, path, json=json, params=params, headers=headers)
         except httpx.HTTPError as err:
-            raise ApiError(0, {"message": f"cannot reach corral at {self.url}: {err}. Is "
-                               "`corral server` running? Set CORRAL_URL to point elsewhere."}
-                           ) from None
+            raise ApiError(
+                0,
+                {
+                    "message": f"cannot reach corral at {self.url}: {err}. Is "
+                    "`corral server` running? Set CORRAL_URL to point elsewhere."
+                },
+            ) from None
         if response.status_code >= 400:
             raise ApiError(response.status_code, _error_body(response, self))
         return response.json() if response.content else None
 
     def get(self, path: str, **params: Any) -> Any:
-        return self.request("GET", path, params={k: v for k, v in params.items()
-                                                 if v is not None} or None)
+        return self.request(
+            "GET", path, params={k: v for k, v in params.items() if v is not None} or None
+        )
 
 
 def _error_body(response: httpx.Response, client: Client) -> dict[str, Any]:
@@ -66,6 +72,8 @@ def _error_body(response: httpx.Response, client: Client) -> dict[str, Any]:
     if not isinstance(body, dict):
         body = {"message": str(body)}
     if response.status_code == 401 and not client.token:
-        body["message"] = (f"{body.get('message', '')} No token found: set CORRAL_TOKEN, or run "
-                           f"the CLI as the user who started the server ({credentials_file()}).")
+        body["message"] = (
+            f"{body.get('message', '')} No token found: set CORRAL_TOKEN, or run "
+            f"the CLI as the user who started the server ({credentials_file()})."
+        )
     return body

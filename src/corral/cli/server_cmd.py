@@ -39,10 +39,15 @@ def ensure_admin_token(runtime: Runtime, url: str) -> Path | None:
 def server(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
-    data_dir: Annotated[Path | None, typer.Option(
-        help="Where the embedded SQLite database lives [default: the user data dir].")] = None,
-    database_url: Annotated[str | None, typer.Option(
-        help="Use this database instead of SQLite, e.g. postgresql+psycopg://user@host/db.")
+    data_dir: Annotated[
+        Path | None,
+        typer.Option(help="Where the embedded SQLite database lives [default: the user data dir]."),
+    ] = None,
+    database_url: Annotated[
+        str | None,
+        typer.Option(
+            help="Use this database instead of SQLite, e.g. postgresql+psycopg://user@host/db."
+        ),
     ] = None,
     demo: Annotated[bool, typer.Option(help="Load the example configs at start.")] = False,
 ) -> None:

@@ -122,8 +122,10 @@ def merge_files(
 
 
 def _sections(filename: str, document: Any) -> list[tuple[str, Any, tuple[str | int, ...]]]:
-    if isinstance(document, dict) and document and all(
-        canonical_key(k) in BUNDLE_KEYS or k in _UNSUPPORTED for k in document
+    if (
+        isinstance(document, dict)
+        and document
+        and all(canonical_key(k) in BUNDLE_KEYS or k in _UNSUPPORTED for k in document)
     ):
         return [(canonical_key(k), v, (k,)) for k, v in document.items()]
     stem = canonical_key(PurePath(filename).stem)
@@ -131,7 +133,7 @@ def _sections(filename: str, document: Any) -> list[tuple[str, Any, tuple[str | 
         return [(stem, document, ())]
     raise UserError(
         f"{filename}: cannot tell which config type this file holds. Name the file after its "
-        f"type ({', '.join(BUNDLE_KEYS)}) or wrap its content, e.g. {{\"pools\": {{...}}}}."
+        f'type ({", ".join(BUNDLE_KEYS)}) or wrap its content, e.g. {{"pools": {{...}}}}.'
     )
 
 

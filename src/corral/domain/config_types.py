@@ -100,7 +100,9 @@ def _parse_rules(raw: Any) -> Item:
     return parsed
 
 
-def _check_templates_jinja(check: Callable[[Any], dict[str, Any]]) -> Callable[[Any], dict[str, Any]]:
+def _check_templates_jinja(
+    check: Callable[[Any], dict[str, Any]],
+) -> Callable[[Any], dict[str, Any]]:
     from corral.domain.templating import check_all_jinja
 
     def checked(raw: Any) -> dict[str, Any]:
@@ -114,11 +116,13 @@ def _check_templates_jinja(check: Callable[[Any], dict[str, Any]]) -> Callable[[
 SPECS: dict[ConfigType, TypeSpec] = {
     ConfigType.POOL: TypeSpec("Pool", "pools", _model_parser(configs.Pool), configs.Pool),
     ConfigType.POD_TEMPLATE: TypeSpec(
-        "Pod template", "pod_templates",
+        "Pod template",
+        "pod_templates",
         _free_form_parser(_check_templates_jinja(configs.check_pod_template)),
     ),
     ConfigType.GROUP_TEMPLATE: TypeSpec(
-        "Group template", "group_templates",
+        "Group template",
+        "group_templates",
         _free_form_parser(_check_templates_jinja(configs.check_group_template)),
     ),
     ConfigType.RESOURCE_VALIDATION: TypeSpec(
@@ -142,8 +146,9 @@ def reject_unstorable(value: Any, path: tuple[str | int, ...] = ()) -> None:
     NaN, Infinity, and NUL characters in text."""
     if isinstance(value, float) and not math.isfinite(value):
         shown = "NaN" if math.isnan(value) else "Infinity"
-        raise UserError(f"{shown} is not a JSON number; write a finite number or a string",
-                        path=path)
+        raise UserError(
+            f"{shown} is not a JSON number; write a finite number or a string", path=path
+        )
     if isinstance(value, str) and "\x00" in value:
         raise UserError("text must not contain NUL characters (\\u0000)", path=path)
     if isinstance(value, dict):
@@ -266,10 +271,20 @@ _KNOWN_RENAMES = {
 def _all_field_names() -> set[str]:
     names: set[str] = set()
     for model in (
-        configs.Pool, configs.Platform, configs.GpuQuota, configs.PoolResources,
-        configs.TopologyKey, configs.ResourceRule, configs.Role, configs.RolePolicy,
-        configs.LegacyAction, configs.Backend, configs.SchedulerSettings,
-        configs.NodeConditions, configs.WorkflowConfig, configs.WorkflowInfo,
+        configs.Pool,
+        configs.Platform,
+        configs.GpuQuota,
+        configs.PoolResources,
+        configs.TopologyKey,
+        configs.ResourceRule,
+        configs.Role,
+        configs.RolePolicy,
+        configs.LegacyAction,
+        configs.Backend,
+        configs.SchedulerSettings,
+        configs.NodeConditions,
+        configs.WorkflowConfig,
+        configs.WorkflowInfo,
         configs.UserWorkflowLimits,
     ):
         names.update(model.model_fields)
@@ -307,7 +322,9 @@ def validation_error(err: ValidationError, raw: Any) -> UserError:
             path = (*path, *cause.path)
     else:
         shown = details.get("input")
-        text = "Input should be an object" if kind in ("model_type", "dict_type") else details["msg"]
+        text = (
+            "Input should be an object" if kind in ("model_type", "dict_type") else details["msg"]
+        )
         message = f"{text} (got {type(shown).__name__} {shown!r})."
     return UserError(message, path=path)
 
@@ -317,10 +334,9 @@ def _real_path(raw: Any, loc: tuple[str | int, ...]) -> tuple[str | int, ...]:
     path: list[str | int] = []
     node = raw
     for step in loc:
-        if isinstance(node, dict) and step in node:
-            path.append(step)
-            node = node[step]
-        elif isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node):
+        if (isinstance(node, dict) and step in node) or (
+            isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node)
+        ):
             path.append(step)
             node = node[step]
         elif not isinstance(node, dict | list) or isinstance(step, int):

@@ -48,6 +48,7 @@ def _check_duration(value: str) -> str:
 
 # ------------------------------------------------------------------------------------ POOL
 
+
 class GpuQuota(StrictModel):
     """KAI queue quota for the pool's GPUs; -1 means "no limit"."""
 
@@ -159,15 +160,20 @@ class Pool(StrictModel):
             raise FieldProblem(
                 "action_permissions",
                 "action_permissions was removed in OSMO 6.2; grant workflow:Exec, "
-                "workflow:PortForward, workflow:Cancel or workflow:Rsync through ROLE policies"
+                "workflow:PortForward, workflow:Cancel or workflow:Rsync through ROLE policies",
             )
         exits = data.get("default_exit_actions") if isinstance(data, dict) else None
         if isinstance(exits, dict):
             # OSMO's docs write exit codes as integers; its model wants strings. Take both.
-            data = {**data, "default_exit_actions": {
-                key: str(value) if isinstance(value, int) and not isinstance(value, bool)
-                else value for key, value in exits.items()
-            }}
+            data = {
+                **data,
+                "default_exit_actions": {
+                    key: str(value)
+                    if isinstance(value, int) and not isinstance(value, bool)
+                    else value
+                    for key, value in exits.items()
+                },
+            }
         return data
 
     @field_validator(
@@ -182,9 +188,7 @@ class Pool(StrictModel):
     def _exit_actions(cls, actions: dict[str, str]) -> dict[str, str]:
         for key, codes in actions.items():
             if key.upper() not in _EXIT_ACTIONS:
-                raise ValueError(
-                    f"exit action {key!r} is not one of {', '.join(_EXIT_ACTIONS)}"
-                )
+                raise ValueError(f"exit action {key!r} is not one of {', '.join(_EXIT_ACTIONS)}")
             if not _EXIT_RANGE.match(codes):
                 raise ValueError(
                     f"exit codes {codes!r} for {key} must look like '1,3-5' "
@@ -200,16 +204,18 @@ class Pool(StrictModel):
             raise FieldProblem(
                 "default_platform",
                 f"Default platform {self.default_platform} not in platforms "
-                f"({', '.join(self.platforms) or 'none defined'})"
+                f"({', '.join(self.platforms) or 'none defined'})",
             )
         _check_unique_topology(self.topology_keys)
-        for kind, timeouts in (("exec", ("default_exec_timeout", "max_exec_timeout")),
-                               ("queue", ("default_queue_timeout", "max_queue_timeout"))):
+        for kind, timeouts in (
+            ("exec", ("default_exec_timeout", "max_exec_timeout")),
+            ("queue", ("default_queue_timeout", "max_queue_timeout")),
+        ):
             default, maximum = (getattr(self, field) for field in timeouts)
             if default and maximum and parse_duration(default) > parse_duration(maximum):
                 raise FieldProblem(
                     timeouts[0],
-                    f"default_{kind}_timeout {default} is longer than max_{kind}_timeout {maximum}"
+                    f"default_{kind}_timeout {default} is longer than max_{kind}_timeout {maximum}",
                 )
         return self
 
@@ -221,8 +227,11 @@ def _check_unique_topology(keys: list[TopologyKey]) -> None:
             value = getattr(entry, attribute)
             if value in seen:
                 raise FieldProblem(
-                    "topology_keys", f"{attribute} {value!r} appears more than once; each "
-                    f"topology level needs its own {attribute}", index, attribute,
+                    "topology_keys",
+                    f"{attribute} {value!r} appears more than once; each "
+                    f"topology level needs its own {attribute}",
+                    index,
+                    attribute,
                 )
             seen.add(value)
 
@@ -239,8 +248,9 @@ def check_pod_template(template: Any) -> dict[str, Any]:
     for key, value in template.items():
         if key not in _POD_TEMPLATE_KEYS:
             raise FieldProblem(
-                key, f"unknown key {key!r} in a pod template; a partial Pod manifest has "
-                "only 'spec' and 'metadata'"
+                key,
+                f"unknown key {key!r} in a pod template; a partial Pod manifest has "
+                "only 'spec' and 'metadata'",
             )
         if key in ("metadata", "spec") and not isinstance(value, dict):
             raise FieldProblem(key, f"{key} must be an object")
@@ -354,6 +364,7 @@ class Role(StrictModel):
 
 # --------------------------------------------------------------------------------- BACKEND
 
+
 class SchedulerSettings(StrictModel):
     scheduler_type: Literal["kai", "default"] = "kai"
     scheduler_name: str = "kai-scheduler"
@@ -405,6 +416,7 @@ class Backend(StrictModel):
 
 # -------------------------------------------------------------------------------- WORKFLOW
 
+
 class WorkflowInfo(StrictModel):
     tags: list[str] = []
     max_name_length: int = Field(default=64, ge=1)
@@ -453,8 +465,12 @@ class WorkflowConfig(StrictModel):
     workflow_app: dict[str, Any] = {}
 
     @field_validator(
-        "default_exec_timeout", "default_queue_timeout", "max_exec_timeout",
-        "max_queue_timeout", "force_cleanup_delay", "task_heartbeat_frequency",
+        "default_exec_timeout",
+        "default_queue_timeout",
+        "max_exec_timeout",
+        "max_queue_timeout",
+        "force_cleanup_delay",
+        "task_heartbeat_frequency",
     )
     @classmethod
     def _durations(cls, value: str) -> str:
@@ -470,6 +486,6 @@ class WorkflowConfig(StrictModel):
             if parse_duration(default) > parse_duration(maximum):
                 raise FieldProblem(
                     f"default_{kind}_timeout",
-                    f"default_{kind}_timeout {default} is longer than max_{kind}_timeout {maximum}"
+                    f"default_{kind}_timeout {default} is longer than max_{kind}_timeout {maximum}",
                 )
         return self

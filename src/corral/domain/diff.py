@@ -17,8 +17,12 @@ class Change:
     after: Any = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"path": list(self.path), "kind": self.kind,
-                "before": self.before, "after": self.after}
+        return {
+            "path": list(self.path),
+            "kind": self.kind,
+            "before": self.before,
+            "after": self.after,
+        }
 
 
 def changes(before: Any, after: Any, path: Path = ()) -> list[Change]:

@@ -73,8 +73,7 @@ def _parse_json(text: str, filename: str) -> Any:
         return json.loads(text, object_pairs_hook=_reject_duplicate_keys)
     except _DuplicateKey as dup:
         raise UserError(
-            f'{filename}: key "{dup.key}" appears twice in the same object; '
-            "keep one of them."
+            f'{filename}: key "{dup.key}" appears twice in the same object; keep one of them.'
         ) from None
     except json.JSONDecodeError as err:
         where = position_of(text, err.pos)
@@ -129,7 +128,9 @@ def _construct_strict_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> 
         key = loader.construct_object(key_node, deep=True)
         if isinstance(key, dict | list):
             raise yaml.constructor.ConstructorError(
-                None, None, "a mapping key must be a plain value, not a list or mapping",
+                None,
+                None,
+                "a mapping key must be a plain value, not a list or mapping",
                 key_node.start_mark,
             )
         if key in seen:
@@ -143,13 +144,13 @@ def _construct_strict_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> 
 
 _StrictLoader.add_constructor(
     yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
-    _construct_strict_mapping,  # type: ignore[arg-type]
+    _construct_strict_mapping,
 )
 
 
 def _parse_yaml(text: str, filename: str) -> Any:
     try:
-        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(text, Loader=_StrictLoader)
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         where = f"{mark.line + 1}:{mark.column + 1}" if mark else "?"
@@ -173,9 +174,12 @@ def locate(text: str, path: Sequence[str | int]) -> Position | None:
                 if isinstance(key_node, yaml.ScalarNode) and key_node.value == str(step):
                     found, node = key_node, value_node
                     break
-        elif isinstance(node, yaml.SequenceNode) and isinstance(step, int):
-            if 0 <= step < len(node.value):
-                found = node = node.value[step]
+        elif (
+            isinstance(node, yaml.SequenceNode)
+            and isinstance(step, int)
+            and 0 <= step < len(node.value)
+        ):
+            found = node = node.value[step]
         if found is None:
             return None
     if found is None:

@@ -55,7 +55,9 @@ def problems(state: State) -> Iterator[Problem]:
         for path, ctype, name in _references(pool):
             if name not in state.get(ctype, {}):
                 yield Problem(
-                    ConfigType.POOL, pool_name, path,
+                    ConfigType.POOL,
+                    pool_name,
+                    path,
                     f"{ctype.spec.label} {name} does not exist! Create it first "
                     f"(corral config update {ctype.value} {name} --file ...) or fix the name.",
                 )
@@ -64,7 +66,9 @@ def problems(state: State) -> Iterator[Problem]:
             scheduler = backend["scheduler_settings"]["scheduler_type"]
             if scheduler not in TOPOLOGY_SCHEDULERS:
                 yield Problem(
-                    ConfigType.POOL, pool_name, ("topology_keys",),
+                    ConfigType.POOL,
+                    pool_name,
+                    ("topology_keys",),
                     f'Topology keys cannot be set for pool "{pool_name}" because backend '
                     f'"{pool["backend"]}" uses scheduler "{scheduler}" which does not support '
                     "topology constraints",

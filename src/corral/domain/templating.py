@@ -31,7 +31,9 @@ def check_jinja(text: str, *, path: tuple[str | int, ...] = ()) -> None:
         ) from None
 
 
-def string_leaves(value: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[tuple[str | int, ...], str]]:
+def string_leaves(
+    value: Any, path: tuple[str | int, ...] = ()
+) -> Iterator[tuple[tuple[str | int, ...], str]]:
     """Every string value (never a key) in a JSON-like tree, with its path."""
     if isinstance(value, str):
         yield path, value

@@ -7,7 +7,7 @@ cross-reference, and records one revision per changed type. So nothing half-vali
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +27,7 @@ from corral.errors import ConflictError, NotFoundError, UserError
 from corral.store.config_store import ConfigStore, Heads, HistoryQuery, NewRevision, Revision
 
 Path = tuple[str | int, ...]
+Located = Mapping[str, Path]
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,11 @@ class _Pending:
     data: Any
     description: str
     name: str = ""
-    located: dict[str, Path] = field(default_factory=dict)
+    located: Located = field(default_factory=dict)
+
+
+#: Computes, from the heads seen inside the write transaction, the new snapshot of each type.
+PendingFor = Callable[[Heads], dict[ConfigType, _Pending]]
 
 
 def empty_snapshot(ctype: ConfigType) -> Any:
@@ -129,15 +134,22 @@ class ConfigService:
             raise UserError(f"the {ctype.value} document has no items")
         located = {name: (*prefix, name) for name in items}
         return self._commit_one(
-            ctype, lambda current: {**current, **items}, meta,
-            f"Set {', '.join(items)} ({ctype.spec.label.lower()})", located,
+            ctype,
+            lambda current: {**current, **items},
+            meta,
+            f"Set {', '.join(items)} ({ctype.spec.label.lower()})",
+            located,
         )
 
     def put_item(self, ctype: ConfigType, name: str, raw: Any, meta: WriteMeta) -> WriteResult:
         item = parse_item(ctype, name, raw)
         return self._commit_one(
-            ctype, lambda current: {**current, name: item}, meta,
-            f"Put complete {ctype.spec.label.lower()} {name}", {name: ()}, name=name,
+            ctype,
+            lambda current: {**current, name: item},
+            meta,
+            f"Put complete {ctype.spec.label.lower()} {name}",
+            {name: ()},
+            name=name,
         )
 
     def patch(
@@ -154,8 +166,12 @@ class ConfigService:
             raise UserError(f"name the {ctype.spec.label.lower()} to patch")
         merged_item = parse_item(ctype, name, strategic_merge(self.item(ctype, name), patch))
         return self._commit_one(
-            ctype, lambda current: {**current, name: merged_item}, meta,
-            f"Patch {ctype.spec.label.lower()} {name}", {name: ()}, name=name,
+            ctype,
+            lambda current: {**current, name: merged_item},
+            meta,
+            f"Patch {ctype.spec.label.lower()} {name}",
+            {name: ()},
+            name=name,
         )
 
     def delete_item(self, ctype: ConfigType, name: str, meta: WriteMeta) -> WriteResult:
@@ -168,12 +184,17 @@ class ConfigService:
             return {key: value for key, value in current.items() if key != name}
 
         return self._commit_one(
-            ctype, without, meta, f"Delete {ctype.spec.label.lower()} {name}", {}, name=name,
+            ctype,
+            without,
+            meta,
+            f"Delete {ctype.spec.label.lower()} {name}",
+            {},
+            name=name,
             deleting=name,
         )
 
     def rollback(self, ctype: ConfigType, revision: int, meta: WriteMeta) -> WriteResult:
-        """A new revision whose data equals ``revision``'s (items equal in both stay as they are)."""
+        """A new revision whose data equals ``revision``'s; items equal in both are untouched."""
         target = self._store.get(ctype, revision)
         if target is None:
             raise NotFoundError(
@@ -202,21 +223,26 @@ class ConfigService:
     def initialize(self, bundle: Any) -> bool:
         """Record the initial configuration if nothing was ever written; True if it did."""
         parsed = parse_bundle(bundle)
-        meta = WriteMeta(username="system", description="Initial configuration",
-                         tags=["initial-config"])
+        meta = WriteMeta(
+            username="system", description="Initial configuration", tags=["initial-config"]
+        )
 
         def plan(heads: Heads) -> list[NewRevision]:
             if heads:
                 return []
-            return self._new_revisions(heads, self._build(heads, _bundle_pending(parsed, None),
-                                                          meta), meta)
+            return self._new_revisions(
+                heads, self._build(heads, _bundle_pending(parsed, None), meta), meta
+            )
 
         return bool(self._store.write(plan))
 
     # ------------------------------------------------------------------------------ tags
 
     def tag(
-        self, ctype: ConfigType, revision: int | None, set_tags: list[str],
+        self,
+        ctype: ConfigType,
+        revision: int | None,
+        set_tags: list[str],
         delete_tags: list[str],
     ) -> Revision:
         if not set_tags and not delete_tags:
@@ -238,10 +264,18 @@ class ConfigService:
     # --------------------------------------------------------------------------- commits
 
     def _commit_one(
-        self, ctype: ConfigType, change: Any, meta: WriteMeta, description: str,
-        located: dict[str, Path], *, name: str = "", deleting: str | None = None,
+        self,
+        ctype: ConfigType,
+        change: Callable[[Any], Any],
+        meta: WriteMeta,
+        description: str,
+        located: Located,
+        *,
+        name: str = "",
+        deleting: str | None = None,
     ) -> WriteResult:
         """Commit ``change(current data of ctype)`` as the new snapshot of ``ctype``."""
+
         def pending_for(heads: Heads) -> dict[ConfigType, _Pending]:
             head = heads.get(ctype)
             if meta.base_revision is not None:
@@ -258,7 +292,7 @@ class ConfigService:
 
         return self._commit(pending_for, meta)
 
-    def _commit(self, pending_for: Any, meta: WriteMeta) -> WriteResult:
+    def _commit(self, pending_for: PendingFor, meta: WriteMeta) -> WriteResult:
         items: list[ItemChange] = []
 
         def plan(heads: Heads) -> list[NewRevision]:
@@ -270,9 +304,9 @@ class ConfigService:
         return WriteResult(revisions, items)
 
     def _build(
-        self, heads: Heads, pending_for: Any, meta: WriteMeta
+        self, heads: Heads, pending_for: PendingFor, meta: WriteMeta
     ) -> dict[ConfigType, _Pending]:
-        pending: dict[ConfigType, _Pending] = pending_for(heads)
+        pending = pending_for(heads)
         _validate(heads, pending)
         return pending
 
@@ -285,26 +319,34 @@ class ConfigService:
             head = heads.get(ctype)
             if head is not None and head.data == new.data:
                 continue  # nothing changed: no revision
-            revisions.append(NewRevision(
-                config_type=ctype, data=new.data, name=new.name, username=meta.username,
-                description=meta.description or new.description, tags=list(meta.tags),
-            ))
+            revisions.append(
+                NewRevision(
+                    config_type=ctype,
+                    data=new.data,
+                    name=new.name,
+                    username=meta.username,
+                    description=meta.description or new.description,
+                    tags=list(meta.tags),
+                )
+            )
         return revisions
 
 
-def _bundle_pending(parsed: ParsedBundle, description: str | None) -> Any:
+def _bundle_pending(parsed: ParsedBundle, description: str | None) -> PendingFor:
     def pending_for(heads: Heads) -> dict[ConfigType, _Pending]:
         pending: dict[ConfigType, _Pending] = {}
         for ctype, items in parsed.items.items():
             head = heads.get(ctype)
             current = head.data if head else {}
             pending[ctype] = _Pending(
-                {**current, **items}, description or f"Apply bundle: {', '.join(items)}",
+                {**current, **items},
+                description or f"Apply bundle: {', '.join(items)}",
                 located={name: (ctype.spec.bundle_key or "", name) for name in items},
             )
         if parsed.workflow is not None:
             pending[ConfigType.WORKFLOW] = _Pending(
-                parsed.workflow, description or "Apply bundle: workflow config",
+                parsed.workflow,
+                description or "Apply bundle: workflow config",
                 located={"": ("workflow",)},
             )
         return pending
@@ -349,8 +391,11 @@ def _item_changes(heads: Heads, pending: Mapping[ConfigType, _Pending]) -> list[
         old = heads[ctype].data if ctype in heads else empty_snapshot(ctype)
         if ctype.spec.singleton:
             delta = changes(old, new.data)
-            found.append(ItemChange(ctype, "", "updated" if delta else "unchanged",
-                                    [c.to_dict() for c in delta]))
+            found.append(
+                ItemChange(
+                    ctype, "", "updated" if delta else "unchanged", [c.to_dict() for c in delta]
+                )
+            )
             continue
         for name in [*old, *(n for n in new.data if n not in old)]:
             if name not in new.data:
@@ -359,6 +404,12 @@ def _item_changes(heads: Heads, pending: Mapping[ConfigType, _Pending]) -> list[
                 found.append(ItemChange(ctype, name, "created", []))
             else:
                 delta = changes(old[name], new.data[name])
-                found.append(ItemChange(ctype, name, "updated" if delta else "unchanged",
-                                        [c.to_dict() for c in delta]))
+                found.append(
+                    ItemChange(
+                        ctype,
+                        name,
+                        "updated" if delta else "unchanged",
+                        [c.to_dict() for c in delta],
+                    )
+                )
     return found

@@ -33,7 +33,7 @@ class Runtime:
         try:
             with self.engine.connect() as connection:
                 connection.execute(text("SELECT 1"))
-        except Exception:  # noqa: BLE001 - any failure means "not healthy"
+        except Exception:
             return False
         return True
 
@@ -54,6 +54,9 @@ def load_examples(runtime: Runtime, directory: Path) -> WriteResult:
     bundle, _ = read_bundle_directory(directory)
     if not bundle:
         raise UserError(f"{directory} holds no config files")
-    meta = WriteMeta(username="system", description=f"Load example configs from {directory.name}",
-                     tags=["examples"])
+    meta = WriteMeta(
+        username="system",
+        description=f"Load example configs from {directory.name}",
+        tags=["examples"],
+    )
     return runtime.configs.apply(bundle, meta, dry_run=False)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from sqlalchemy import Engine, Select, and_, func, select, update
+from sqlalchemy import ColumnElement, Engine, Select, and_, func, select, update
 from sqlalchemy.engine import Connection, RowMapping
 
 from corral.domain.config_types import ConfigType
@@ -103,12 +103,16 @@ class ConfigStore:
 
     def get(self, ctype: ConfigType, revision: int) -> Revision | None:
         with self._engine.connect() as connection:
-            row = connection.execute(
-                select(config_revisions).where(
-                    config_revisions.c.config_type == ctype.value,
-                    config_revisions.c.revision == revision,
+            row = (
+                connection.execute(
+                    select(config_revisions).where(
+                        config_revisions.c.config_type == ctype.value,
+                        config_revisions.c.revision == revision,
+                    )
                 )
-            ).mappings().first()
+                .mappings()
+                .first()
+            )
         return _revision(row) if row else None
 
     def history(self, query: HistoryQuery, *, with_data: bool = True) -> list[Revision]:
@@ -167,7 +171,7 @@ def _heads(connection: Connection) -> Heads:
 
 def _history_statement(query: HistoryQuery) -> Select[Any]:
     table = config_revisions.c
-    conditions = [table.deleted_at.is_(None)]
+    conditions: list[ColumnElement[bool]] = [table.deleted_at.is_(None)]
     if query.config_types:
         conditions.append(table.config_type.in_([t.value for t in query.config_types]))
     if query.name is not None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from sqlalchemy import (
     JSON,
     Column,
-    Index,
     DateTime,
+    Index,
     Integer,
     MetaData,
     PrimaryKeyConstraint,

@@ -52,12 +52,16 @@ class TokenStore:
     def owner(self, token: str) -> TokenOwner | None:
         """Who a presented token belongs to, or None if it is unknown or revoked."""
         with self._engine.connect() as connection:
-            row = connection.execute(
-                select(api_tokens).where(
-                    api_tokens.c.token_hash == hash_token(token),
-                    api_tokens.c.revoked_at.is_(None),
+            row = (
+                connection.execute(
+                    select(api_tokens).where(
+                        api_tokens.c.token_hash == hash_token(token),
+                        api_tokens.c.revoked_at.is_(None),
+                    )
                 )
-            ).mappings().first()
+                .mappings()
+                .first()
+            )
         if row is None:
             return None
         return TokenOwner(row["id"], row["name"], row["username"], list(row["roles"]))
