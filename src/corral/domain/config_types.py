@@ -329,14 +329,18 @@ def validation_error(err: ValidationError, raw: Any) -> UserError:
     return UserError(message, path=path)
 
 
+def _has_child(node: Any, step: str | int) -> bool:
+    if isinstance(node, dict):
+        return step in node
+    return isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node)
+
+
 def _real_path(raw: Any, loc: tuple[str | int, ...]) -> tuple[str | int, ...]:
     """Drop the union member names pydantic inserts into a location, keeping real keys."""
     path: list[str | int] = []
     node = raw
     for step in loc:
-        if (isinstance(node, dict) and step in node) or (
-            isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node)
-        ):
+        if _has_child(node, step):
             path.append(step)
             node = node[step]
         elif not isinstance(node, dict | list) or isinstance(step, int):
