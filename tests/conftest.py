@@ -125,8 +125,10 @@ class LiveServer:
             self.process.kill()
 
 
-def start_server(home: Path, *extra: str, database_url: str | None = None) -> LiveServer:
-    port = free_port()
+def start_server(
+    home: Path, *extra: str, database_url: str | None = None, port: int | None = None
+) -> LiveServer:
+    port = port or free_port()
     env = {
         **os.environ,
         "CORRAL_CONFIG_DIR": str(home / "config"),
@@ -148,7 +150,7 @@ def start_server(home: Path, *extra: str, database_url: str | None = None) -> Li
     ]
     if database_url:
         command += ["--database-url", database_url]
-    log = open(home / "server.log", "wb")  # noqa: SIM115 - closed with the process
+    log = open(home / "server.log", "ab")  # noqa: SIM115 - closed with the process
     process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
     server = LiveServer(f"http://127.0.0.1:{port}", home, process, env)
     deadline = time.monotonic() + 30

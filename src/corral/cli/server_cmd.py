@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
 import platformdirs
+import structlog
 import typer
+from sqlalchemy.exc import SQLAlchemyError
 import uvicorn
 from rich.console import Console
 
@@ -36,6 +39,42 @@ def ensure_admin_token(runtime: Runtime, url: str) -> Path | None:
     return store_token(url, token)
 
 
+def configure_logging() -> None:
+    """JSON lines on stderr: one per request, never with headers (they carry tokens)."""
+    structlog.configure(
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.format_exc_info,
+            structlog.processors.JSONRenderer(),
+        ],
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+    )
+
+
+SUPPORTED_DATABASES = ("sqlite", "postgresql")
+
+
+def _open_or_exit(url: str) -> Runtime:
+    """Open the database, or explain in one line why not (no traceback for a bad URL)."""
+    scheme = url.split(":", 1)[0].split("+", 1)[0]
+    if scheme not in SUPPORTED_DATABASES:
+        console.print(
+            f"[red]error:[/] --database-url {scheme}://... is not supported; use "
+            "postgresql+psycopg://USER@HOST/DB (or omit it for SQLite)."
+        )
+        raise typer.Exit(2)
+    try:
+        return open_runtime(url)
+    except (SQLAlchemyError, OSError) as err:
+        reason = str(getattr(err, "orig", None) or err).strip().splitlines()[0]
+        console.print(
+            f"[red]error:[/] cannot open the database ({reason}). Check --database-url "
+            "or --data-dir."
+        )
+        raise typer.Exit(1) from None
+
+
 def server(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
@@ -52,10 +91,11 @@ def server(
     demo: Annotated[bool, typer.Option(help="Load the example configs at start.")] = False,
 ) -> None:
     """Start the control plane (API on HOST:PORT)."""
+    configure_logging()
     directory = data_dir or Path(platformdirs.user_data_dir("corral"))
     directory.mkdir(parents=True, exist_ok=True)
     url = database_url or sqlite_url(directory)
-    runtime = open_runtime(url)
+    runtime = _open_or_exit(url)
     if demo:
         result = load_examples(runtime, examples_directory())
         loaded = ", ".join(f"{r.config_type.value} r{r.revision}" for r in result.revisions)

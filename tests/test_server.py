@@ -1,0 +1,133 @@
+"""``corral server`` as a real process: start-up, token file, restart, PostgreSQL, real HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import threading
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import POSTGRES_ENV, LiveServer, _postgres_database, start_server
+
+
+def auth(server: LiveServer) -> dict[str, str]:
+    return {"Authorization": f"Bearer {server.token}"}
+
+
+def history_count(server: LiveServer) -> int:
+    response = httpx.get(
+        f"{server.url}/api/configs/history",
+        headers=auth(server),
+        params={"limit": 1000, "omit_data": "true"},
+    )
+    return len(response.json()["configs"])
+
+
+def test_demo_server_start_token_file_and_examples(live_server: LiveServer) -> None:
+    credentials = live_server.home / "config" / "credentials.json"
+    assert stat.S_IMODE(os.stat(credentials).st_mode) == 0o600
+    assert httpx.get(f"{live_server.url}/health").json()["status"] == "ok"
+    assert httpx.get(f"{live_server.url}/api/configs/pool").status_code == 401
+    pools = httpx.get(f"{live_server.url}/api/configs/pool", headers=auth(live_server)).json()
+    assert {"default", "heterogeneous_pool", "nvl72", "my-pool"} <= set(pools["pools"])
+    log = (live_server.home / "server.log").read_text()
+    assert f"corral listening on {live_server.url}" in log
+    assert "Admin token written to" in log
+    assert live_server.token not in log  # the secret itself is never printed
+    metrics = httpx.get(f"{live_server.url}/metrics").text
+    assert "corral_http_requests_total" in metrics
+
+
+def test_restart_keeps_token_and_does_not_rewrite_configs(tmp_path: Path) -> None:
+    first = start_server(tmp_path, "--demo")
+    token = first.token
+    revisions = history_count(first)
+    first.stop()
+    second = start_server(tmp_path, "--demo", port=int(first.url.rsplit(":", 1)[1]))
+    try:
+        assert second.token == token
+        assert history_count(second) == revisions
+        assert (tmp_path / "server.log").read_text().count("Admin token written") == 1
+    finally:
+        second.stop()
+
+
+def test_lost_token_file_gets_a_new_token(tmp_path: Path) -> None:
+    first = start_server(tmp_path)
+    old = first.token
+    first.stop()
+    (tmp_path / "config" / "credentials.json").unlink()
+    second = start_server(tmp_path, port=int(first.url.rsplit(":", 1)[1]))
+    try:
+        assert second.token != old
+        response = httpx.get(
+            f"{second.url}/api/configs", headers={"Authorization": f"Bearer {old}"}
+        )
+        assert response.status_code == 401
+        assert httpx.get(f"{second.url}/api/configs", headers=auth(second)).status_code == 200
+    finally:
+        second.stop()
+
+
+def test_two_concurrent_http_writers_on_one_revision(live_server: LiveServer) -> None:
+    url = f"{live_server.url}/api/configs/pool"
+    base = int(httpx.get(url, headers=auth(live_server)).headers["X-Corral-Revision"])
+    barrier = threading.Barrier(2)
+    statuses: list[int] = []
+
+    def writer(name: str) -> None:
+        body = {"configs": {"backend": "default"}, "base_revision": base}
+        with httpx.Client(timeout=30) as client:
+            barrier.wait()
+            statuses.append(
+                client.put(f"{url}/{name}", json=body, headers=auth(live_server)).status_code
+            )
+
+    threads = [threading.Thread(target=writer, args=(name,)) for name in ("a", "b")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(statuses) == [200, 409]
+
+
+def test_server_on_postgresql(tmp_path: Path) -> None:
+    if not os.environ.get(POSTGRES_ENV):
+        pytest.skip(f"PostgreSQL not configured: set {POSTGRES_ENV} (./scripts/test does)")
+    database = _postgres_database()
+    url = next(database)
+    server = start_server(tmp_path, "--demo", database_url=url)
+    try:
+        pools = httpx.get(f"{server.url}/api/configs/pool", headers=auth(server)).json()
+        assert "heterogeneous_pool" in pools["pools"]
+        assert "database: PostgreSQL" in (tmp_path / "server.log").read_text()
+    finally:
+        server.stop()
+        database.close()
+
+
+@pytest.mark.parametrize(
+    "url, message",
+    [
+        (
+            "mysql://nowhere/db",
+            "error: --database-url mysql://... is not supported; use "
+            "postgresql+psycopg://USER@HOST/DB (or omit it for SQLite).",
+        ),
+        ("postgresql+psycopg://nobody@127.0.0.1:1/db", "error: cannot open the database"),
+    ],
+)
+def test_server_refuses_bad_database_url(tmp_path: Path, url: str, message: str) -> None:
+    with pytest.raises(RuntimeError) as caught:
+        start_server(tmp_path, database_url=url)
+    assert "Traceback" not in str(caught.value)
+    assert message in str(caught.value)
+
+
+def test_credentials_file_is_keyed_by_server(live_server: LiveServer) -> None:
+    data = json.loads((live_server.home / "config" / "credentials.json").read_text())
+    assert list(data["servers"]) == [live_server.url]
