@@ -9,9 +9,9 @@ from typing import Annotated
 import platformdirs
 import structlog
 import typer
-from sqlalchemy.exc import SQLAlchemyError
 import uvicorn
 from rich.console import Console
+from sqlalchemy.exc import SQLAlchemyError
 
 from corral.credentials import read_token, server_key, store_token
 from corral.services.runtime import Runtime, load_examples, open_runtime
