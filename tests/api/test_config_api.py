@@ -375,7 +375,9 @@ def test_helm_camel_case_bundle_keys(api: Api) -> None:
     assert api.call("GET", "/api/configs/resource_validation/v")[1][0]["operator"] == "NE"
 
 
-@pytest.mark.parametrize("path", ["/api/configs", "/api/configs/pool", "/api/configs/history"])
+@pytest.mark.parametrize(
+    "path", ["/api/configs", "/api/configs/pool", "/api/configs/history", "/openapi.json"]
+)
 def test_every_config_endpoint_needs_a_token(api: Api, path: str) -> None:
     assert api.client.get(path).status_code == 401
     response = api.client.get(path, headers={"Authorization": "Bearer corral_wrong"})
@@ -400,3 +402,10 @@ def test_health_and_metrics(api: Api) -> None:
     assert (
         'corral_http_requests_total{method="GET",route="/api/configs/{segment}",status="200"} 1.0'
     ) in text
+
+
+def test_openapi_schema_for_authenticated_callers(api: Api) -> None:
+    status, schema = api.call("GET", "/openapi.json")
+    assert status == 200
+    assert "/api/configs/{segment}/{name}" in schema["paths"]
+    assert api.client.get("/docs").status_code == 404

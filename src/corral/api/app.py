@@ -16,7 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from corral import __version__
 from corral.api.auth import Authorizer
-from corral.api.config_routes import build_router
+from corral.api.config_routes import Caller, build_router
 from corral.api.metrics import Metrics
 from corral.domain.documents import position_of
 from corral.errors import CorralError
@@ -27,7 +27,10 @@ log = structlog.get_logger("corral.api")
 
 
 def create_app(runtime: Runtime) -> FastAPI:
-    app = FastAPI(title="corral", version=__version__)
+    # The schema is served only to authenticated callers (below); no unauthenticated UI pages.
+    app = FastAPI(
+        title="corral", version=__version__, openapi_url=None, docs_url=None, redoc_url=None
+    )
     metrics = Metrics()
     authorizer = Authorizer(runtime.tokens)
     app.state.authorizer = authorizer
@@ -47,6 +50,11 @@ def create_app(runtime: Runtime) -> FastAPI:
             "version": __version__,
         }
         return JSONResponse(body, status_code=200 if ok else 503)
+
+    @app.get("/openapi.json", include_in_schema=False)
+    def openapi(caller: Caller) -> dict[str, Any]:
+        del caller  # authenticated: that is all this needs
+        return app.openapi()
 
     @app.get("/metrics", tags=["system"])
     def prometheus() -> Response:
