@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import platformdirs
 import structlog
 import typer
-import uvicorn
 from rich.console import Console
-from sqlalchemy.exc import SQLAlchemyError
 
 from corral.credentials import read_token, server_key, store_token
-from corral.services.runtime import Runtime, load_examples, open_runtime
-from corral.store.database import sqlite_url
+
+if TYPE_CHECKING:
+    from corral.services.runtime import Runtime
 
 ADMIN_TOKEN_NAME = "local-admin"
 console = Console(stderr=True)
@@ -57,6 +56,10 @@ SUPPORTED_DATABASES = ("sqlite", "postgresql")
 
 def _open_or_exit(url: str) -> Runtime:
     """Open the database, or explain in one line why not (no traceback for a bad URL)."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from corral.services.runtime import open_runtime
+
     scheme = url.split(":", 1)[0].split("+", 1)[0]
     if scheme not in SUPPORTED_DATABASES:
         console.print(
@@ -91,6 +94,13 @@ def server(
     demo: Annotated[bool, typer.Option(help="Load the example configs at start.")] = False,
 ) -> None:
     """Start the control plane (API on HOST:PORT)."""
+    # Imported here so that every other `corral` verb starts without the server stack.
+    import uvicorn
+
+    from corral.api.app import create_app
+    from corral.services.runtime import load_examples
+    from corral.store.database import sqlite_url
+
     configure_logging()
     directory = data_dir or Path(platformdirs.user_data_dir("corral"))
     directory.mkdir(parents=True, exist_ok=True)
@@ -106,6 +116,4 @@ def server(
     console.print(f"corral listening on [bold]{address}[/] (database: {where})")
     if written:
         console.print(f"Admin token written to {written} (mode 0600); the CLI finds it there.")
-    from corral.api.app import create_app
-
     uvicorn.run(create_app(runtime), host=host, port=port, log_level="warning")
