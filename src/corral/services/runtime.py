@@ -56,7 +56,7 @@ def load_examples(runtime: Runtime, directory: Path) -> WriteResult:
         raise UserError(f"{directory} holds no config files")
     meta = WriteMeta(
         username="system",
-        description=f"Load example configs from {directory.name}",
+        description="Load example configs (--demo)",
         tags=["examples"],
     )
     return runtime.configs.apply(bundle, meta, dry_run=False)
