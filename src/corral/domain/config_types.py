@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from corral.domain import configs
 from corral.domain.names import check_name
+from corral.domain.templating import check_all_jinja
 from corral.errors import UserError
 
 Item = Any
@@ -103,8 +104,6 @@ def _parse_rules(raw: Any) -> Item:
 def _check_templates_jinja(
     check: Callable[[Any], dict[str, Any]],
 ) -> Callable[[Any], dict[str, Any]]:
-    from corral.domain.templating import check_all_jinja
-
     def checked(raw: Any) -> dict[str, Any]:
         template = check(raw)
         check_all_jinja(template)

@@ -217,7 +217,7 @@ class ConfigService:
         pending_for = _bundle_pending(parsed, meta.description)
         if dry_run:
             heads = self._store.heads()
-            return WriteResult([], _item_changes(heads, self._build(heads, pending_for, meta)))
+            return WriteResult([], _item_changes(heads, self._build(heads, pending_for)))
         return self._commit(pending_for, meta)
 
     def initialize(self, bundle: Any) -> bool:
@@ -231,7 +231,7 @@ class ConfigService:
             if heads:
                 return []
             return self._new_revisions(
-                heads, self._build(heads, _bundle_pending(parsed, None), meta), meta
+                heads, self._build(heads, _bundle_pending(parsed, None)), meta
             )
 
         return bool(self._store.write(plan))
@@ -296,16 +296,16 @@ class ConfigService:
         items: list[ItemChange] = []
 
         def plan(heads: Heads) -> list[NewRevision]:
-            pending = self._build(heads, pending_for, meta)
+            pending = self._build(heads, pending_for)
             items.extend(_item_changes(heads, pending))
             return self._new_revisions(heads, pending, meta)
 
         revisions = self._store.write(plan)
         return WriteResult(revisions, items)
 
-    def _build(
-        self, heads: Heads, pending_for: PendingFor, meta: WriteMeta
-    ) -> dict[ConfigType, _Pending]:
+    @staticmethod
+    def _build(heads: Heads, pending_for: PendingFor) -> dict[ConfigType, _Pending]:
+        """The new snapshots, validated against everything else that will be stored."""
         pending = pending_for(heads)
         _validate(heads, pending)
         return pending

@@ -11,6 +11,7 @@ from sqlalchemy import Engine, text
 
 from corral.domain.defaults import initial_bundle
 from corral.errors import UserError
+from corral.files import read_bundle_directory
 from corral.services.config_service import ConfigService, WriteMeta, WriteResult
 from corral.store.config_store import ConfigStore
 from corral.store.database import make_engine, migrate
@@ -49,8 +50,6 @@ def open_runtime(database_url: str, clock: Clock = utc_now) -> Runtime:
 
 def load_examples(runtime: Runtime, directory: Path) -> WriteResult:
     """Apply every config file of ``directory`` (not its subfolders) as one bundle."""
-    from corral.files import read_bundle_directory
-
     bundle, _ = read_bundle_directory(directory)
     if not bundle:
         raise UserError(f"{directory} holds no config files")
