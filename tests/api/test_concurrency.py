@@ -10,7 +10,7 @@ import pytest
 from corral.domain.config_types import ConfigType
 from corral.errors import ConflictError
 from corral.services.config_service import WriteMeta
-from corral.services.runtime import Runtime
+from corral.services.runtime import Runtime, open_runtime
 
 ROUNDS = 10
 
@@ -63,3 +63,21 @@ def test_unconditional_concurrent_writers_all_land(runtime: Runtime, writers: in
     data, revision = runtime.configs.snapshot(ConfigType.POOL)
     assert revision == 1 + writers
     assert {f"p{i}" for i in range(writers)} <= set(data)
+
+
+def test_a_second_server_on_the_same_database_sees_every_write(
+    runtime: Runtime, database_url: str
+) -> None:
+    """Cached snapshots are reused only while they are still the newest revision."""
+    other = open_runtime(database_url)
+    try:
+        assert "shared" not in runtime.configs.snapshot(ConfigType.POOL)[0]  # fills the cache
+        other.configs.put_item(
+            ConfigType.POOL, "shared", {"backend": "default"}, WriteMeta(username="b")
+        )
+        data, revision = runtime.configs.snapshot(ConfigType.POOL)
+        assert ("shared" in data, revision) == (True, 2)
+        other.configs.delete_item(ConfigType.POOL, "shared", WriteMeta(username="b"))
+        assert "shared" not in runtime.configs.snapshot(ConfigType.POOL)[0]
+    finally:
+        other.engine.dispose()

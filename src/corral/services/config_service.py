@@ -87,7 +87,7 @@ class ConfigService:
 
     def snapshot(self, ctype: ConfigType) -> tuple[Any, int]:
         """Current data of ``ctype`` and its revision (0 if never written)."""
-        head = self._store.heads().get(ctype)
+        head = self._store.head(ctype)
         return (head.data, head.revision) if head else (empty_snapshot(ctype), 0)
 
     def item(self, ctype: ConfigType, name: str) -> Item:

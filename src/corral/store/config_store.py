@@ -16,6 +16,8 @@ from corral.store.tables import config_revisions, config_write_lock
 
 @dataclass(frozen=True)
 class Revision:
+    """One stored revision. ``data`` may be shared with the store's cache: treat it as read-only."""
+
     config_type: ConfigType
     revision: int
     name: str
@@ -63,11 +65,38 @@ class ConfigStore:
     def __init__(self, engine: Engine, clock: Callable[[], datetime]) -> None:
         self._engine = engine
         self._clock = clock
+        # A revision's data never changes, so the newest one read per type can be reused for as
+        # long as it stays the newest (another server on the same database may write).
+        self._data_cache: dict[ConfigType, tuple[int, Any]] = {}
 
     def heads(self) -> Heads:
         """The newest revision of every config type that has one."""
         with self._engine.connect() as connection:
             return _heads(connection)
+
+    def head(self, ctype: ConfigType) -> Revision | None:
+        """The newest revision of ``ctype``; its data comes from the cache when still current."""
+        table = config_revisions.c
+        with self._engine.connect() as connection:
+            newest = select(func.max(table.revision)).where(table.config_type == ctype.value)
+            revision = connection.execute(newest).scalar()
+            if revision is None:
+                return None
+            cached = self._data_cache.get(ctype)
+            with_data = cached is None or cached[0] != revision
+            columns = [c for c in config_revisions.c if with_data or c.name != "data"]
+            row = (
+                connection.execute(
+                    select(*columns).where(
+                        table.config_type == ctype.value, table.revision == revision
+                    )
+                )
+                .mappings()
+                .one()
+            )
+        if with_data:
+            self._data_cache[ctype] = (revision, row["data"])
+        return _revision(row, data=self._data_cache[ctype][1])
 
     def write(self, plan: WritePlan) -> list[Revision]:
         """Run ``plan`` on the current heads and record what it returns, atomically.
@@ -113,7 +142,7 @@ class ConfigStore:
                 .mappings()
                 .first()
             )
-        return _revision(row) if row else None
+        return _revision(row, data=row["data"]) if row else None
 
     def history(self, query: HistoryQuery, *, with_data: bool = True) -> list[Revision]:
         """Matching non-deleted revisions: the newest ``limit`` after ``offset``, in ``order``."""
@@ -122,7 +151,7 @@ class ConfigStore:
             statement = statement.offset(query.offset).limit(query.limit)
         with self._engine.connect() as connection:
             rows = connection.execute(statement).mappings().all()
-        found = [_revision(row, with_data=with_data) for row in rows]
+        found = [_revision(row, data=row["data"] if with_data else None) for row in rows]
         if query.tags:  # tags are a JSON list: filter portably here, then page
             wanted = set(query.tags)
             found = [r for r in found if wanted <= set(r.tags)]
@@ -166,7 +195,7 @@ def _heads(connection: Connection) -> Heads:
             ),
         )
     ).mappings()
-    return {ConfigType(row["config_type"]): _revision(row) for row in rows}
+    return {ConfigType(row["config_type"]): _revision(row, data=row["data"]) for row in rows}
 
 
 def _history_statement(query: HistoryQuery) -> Select[Any]:
@@ -217,7 +246,7 @@ def _row_values(revision: Revision) -> dict[str, Any]:
     }
 
 
-def _revision(row: RowMapping, *, with_data: bool = True) -> Revision:
+def _revision(row: RowMapping, *, data: Any) -> Revision:
     return Revision(
         config_type=ConfigType(row["config_type"]),
         revision=row["revision"],
@@ -226,7 +255,7 @@ def _revision(row: RowMapping, *, with_data: bool = True) -> Revision:
         created_at=_utc(row["created_at"]),
         description=row["description"],
         tags=list(row["tags"]),
-        data=row["data"] if with_data else None,
+        data=data,
         deleted_by=row["deleted_by"],
         deleted_at=_utc(row["deleted_at"]) if row["deleted_at"] else None,
     )
