@@ -16,7 +16,6 @@ import os
 import statistics
 import tempfile
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -26,6 +25,7 @@ from sqlalchemy import insert
 from corral.domain.config_types import ConfigType
 from corral.services.config_service import WriteMeta
 from corral.services.runtime import Runtime, open_runtime
+from corral.store.database import scratch_postgres_database
 from corral.store.tables import config_revisions
 
 SIZES = (10, 100, 1000)
@@ -95,18 +95,9 @@ def sqlite_databases() -> Iterator[str]:
 
 
 def postgres_databases(admin_url: str) -> Iterator[str]:
-    import psycopg
-
-    plain = admin_url.replace("postgresql+psycopg://", "postgresql://")
     while True:
-        name = f"corral_bench_{uuid.uuid4().hex[:8]}"
-        with psycopg.connect(plain, autocommit=True) as connection:
-            connection.execute(f'CREATE DATABASE "{name}"')
-        try:
-            yield admin_url.rsplit("/", 1)[0] + f"/{name}"
-        finally:
-            with psycopg.connect(plain, autocommit=True) as connection:
-                connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        with scratch_postgres_database(admin_url, "corral_bench") as url:
+            yield url
 
 
 def main() -> None:

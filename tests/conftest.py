@@ -9,7 +9,6 @@ import socket
 import subprocess
 import sys
 import time
-import uuid
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 
 from corral.api.app import create_app  # noqa: E402
 from corral.services.runtime import Runtime, open_runtime  # noqa: E402
+from corral.store.database import scratch_postgres_database  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 POSTGRES_ENV = "CORRAL_TEST_POSTGRES_URL"
@@ -31,20 +31,11 @@ POSTGRES_ENV = "CORRAL_TEST_POSTGRES_URL"
 
 def _postgres_database() -> Iterator[str]:
     """A fresh PostgreSQL database for one test, dropped afterwards."""
-    import psycopg
-
     admin_url = os.environ.get(POSTGRES_ENV)
     if not admin_url:
         pytest.skip(f"PostgreSQL not configured: set {POSTGRES_ENV} (./scripts/test does)")
-    name = f"corral_test_{uuid.uuid4().hex[:12]}"
-    plain = admin_url.replace("postgresql+psycopg://", "postgresql://")
-    with psycopg.connect(plain, autocommit=True) as connection:
-        connection.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield admin_url.rsplit("/", 1)[0] + f"/{name}"
-    finally:
-        with psycopg.connect(plain, autocommit=True) as connection:
-            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with scratch_postgres_database(admin_url, "corral_test") as url:
+        yield url
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

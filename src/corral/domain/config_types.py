@@ -22,7 +22,6 @@ from corral.domain.templating import check_all_jinja
 from corral.errors import UserError
 
 Item = Any
-Snapshot = dict[str, Any]
 
 
 class ConfigType(StrEnum):
@@ -59,7 +58,6 @@ class TypeSpec:
     label: str  # as in messages: "Pool", "Pod template"
     bundle_key: str | None  # key in a bundle / wrapped document; None for WORKFLOW
     parse_item: Callable[[Any], Item]
-    model: type[BaseModel] | None = None
 
     @property
     def singleton(self) -> bool:
@@ -113,7 +111,7 @@ def _check_templates_jinja(
 
 
 SPECS: dict[ConfigType, TypeSpec] = {
-    ConfigType.POOL: TypeSpec("Pool", "pools", _model_parser(configs.Pool), configs.Pool),
+    ConfigType.POOL: TypeSpec("Pool", "pools", _model_parser(configs.Pool)),
     ConfigType.POD_TEMPLATE: TypeSpec(
         "Pod template",
         "pod_templates",
@@ -127,13 +125,9 @@ SPECS: dict[ConfigType, TypeSpec] = {
     ConfigType.RESOURCE_VALIDATION: TypeSpec(
         "Resource validation", "resource_validations", _parse_rules
     ),
-    ConfigType.ROLE: TypeSpec("Role", "roles", _model_parser(configs.Role), configs.Role),
-    ConfigType.BACKEND: TypeSpec(
-        "Backend", "backends", _model_parser(configs.Backend), configs.Backend
-    ),
-    ConfigType.WORKFLOW: TypeSpec(
-        "Workflow config", None, _model_parser(configs.WorkflowConfig), configs.WorkflowConfig
-    ),
+    ConfigType.ROLE: TypeSpec("Role", "roles", _model_parser(configs.Role)),
+    ConfigType.BACKEND: TypeSpec("Backend", "backends", _model_parser(configs.Backend)),
+    ConfigType.WORKFLOW: TypeSpec("Workflow config", None, _model_parser(configs.WorkflowConfig)),
 }
 
 # Types whose items carry their own name (filled from the key on write).

@@ -143,14 +143,7 @@ class ConfigService:
 
     def put_item(self, ctype: ConfigType, name: str, raw: Any, meta: WriteMeta) -> WriteResult:
         item = parse_item(ctype, name, raw)
-        return self._commit_one(
-            ctype,
-            lambda current: {**current, name: item},
-            meta,
-            f"Put complete {ctype.spec.label.lower()} {name}",
-            {name: ()},
-            name=name,
-        )
+        return self._commit_item(ctype, name, item, meta, "Put complete")
 
     def patch(
         self, ctype: ConfigType, name: str | None, patch: Any, meta: WriteMeta
@@ -164,15 +157,8 @@ class ConfigService:
             return self._commit_one(ctype, lambda _: merged, meta, f"Patch {ctype.spec.label}", {})
         if name is None:
             raise UserError(f"name the {ctype.spec.label.lower()} to patch")
-        merged_item = parse_item(ctype, name, strategic_merge(self.item(ctype, name), patch))
-        return self._commit_one(
-            ctype,
-            lambda current: {**current, name: merged_item},
-            meta,
-            f"Patch {ctype.spec.label.lower()} {name}",
-            {name: ()},
-            name=name,
-        )
+        merged = parse_item(ctype, name, strategic_merge(self.item(ctype, name), patch))
+        return self._commit_item(ctype, name, merged, meta, "Patch")
 
     def delete_item(self, ctype: ConfigType, name: str, meta: WriteMeta) -> WriteResult:
         if ctype.spec.singleton:
@@ -262,6 +248,19 @@ class ConfigService:
         self._store.set_deleted(ctype, revision, username)
 
     # --------------------------------------------------------------------------- commits
+
+    def _commit_item(
+        self, ctype: ConfigType, name: str, item: Item, meta: WriteMeta, verb: str
+    ) -> WriteResult:
+        """Store ``item`` (already parsed) as ``name``; errors point into the item itself."""
+        return self._commit_one(
+            ctype,
+            lambda current: {**current, name: item},
+            meta,
+            f"{verb} {ctype.spec.label.lower()} {name}",
+            {name: ()},
+            name=name,
+        )
 
     def _commit_one(
         self,

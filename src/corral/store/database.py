@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +42,25 @@ def _configure_sqlite(engine: Engine) -> None:
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
         connection.exec_driver_sql("BEGIN")
+
+
+@contextmanager
+def scratch_postgres_database(admin_url: str, prefix: str) -> Iterator[str]:
+    """A new, empty PostgreSQL database next to ``admin_url``, dropped on exit.
+
+    For tests and benchmarks, which need a clean database per run on a shared server.
+    """
+    import psycopg
+
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    plain = admin_url.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(plain, autocommit=True) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield admin_url.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        with psycopg.connect(plain, autocommit=True) as connection:
+            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def migrate(engine: Engine) -> None:
