@@ -18,6 +18,7 @@ from corral import __version__
 from corral.api.auth import Authorizer
 from corral.api.config_routes import Caller, build_router
 from corral.api.metrics import Metrics
+from corral.api.pool_routes import build_pool_router
 from corral.domain.documents import position_of
 from corral.errors import CorralError
 from corral.services.config_service import WriteResult
@@ -40,6 +41,7 @@ def create_app(runtime: Runtime) -> FastAPI:
             metrics.config_writes.labels(revision.config_type.value).inc()
 
     app.include_router(build_router(runtime.configs, authorizer, count_write))
+    app.include_router(build_pool_router(runtime.configs, authorizer))
 
     @app.get("/health", tags=["system"])
     def health() -> JSONResponse:

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Body, Depends, Query, Request, Response
 from corral.api.auth import Authorizer, Principal
 from corral.api.schemas import ApplyBody, DeleteBody, RollbackBody, TagsBody, WriteBody
 from corral.domain.config_types import ConfigType
+from corral.domain.resolved_pool import verbose_pool
 from corral.errors import UserError
 from corral.services.config_service import ConfigService, WriteMeta, WriteResult
 from corral.store.config_store import HistoryQuery, Revision
@@ -121,11 +122,14 @@ def build_router(service: ConfigService, authorizer: Authorizer, on_write: Any) 
         }
 
     @router.get("/{segment}")
-    def get_type(caller: Caller, segment: str, response: Response) -> Any:
+    def get_type(caller: Caller, segment: str, response: Response, verbose: bool = False) -> Any:
         ctype = config_type(segment)
         can(caller, "config:Read", ctype)
         data, revision = service.snapshot(ctype)
         response.headers[REVISION_HEADER] = str(revision)
+        if verbose and ctype is ConfigType.POOL:
+            state = service.state()
+            data = {name: verbose_pool(state, name) for name in data}
         return wire_shape(ctype, data)
 
     @router.put("/{segment}")
@@ -145,12 +149,17 @@ def build_router(service: ConfigService, authorizer: Authorizer, on_write: Any) 
         return written(service.patch(ctype, None, _required(body), _meta(caller, body)))
 
     @router.get("/{segment}/{name}")
-    def get_item(caller: Caller, segment: str, name: str, response: Response) -> Any:
+    def get_item(
+        caller: Caller, segment: str, name: str, response: Response, verbose: bool = False
+    ) -> Any:
         ctype = config_type(segment)
         can(caller, "config:Read", ctype)
         _, revision = service.snapshot(ctype)
         response.headers[REVISION_HEADER] = str(revision)
-        return service.item(ctype, name)
+        item = service.item(ctype, name)
+        if verbose and ctype is ConfigType.POOL:
+            return verbose_pool(service.state(), name)
+        return item
 
     @router.put("/{segment}/{name}")
     def put_item(caller: Caller, segment: str, name: str, body: WriteBody) -> dict[str, Any]:

@@ -25,3 +25,15 @@ def label_key_problem(key: str) -> str | None:
             "only letters, digits, '-', '_' or '.'"
         )
     return None
+
+
+def label_value_problem(value: str) -> str | None:
+    """Why ``value`` is not a valid Kubernetes label value, or None if it is."""
+    if len(value) > 63:
+        return f"{value!r} is longer than 63 characters"
+    if value and not _LABEL_NAME.match(value):
+        return (
+            f"{value!r} must start and end with a letter or digit and contain only letters, "
+            "digits, '-', '_' or '.'"
+        )
+    return None

@@ -90,6 +90,10 @@ class ConfigService:
         head = self._store.head(ctype)
         return (head.data, head.revision) if head else (empty_snapshot(ctype), 0)
 
+    def state(self) -> dict[ConfigType, Any]:
+        """The current data of every type (what pool views resolve references against)."""
+        return {ctype: self.snapshot(ctype)[0] for ctype in ConfigType}
+
     def item(self, ctype: ConfigType, name: str) -> Item:
         data, _ = self.snapshot(ctype)
         if name not in data:

@@ -1,0 +1,37 @@
+"""``/api/pool/...``: views of pools for admins and users."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+
+from corral.api.auth import Authorizer
+from corral.api.config_routes import Caller
+from corral.domain.pool_render import render_pool
+from corral.domain.variables import parse_set_values
+from corral.services.config_service import ConfigService
+
+
+def build_pool_router(service: ConfigService, authorizer: Authorizer) -> APIRouter:
+    router = APIRouter(prefix="/api/pool", tags=["pools"])
+
+    @router.get("/{pool}/render")
+    def render(
+        caller: Caller,
+        pool: str,
+        platform: str | None = None,
+        set: Annotated[list[str], Query()] = [],  # noqa: B006 - FastAPI query list
+    ) -> dict[str, Any]:
+        """The platform's merged, rendered pod template with provenance, defaults, rules and
+        group templates; ``set=NAME=VALUE`` (repeatable) overrides variables."""
+        authorizer.check(caller, "config:Read", "config/pool")
+        return render_pool(
+            service.state(),
+            pool,
+            platform=platform,
+            set_values=parse_set_values(set),
+            user=caller.username,
+        )
+
+    return router
