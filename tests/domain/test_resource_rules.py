@@ -241,6 +241,21 @@ def test_missing_value_is_a_missing_variable_error() -> None:
     assert caught.value.variable == "USER_MEMORY"
 
 
+def test_alike_nodes_are_one_row_and_the_table_is_capped() -> None:
+    rules = _rules(("LE", "{{USER_GPU}}", "{{K8_GPU}}", "GPU {{USER_GPU}} > {{K8_GPU}}"))
+    alike = [NodeCapacity(f"n{i}", Decimal(8), Decimal(GI), Decimal(GI), 4) for i in range(30)]
+    distinct = [NodeCapacity(f"d{i}", Decimal(8), Decimal(GI), Decimal(GI), i) for i in range(5)]
+    many = [NodeCapacity(f"m{i}", Decimal(i + 9), Decimal(GI), Decimal(GI), 1) for i in range(25)]
+    with pytest.raises(UserError) as caught:
+        check_node_rules("t1", "p", "h100", rules, {"USER_GPU": 8}, alike + distinct + many)
+    lines = caught.value.message.split("\n")
+    # d4 has 4 GPUs too, so it is alike the n nodes
+    assert lines[3] == "n0 (+30 alike)  8    1Gi     1Gi      4    GPU 8 > 4"
+    assert lines[4] == "d0              8    1Gi     1Gi      0    GPU 8 > 0"
+    assert len(lines) == 1 + 2 + 20 + 2  # header, 20 distinct capacities, footer
+    assert lines[-2] == "... and 10 more nodes"
+
+
 def test_split_rules_keeps_order() -> None:
     rules = _rules(
         ("GT", "{{USER_CPU}}", "0", "a"),

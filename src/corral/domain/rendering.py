@@ -40,6 +40,8 @@ class MissingVariableError(UserError):
         self.variable = variable
 
 
+#: ``{{ NAME }}`` alone: the most common template, rendered without Jinja.
+_SINGLE_VARIABLE = re.compile(r"^\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$")
 #: Jinja's wording for a missing top-level name: ``'USER_GPU' is undefined``.
 _UNDEFINED = re.compile(r"^'(?P<name>[^']+)' is undefined$")
 
@@ -87,6 +89,9 @@ def render_text(text: str, variables: Mapping[str, Any], *, where: str) -> str:
     """
     if not is_template(text):
         return text
+    single = _SINGLE_VARIABLE.match(text)
+    if single is not None and variables.get(single[1]) is not None:
+        return str(variables[single[1]])  # what Jinja prints, without building a context
     context = {name: value for name, value in variables.items() if value is not None}
     try:
         rendered = _compile(text).render(context)

@@ -30,6 +30,8 @@ from corral.errors import UserError
 
 NODE_VARIABLES = ("K8_CPU", "K8_GPU", "K8_MEMORY", "K8_STORAGE")
 _NODE_PREFIX = "K8_"
+#: Rows of distinct node capacities listed when no node fits.
+MAX_ROWS = 20
 
 _COMPARISONS: dict[str, tuple[str, Callable[[Any, Any], bool]]] = {
     "GT": (">", operator.gt),
@@ -220,19 +222,32 @@ def check_node_rules(
         return
     if not nodes:
         raise UserError(f"There are no resources in platform {platform} and pool {pool}!")
-    rows: list[list[str]] = []
+    # Nodes of one platform are mostly alike: evaluate each distinct capacity once, and list
+    # alike nodes as one row.
+    alike: dict[tuple[str, ...], list[str]] = {}
+    reasons: dict[tuple[str, ...], str] = {}
     for capacity in nodes:
         values = node_variables(capacity)
-        reason = _first_failure(task, node_rules, {**variables, **values})
-        if reason is None:
-            return
-        row = [capacity.name, values["K8_CPU"], values["K8_MEMORY"], values["K8_STORAGE"]]
-        rows.append([*row, values["K8_GPU"], " ".join(reason.split("\n"))])
+        key = tuple(values[name] for name in ("K8_CPU", "K8_MEMORY", "K8_STORAGE", "K8_GPU"))
+        if key not in reasons:
+            reason = _first_failure(task, node_rules, {**variables, **values})
+            if reason is None:
+                return
+            reasons[key] = " ".join(reason.split("\n"))
+        alike.setdefault(key, []).append(capacity.name)
+    rows = [[_node_names(alike[key]), *key, reasons[key]] for key in list(alike)[:MAX_ROWS]]
+    more = sum(len(names) for names in list(alike.values())[MAX_ROWS:])
+    footer = f"... and {more} more nodes\n" if more else ""
     raise UserError(
         f"Resource validation failed for task: {task}\n"
         f"{format_table(['node', 'cpu', 'memory', 'storage', 'gpu', 'reason'], rows)}\n"
+        f"{footer}"
         'Please check available resources with "corral resource list".'
     )
+
+
+def _node_names(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{names[0]} (+{len(names) - 1} alike)"
 
 
 def _split_for_task(
