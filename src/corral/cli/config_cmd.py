@@ -323,11 +323,29 @@ def show(
         ),
     ] = None,
     output: FormatOption = OutputFormat.json,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose",
+            help="POOL only: add the derived fields (parsed_pod_template, labels, ...).",
+        ),
+    ] = False,
 ) -> None:
     """Print a config (current or of revision REV) as JSON."""
     del output  # always JSON; the option is accepted like on every other verb
     ref = parse_ref(target)
-    print_json(select(ref.ctype, fetch_data(Client(), ref), names or []))
+    client = Client()
+    data = fetch_verbose(client, ref) if verbose else fetch_data(client, ref)
+    print_json(select(ref.ctype, data, names or []))
+
+
+def fetch_verbose(client: Client, ref: TypeRef) -> Any:
+    """OSMO's verbose pool view: the current pools with every derived ``parsed_*`` field."""
+    if ref.ctype is not ConfigType.POOL:
+        fail(f"--verbose is only for POOL, not {ref.ctype.value}")
+    if ref.revision is not None:
+        fail("--verbose shows the current pools; it cannot be combined with POOL:REV")
+    return client.get(segment(ref.ctype), verbose="true")
 
 
 app.command("show")(show)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from corral.cli import config_cmd
+from corral.cli import config_cmd, pool_cmd
 from corral.cli.server_cmd import server
 
 app = typer.Typer(
@@ -15,6 +15,7 @@ app = typer.Typer(
 )
 app.command()(server)
 app.add_typer(config_cmd.app, name="config")
+app.add_typer(pool_cmd.app, name="pool")
 
 
 def main() -> None:

@@ -1,0 +1,187 @@
+"""``corral pool ...``: what a pool's templates turn into, for the admins who write them.
+
+``pool render`` asks the server (``GET /api/pool/{pool}/render``) to merge and render one
+platform of a pool for a sample task, and prints the result: the pod template, which template
+set each field, the default variables, node selector and tolerations, the resource validation
+rules in effect and the group templates. See ``docs/templates.md``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any
+from urllib.parse import quote
+
+import typer
+import yaml
+from rich.console import Console
+from rich.table import Column, Table
+from rich.text import Text
+
+from corral.cli.client import Client
+from corral.cli.output import FormatOption, OutputFormat, echo, handle_errors, print_json
+
+app = typer.Typer(
+    help="Inspect pools: what a platform's pod and group templates render to.",
+    no_args_is_help=True,
+)
+
+
+# ---------------------------------------------------------------------------------- render
+
+
+@app.command()
+@handle_errors
+def render(
+    pool: Annotated[str, typer.Argument(metavar="POOL", help="The pool to render.")],
+    platform: Annotated[
+        str | None,
+        typer.Option("--platform", "-p", help="The platform (default: the pool's default)."),
+    ] = None,
+    set_values: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            metavar="NAME=VALUE",
+            help="A variable for the sample task, e.g. USER_GPU=8 (repeat for several).",
+        ),
+    ] = None,
+    output: FormatOption = OutputFormat.text,
+) -> None:
+    """Merge and render a platform's templates for a sample task, and show where each field
+    came from."""
+    params: dict[str, Any] = {"platform": platform, "set": list(set_values or []) or None}
+    found = Client().get(f"/api/pool/{quote(pool, safe='')}/render", **params)
+    if output is OutputFormat.json:
+        print_json(found)
+        return
+    print_render(found)
+
+
+def print_render(found: Mapping[str, Any]) -> None:
+    """The human view of a ``pool render`` answer, one section after the other."""
+    heading(f"Pool {found['pool']}, platform {found['platform']}")
+    section("Pod template (rendered)")
+    print_yaml(found["pod_template"])
+    section("Where each field comes from")
+    print_provenance(found["provenance"])
+    section("Default variables")
+    print_mapping(found["default_variables"], "Variable")
+    section("Node selector")
+    print_mapping(found["node_selector"], "Label")
+    section("Tolerations")
+    print_tolerations(found["tolerations"])
+    section("Default mounts")
+    echo("\n".join(found["default_mounts"]) or "(none)")
+    section("Resource validation rules")
+    print_rules(found["resource_validations"])
+    section("Group templates (rendered)")
+    print_group_templates(found["group_templates"])
+
+
+# --------------------------------------------------------------------------------- pieces
+
+
+def heading(title: str) -> None:
+    Console(highlight=False).print(Text(title, style="bold underline"))
+
+
+def section(title: str) -> None:
+    echo()
+    Console(highlight=False).print(Text(title, style="bold"))
+
+
+def print_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    """A table whose long cells (field paths, messages) wrap on a narrow terminal instead of
+    being cut short; cells are plain text, never markup."""
+    table = Table(*(Column(name, overflow="fold") for name in columns), header_style="bold")
+    for row in rows:
+        table.add_row(*(Text(cell) for cell in row))
+    Console(highlight=False, soft_wrap=False).print(table)
+
+
+def print_yaml(document: Any) -> None:
+    """A document as block YAML, keys in the order the server gave them."""
+    echo(yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=100).rstrip("\n"))
+
+
+def cell(value: Any) -> str:
+    """A value in a table cell: text as it is, anything else as compact JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+
+
+def names(values: Sequence[str]) -> str:
+    return ", ".join(values)
+
+
+def print_provenance(entries: Sequence[Mapping[str, Any]]) -> None:
+    if not entries:
+        echo("(no templates)")
+        return
+    repeated = any(entry.get("repeated_by") for entry in entries)
+    columns = ["Field", "Value", "Set by", "Overrode"] + (["Repeated by"] if repeated else [])
+    rows = [
+        [
+            entry["field"],
+            cell(entry["value"]),
+            entry["set_by"],
+            names(entry["overrode"]),
+            *([names(entry["repeated_by"])] if repeated else []),
+        ]
+        for entry in entries
+    ]
+    print_table(columns, rows)
+
+
+def print_mapping(values: Mapping[str, Any], what: str) -> None:
+    if not values:
+        echo("(none)")
+        return
+    print_table([what, "Value"], [[name, cell(value)] for name, value in values.items()])
+
+
+def print_tolerations(tolerations: Sequence[Any]) -> None:
+    if not tolerations:
+        echo("(none)")
+        return
+    fields = ["key", "operator", "value", "effect", "tolerationSeconds"]
+    usual = all(isinstance(t, dict) and set(t) <= set(fields) for t in tolerations)
+    used = [f for f in fields if usual and any(f in t for t in tolerations)]
+    if not used:
+        print_yaml(list(tolerations))  # not the usual shape: show it as it is
+        return
+    rows = [[cell(t.get(f, "")) for f in used] for t in tolerations]
+    print_table([f[0].upper() + f[1:] for f in used], rows)
+
+
+def print_rules(rules: Sequence[Mapping[str, Any]]) -> None:
+    if not rules:
+        echo("(none)")
+        return
+    print_table(
+        ["Set", "Operator", "Left", "Right", "Message"],
+        [
+            [
+                rule["set"],
+                rule["operator"],
+                rule["left_operand"],
+                rule["right_operand"],
+                rule["assert_message"],
+            ]
+            for rule in rules
+        ],
+    )
+
+
+def print_group_templates(templates: Sequence[Mapping[str, Any]]) -> None:
+    if not templates:
+        echo("(none)")
+        return
+    for index, template in enumerate(templates):
+        if index:
+            echo("---")
+        echo(f"# from {names(template['sources'])}")
+        print_yaml(template["manifest"])
