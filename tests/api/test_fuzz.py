@@ -106,3 +106,50 @@ def test_history_endpoints_never_fail_with_500(api: Api, body: Any) -> None:
             },
         )
     )
+
+
+_template_text = st.sampled_from(
+    ["{{USER_CPU}}", "{{USER_GPU * 2}}", "{{ X }}", "{{ X / 0 }}", "ARRAY:[a,b]",
+     "{{USER_EXCLUDED_NODES}}", "{{ USER_MEMORY_Gi }}", "{{ 'a' * 9 }}", "plain", "{{WF_POOL}}",
+     "{% if USER_GPU > 1 %}x{% endif %}", "{{ X ** 2 }}", "{{ X.y }}", "{{ X | int }}"]
+)  # fmt: skip
+_template_values = st.recursive(
+    _template_text | st.integers(-3, 3) | st.booleans() | st.none(),
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(["name", "containers", "resources", "limits", "cpu", "args", "env",
+                             "value", "nodeSelector", "terminationGracePeriodSeconds"]),
+            children,
+            max_size=3,
+        )
+    ),
+    max_leaves=10,
+)
+_set_values = st.lists(
+    st.sampled_from(["USER_GPU=8", "USER_CPU=0.5", "USER_MEMORY=lots", "X=3", "X=0", "X=a",
+                     "USER_GPU=x", "=", "bad", "USER_STORAGE=1e3", "X="]),
+    max_size=3,
+)  # fmt: skip
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(spec=_template_values, defaults=_template_values, set_values=_set_values)
+def test_pool_render_never_fails_with_500(
+    api: Api, spec: Any, defaults: Any, set_values: list[str]
+) -> None:
+    template = {"spec": spec if isinstance(spec, dict) else {"x": spec}}
+    pool = {
+        "backend": "default",
+        "default_platform": "p",
+        "common_pod_template": ["fuzz"],
+        "common_default_variables": defaults if isinstance(defaults, dict) else {"X": defaults},
+        "platforms": {"p": {}},
+    }
+    _assert_not_500(*api.call("PUT", "/api/configs/pod_template/fuzz", json={"configs": template}))
+    _assert_not_500(*api.call("PUT", "/api/configs/pool/fuzz", json={"configs": pool}))
+    status, body = api.call("GET", "/api/pool/fuzz/render", params={"set": set_values})
+    _assert_not_500(status, body)
+    _assert_not_500(*api.call("GET", "/api/configs/pool/fuzz", params={"verbose": "true"}))
