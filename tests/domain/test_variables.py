@@ -251,10 +251,10 @@ def test_a_null_default_is_an_error_not_the_text_none() -> None:
     )
 
 
-def test_array_of_nothing_is_an_empty_list() -> None:
+def test_array_of_nothing_is_one_empty_string_as_in_osmo() -> None:
     template = {"spec": {"containers": [{"name": "u", "args": "{{USER_EXCLUDED_NODES}}"}]}}
     variables = task_variables(ResourceRequest(), {}, GROUP, TASK)
-    assert _render(template, variables)["spec"]["containers"][0]["args"] == []
+    assert _render(template, variables)["spec"]["containers"][0]["args"] == [""]
 
 
 def test_keys_are_never_rendered() -> None:

@@ -7,7 +7,7 @@ and on the length of the output. Differences from OSMO (docs/templates.md):
 - a variable that is undefined *or null* is an error naming the variable and where it was used,
   never the text ``None``;
 - every failure (type errors, division by zero, ...) is a user error, never a crash;
-- ``ARRAY:[]`` is the empty list (OSMO: ``['']``) and the items are trimmed;
+- the items of ``ARRAY:[a, b]`` are trimmed;
 - rendered values take the type Kubernetes expects at their field (``field_types``).
 """
 
@@ -154,7 +154,9 @@ def _render(
         text = render_text(value, variables, where=describe(path))
         array = _ARRAY.match(text)
         if array is not None:
-            parts = [part.strip() for part in array[1].split(",")] if array[1].strip() else []
+            # As OSMO, ARRAY:[] is [""]: `NotIn [""]` excludes nothing and is valid, while an
+            # empty `values` list is refused by Kubernetes.
+            parts = [part.strip() for part in array[1].split(",")]
             return [coerce(part, type_of((*path, index))) for index, part in enumerate(parts)]
         return coerce(text, type_of(path))
     return value
