@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 
+from tests.cli.results import failed, succeeded
 from tests.conftest import REPO, LiveServer
 
 EXAMPLES = REPO / "examples" / "configs"
@@ -61,20 +62,6 @@ def config(
     server: LiveServer, *args: str, extra_env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     return server.cli("config", *args, extra_env=extra_env)
-
-
-def succeeded(result: subprocess.CompletedProcess[str]) -> str:
-    """The stdout of a run that must have succeeded."""
-    assert result.returncode == 0, f"{result.args}: {result.stderr}"
-    return result.stdout
-
-
-def failed(result: subprocess.CompletedProcess[str]) -> str:
-    """The stderr of a run that must have failed: exit 1, nothing on stdout, no traceback."""
-    assert result.returncode == 1, f"{result.args}: exit {result.returncode}: {result.stderr}"
-    assert result.stdout == ""
-    assert "Traceback" not in result.stderr
-    return result.stderr.strip()
 
 
 def ok(server: LiveServer, *args: str) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 
+from tests.cli.results import failed, succeeded
 from tests.conftest import LiveServer
 
 A100_TOLERATION = {
@@ -29,20 +30,6 @@ def together(server: LiveServer, *calls: Sequence[str]) -> list[subprocess.Compl
     """Run independent ``corral`` calls at the same time (each is a new process)."""
     with ThreadPoolExecutor(max_workers=len(calls)) as pool:
         return list(pool.map(lambda args: server.cli(*args), calls))
-
-
-def succeeded(result: subprocess.CompletedProcess[str]) -> str:
-    assert result.returncode == 0, f"{result.args}: {result.stderr}"
-    assert "Traceback" not in result.stderr
-    return result.stdout
-
-
-def failed(result: subprocess.CompletedProcess[str]) -> str:
-    """The stderr of a run that must have failed: exit 1, nothing on stdout, no traceback."""
-    assert result.returncode == 1, f"{result.args}: exit {result.returncode}: {result.stderr}"
-    assert result.stdout == ""
-    assert "Traceback" not in result.stderr
-    return result.stderr.strip()
 
 
 def api(server: LiveServer, path: str, **params: Any) -> Any:
