@@ -335,3 +335,30 @@ def test_verbose_pool_view(examples: Api) -> None:
     _, plain = examples.call("GET", "/api/configs/pool/heterogeneous_pool")
     assert "parsed_pod_template" not in plain
     assert "labels" not in plain["platforms"]["a100_platform"]
+
+
+# ------------------------------------------------------------------------------ topology
+
+
+def test_topology_lists_the_pool_levels_coarsest_first(examples: Api) -> None:
+    status, body = examples.call("GET", "/api/pool/nvl72/topology")
+    assert (status, body) == (
+        200,
+        {
+            "pool": "nvl72",
+            "topology_keys": [
+                {"level": 1, "key": "zone", "label": "topology.kubernetes.io/zone"},
+                {"level": 2, "key": "spine", "label": "topology.kubernetes.io/spine"},
+                {"level": 3, "key": "rack", "label": "topology.kubernetes.io/rack"},
+                {"level": 4, "key": "gpu-clique", "label": "nvidia.com/gpu-clique"},
+            ],
+        },
+    )
+    assert examples.call("GET", "/api/pool/heterogeneous_pool/topology") == (
+        200,
+        {"pool": "heterogeneous_pool", "topology_keys": []},
+    )
+    assert examples.call("GET", "/api/pool/nope/topology") == (
+        404,
+        {"message": "Pool nope not found.", "error_code": "NOT_FOUND"},
+    )

@@ -175,3 +175,19 @@ def test_config_show_pool_verbose(live_server: LiveServer) -> None:
     assert failed(revision) == (
         "error: --verbose shows the current pools; it cannot be combined with POOL:REV"
     )
+
+
+def test_pool_topology(live_server: LiveServer) -> None:
+    as_json, as_text, flat = together(
+        live_server,
+        ["pool", "topology", "nvl72", "--format", "json"],
+        ["pool", "topology", "nvl72"],
+        ["pool", "topology", "heterogeneous_pool"],
+    )
+    assert json.loads(succeeded(as_json)) == api(live_server, "/api/pool/nvl72/topology")
+    text = succeeded(as_text)
+    assert table_row(text, "1", "zone", "topology.kubernetes.io/zone")
+    assert table_row(text, "4", "gpu-clique", "nvidia.com/gpu-clique")
+    assert succeeded(flat).strip() == (
+        "Pool heterogeneous_pool has no topology keys; its workflows cannot use topology."
+    )

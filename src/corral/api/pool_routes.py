@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query
 
 from corral.api.auth import Authorizer
 from corral.api.config_routes import Caller
-from corral.domain.pool_render import render_pool
+from corral.domain.pool_render import pool_topology, render_pool
 from corral.domain.variables import parse_set_values
 from corral.services.config_service import ConfigService
 
@@ -33,5 +33,12 @@ def build_pool_router(service: ConfigService, authorizer: Authorizer) -> APIRout
             set_values=parse_set_values(set),
             user=caller.username,
         )
+
+    @router.get("/{pool}/topology")
+    def topology(caller: Caller, pool: str) -> dict[str, Any]:
+        """The pool's topology levels, coarsest first: what workflows may name in
+        ``resources.<spec>.topology[].key``."""
+        authorizer.check(caller, "pool:Read", f"pool/{pool}")
+        return pool_topology(service.state(), pool)
 
     return router

@@ -1,9 +1,10 @@
-"""``corral pool ...``: what a pool's templates turn into, for the admins who write them.
+"""``corral pool ...``: views of a pool.
 
-``pool render`` asks the server (``GET /api/pool/{pool}/render``) to merge and render one
-platform of a pool for a sample task, and prints the result: the pod template, which template
-set each field, the default variables, node selector and tolerations, the resource validation
-rules in effect and the group templates. See ``docs/templates.md``.
+``pool topology`` lists the topology keys workflows may use. ``pool render`` asks the server
+(``GET /api/pool/{pool}/render``) to merge and render one platform of a pool for a sample task,
+and prints the result: the pod template, which template set each field, the default variables,
+node selector and tolerations, the resource validation rules in effect and the group templates.
+See ``docs/templates.md``.
 """
 
 from __future__ import annotations
@@ -57,6 +58,27 @@ def render(
         print_json(found)
         return
     print_render(found)
+
+
+@app.command()
+@handle_errors
+def topology(
+    pool: Annotated[str, typer.Argument(metavar="POOL", help="The pool to show.")],
+    output: FormatOption = OutputFormat.text,
+) -> None:
+    """Show the topology keys a workflow may use in this pool, coarsest level first."""
+    found = Client().get(f"/api/pool/{quote(pool, safe='')}/topology")
+    if output is OutputFormat.json:
+        print_json(found)
+        return
+    keys = found["topology_keys"]
+    if not keys:
+        echo(f"Pool {found['pool']} has no topology keys; its workflows cannot use topology.")
+        return
+    print_table(
+        ["Level", "Key", "Node label"],
+        [[str(entry["level"]), entry["key"], entry["label"]] for entry in keys],
+    )
 
 
 def print_render(found: Mapping[str, Any]) -> None:

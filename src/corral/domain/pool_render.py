@@ -12,7 +12,7 @@ from typing import Any
 
 from corral.domain.json_paths import get_path
 from corral.domain.manifests import render_group_templates, render_pod_template
-from corral.domain.resolved_pool import State, resolve_platform
+from corral.domain.resolved_pool import State, pool_of, resolve_platform
 from corral.domain.variables import (
     GroupIdentity,
     TaskIdentity,
@@ -82,3 +82,15 @@ def _value_at(tree: Any, path: list[str | int]) -> Any:
         return get_path(tree, tuple(path))
     except (KeyError, IndexError, TypeError):
         return None
+
+
+def pool_topology(state: State, pool_name: str) -> dict[str, Any]:
+    """The pool's topology keys, coarsest level first, as workflows name them."""
+    keys = pool_of(state, pool_name).get("topology_keys", [])
+    return {
+        "pool": pool_name,
+        "topology_keys": [
+            {"level": level, "key": entry["key"], "label": entry["label"]}
+            for level, entry in enumerate(keys, start=1)
+        ],
+    }
