@@ -38,7 +38,7 @@ def build_pool_router(service: ConfigService, authorizer: Authorizer) -> APIRout
     def topology(caller: Caller, pool: str) -> dict[str, Any]:
         """The pool's topology levels, coarsest first: what workflows may name in
         ``resources.<spec>.topology[].key``."""
-        authorizer.check(caller, "pool:Read", f"pool/{pool}")
+        authorizer.check(caller, "pool:List")
         return pool_topology(service.state(), pool)
 
     return router
