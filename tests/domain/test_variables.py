@@ -307,3 +307,10 @@ def test_rendering_raises_only_user_errors(text: str, x: Any, y: Any, z: Any) ->
     except CorralError:
         return
     assert isinstance(result, str)
+
+
+def test_a_number_too_long_to_print_is_a_user_error() -> None:
+    for text in ("{{X}}", "{{ X }}-suffix"):
+        with pytest.raises(UserError) as raised:
+            render_text(text, {"X": 10**5000}, where="w")
+        assert raised.value.message.startswith(f"w: cannot render {text!r}: Exceeds the limit")

@@ -89,12 +89,8 @@ def render_text(text: str, variables: Mapping[str, Any], *, where: str) -> str:
     """
     if not is_template(text):
         return text
-    single = _SINGLE_VARIABLE.match(text)
-    if single is not None and variables.get(single[1]) is not None:
-        return str(variables[single[1]])  # what Jinja prints, without building a context
-    context = {name: value for name, value in variables.items() if value is not None}
     try:
-        rendered = _compile(text).render(context)
+        rendered = _render_text(text, variables)
     except UndefinedError as err:
         missing = _UNDEFINED.match(err.message or "")
         if missing is None:
@@ -112,6 +108,14 @@ def render_text(text: str, variables: Mapping[str, Any], *, where: str) -> str:
     if len(rendered) > MAX_OUTPUT:
         raise UserError(f"{where}: {text!r} renders to more than {MAX_OUTPUT} characters")
     return rendered
+
+
+def _render_text(text: str, variables: Mapping[str, Any]) -> str:
+    single = _SINGLE_VARIABLE.match(text)
+    if single is not None and variables.get(single[1]) is not None:
+        return str(variables[single[1]])  # what Jinja prints, without a Jinja context
+    context = {name: value for name, value in variables.items() if value is not None}
+    return _compile(text).render(context)
 
 
 _ARRAY = re.compile(r"^ARRAY:\[(.*)\]$", re.S)
