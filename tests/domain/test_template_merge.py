@@ -9,6 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from corral.domain.json_paths import leaves
 from corral.domain.template_merge import merge, merge_templates
 
 # ---------------------------------------------------------------- worked examples of §4.1
@@ -272,11 +273,9 @@ def test_every_field_of_the_override_is_in_the_result(
 def test_provenance_covers_exactly_the_fields_of_the_merged_template(
     templates: list[dict[str, Any]],
 ) -> None:
-    from corral.domain.json_paths import leaves
-
     named = [(f"t{index}", template) for index, template in enumerate(templates)]
     merged = merge_templates(named)
-    expected = merge({}, {})
+    expected: dict[str, Any] = {}
     for _, template in named:
         expected = merge(expected, template)
     assert merged.value == expected
