@@ -72,6 +72,15 @@ class _Sandbox(SandboxedEnvironment):
 _ENV = _Sandbox(undefined=StrictUndefined, keep_trailing_newline=True)
 
 
+def sandbox_environment() -> SandboxedEnvironment:
+    """The sandbox every user template is rendered in (StrictUndefined, bounded ``*``/``**``).
+
+    For callers that render whole documents (workflow files) and so cannot use the per-value
+    cache of :func:`render_text`.
+    """
+    return _ENV
+
+
 @lru_cache(maxsize=4096)
 def _compile(text: str) -> Template:
     return _ENV.from_string(text)

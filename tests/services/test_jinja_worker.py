@@ -1,0 +1,67 @@
+"""Rendering in a limited subprocess: results, errors with their line, and runaway templates."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from corral.domain.workflow_template import JinjaError, render_workflow
+from corral.errors import UserError
+from corral.services.jinja_worker import render_in_subprocess
+
+BURN = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
+
+
+def test_renders() -> None:
+    assert render_in_subprocess("a {{ x }} {{ y | upper }}\n", {"x": 1, "y": "b"}) == "a 1 B\n"
+
+
+def test_runaway_template_is_stopped_by_the_cpu_limit() -> None:
+    started = time.monotonic()
+    with pytest.raises(UserError) as caught:
+        render_in_subprocess(BURN, {})
+    assert time.monotonic() - started < 6
+    assert caught.value.message == (
+        "Jinja rendering of the workflow took longer than 2 s of CPU time; simplify the template"
+    )
+
+
+def test_runaway_template_is_stopped_by_the_wall_timeout() -> None:
+    started = time.monotonic()
+    with pytest.raises(UserError) as caught:
+        render_in_subprocess(BURN, {}, timeout_seconds=1, cpu_seconds=30)
+    assert time.monotonic() - started < 3
+    assert caught.value.message == (
+        "Jinja rendering of the workflow took longer than 1 s; simplify the template"
+    )
+
+
+def test_undefined_variable_names_the_variable_and_line() -> None:
+    with pytest.raises(JinjaError) as caught:
+        render_in_subprocess("a\n{{ missing }}", {})
+    assert caught.value.line == 2
+    assert caught.value.variable == "missing"
+    message = "workflow:\n  name: w\n  image: {{ missing }}\n"
+    with pytest.raises(UserError) as located:
+        render_workflow(message, renderer=render_in_subprocess, source="wf.yaml")
+    assert located.value.message == (
+        'wf.yaml:3:13: variable "missing" is undefined; give it a value with --set '
+        "missing=VALUE, or under default-values: in the workflow file."
+    )
+
+
+def test_unsafe_attribute_access_is_a_user_error() -> None:
+    with pytest.raises(UserError) as caught:
+        render_workflow("workflow:\n  name: {{ ''.__class__ }}\n", renderer=render_in_subprocess)
+    assert caught.value.message == (
+        "workflow.yaml:2:1: Jinja Template Error: access to attribute '__class__' of 'str' "
+        "object is unsafe; fix the template."
+    )
+
+
+def test_memory_hungry_template_is_a_user_error() -> None:
+    hungry = "{% set x = ['y' * 100000] * 100000 %}{{ x | join }}"
+    with pytest.raises(UserError) as caught:
+        render_in_subprocess(hungry, {}, memory_bytes=256 * 2**20)
+    assert "simplify the template" in caught.value.message
