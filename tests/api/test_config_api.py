@@ -392,7 +392,10 @@ def test_non_admin_token_is_forbidden(api: Api) -> None:
     token = api.runtime.tokens.create(name="u", username="alice", roles=["osmo-user"])
     response = api.client.get("/api/configs/pool", headers={"Authorization": f"Bearer {token}"})
     assert response.status_code == 403
-    assert response.json()["message"] == "alice may not config:Read on config/pool."
+    assert response.json()["message"] == (
+        "alice may not config:Read on config/pool: denied: no policy of osmo-user, "
+        "osmo-default allows config:Read on config/pool."
+    )
 
 
 def test_health_and_metrics(api: Api) -> None:

@@ -1,48 +1,209 @@
-"""Authentication (bearer tokens) and the authorization hook every endpoint goes through.
+"""Authentication (API tokens, session tokens, OIDC tokens) and authorization by role policies.
 
-Today a token carries roles and ``osmo-admin`` may do everything; the check is phrased in
-OSMO's semantic actions (``config:Read`` on ``config/pool``) so that role policies can be
-evaluated here later without touching the endpoints.
+Every endpoint authenticates its caller (:meth:`Authorizer.authenticate`) and then checks one
+semantic action (``config:Read`` on ``config/pool``) with :meth:`Authorizer.check`. A check
+evaluates the caller's roles as they are now — the user's role names from the user store, the
+ROLE configs currently stored, plus ``osmo-default`` — with :func:`corral.domain.policies.evaluate`:
+a Deny in any role wins, otherwise one Allow suffices, otherwise 403 naming who, what, on what
+and why. Requests OSMO's action registry does not know (user management) are checked as the
+unregistered action, which only a ``*:*`` policy grants.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Literal
 
+import jwt
 from fastapi import Request
 
+from corral.domain.config_types import ConfigType
+from corral.domain.configs import Role
+from corral.domain.policies import (
+    UNREGISTERED,
+    Decision,
+    allowed_pools,
+    evaluate,
+    roles_for_groups,
+    roles_for_request,
+)
 from corral.errors import ForbiddenError, UnauthorizedError
-from corral.store.tokens import TokenStore
+from corral.services.config_service import ConfigService
+from corral.services.oidc import JsonFetcher, OidcSettings, OidcVerifier, http_fetch
+from corral.services.sessions import (
+    DEFAULT_TTL,
+    SESSION_ISSUER,
+    SessionSigner,
+    load_session_key,
+)
+from corral.store.tokens import TOKEN_PREFIX, TokenStore
+from corral.store.users import UserStore
 
 ADMIN_ROLE = "osmo-admin"
+ADMIN_ONLY = UNREGISTERED  # the action of requests OSMO's registry does not list
+
+RoleSource = Callable[[], list[Role]]
+Method = Literal["token", "session", "oidc"]
 
 
 @dataclass(frozen=True)
 class Principal:
     username: str
     roles: tuple[str, ...]
+    method: Method = "token"
+
+
+@dataclass(frozen=True)
+class AuthSettings:
+    """How the server signs sessions and which OIDC issuer (if any) it trusts."""
+
+    session_key: bytes
+    session_ttl: timedelta = DEFAULT_TTL
+    oidc: OidcSettings | None = None
+    jwks_fetch: JsonFetcher = http_fetch
+
+    @classmethod
+    def from_env(
+        cls, data_dir: Path | None = None, environ: Mapping[str, str] = os.environ
+    ) -> AuthSettings:
+        seconds = int(environ.get("CORRAL_SESSION_TTL", "0") or 0)
+        return cls(
+            session_key=load_session_key(data_dir, environ),
+            session_ttl=timedelta(seconds=seconds) if seconds > 0 else DEFAULT_TTL,
+            oidc=OidcSettings.from_env(environ),
+        )
+
+
+def config_roles(service: ConfigService) -> RoleSource:
+    """The ROLE configs as stored now (read per check: a role edit applies to the next request)."""
+
+    parsed: list[tuple[int, list[Role]]] = [(-1, [])]  # (revision, roles): parse once per revision
+
+    def roles() -> list[Role]:
+        data, revision = service.snapshot(ConfigType.ROLE)
+        if parsed[0][0] != revision:
+            parsed[0] = (
+                revision,
+                [Role.model_validate({**body, "name": name}) for name, body in data.items()],
+            )
+        return parsed[0][1]
+
+    return roles
+
+
+def describe(action: str, resource: str | None, what: str | None = None) -> str:
+    """``config:Update on config/pool``, or the given plain description of the request."""
+    if what is not None:
+        return what
+    name = action or "make this admin-only request"
+    return f"{name} on {resource}" if resource else name
+
+
+def bearer_token(request: Request) -> str:
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise UnauthorizedError(
+            "Missing bearer token. Send 'Authorization: Bearer <token>'; the corral CLI "
+            "reads it from CORRAL_TOKEN or from the credentials file the server wrote."
+        )
+    return token.strip()
 
 
 class Authorizer:
-    def __init__(self, tokens: TokenStore) -> None:
+    def __init__(
+        self,
+        tokens: TokenStore,
+        users: UserStore,
+        roles: RoleSource,
+        settings: AuthSettings,
+    ) -> None:
         self._tokens = tokens
+        self._users = users
+        self._roles = roles
+        self.sessions = SessionSigner(settings.session_key, settings.session_ttl)
+        self._oidc = OidcVerifier(settings.oidc, settings.jwks_fetch) if settings.oidc else None
+
+    # ----------------------------------------------------------------- authentication
 
     def authenticate(self, request: Request) -> Principal:
-        header = request.headers.get("authorization", "")
-        scheme, _, token = header.partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            raise UnauthorizedError(
-                "Missing bearer token. Send 'Authorization: Bearer <token>'; the corral CLI "
-                "reads it from CORRAL_TOKEN or from the credentials file the server wrote."
-            )
-        owner = self._tokens.owner(token.strip())
+        """Who is calling: an API token, a session token or a trusted issuer's token (401)."""
+        token = bearer_token(request)
+        if not token.startswith(TOKEN_PREFIX) and token.count(".") == 2:
+            return self._signed(token)
+        owner = self._tokens.owner(token)
         if owner is None:
             raise UnauthorizedError("The bearer token is unknown or revoked.")
-        return Principal(owner.username, tuple(owner.roles))
+        return Principal(owner.username, tuple(owner.roles), "token")
 
-    def check(self, principal: Principal, action: str, resource: str | None = None) -> None:
-        """Raise 403 unless ``principal`` may do ``action`` on ``resource``."""
-        if ADMIN_ROLE in principal.roles:
-            return
-        target = f" on {resource}" if resource else ""
-        raise ForbiddenError(f"{principal.username} may not {action}{target}.")
+    def _signed(self, token: str) -> Principal:
+        try:
+            issuer = jwt.decode(token, options={"verify_signature": False}).get("iss")
+        except jwt.InvalidTokenError:
+            raise UnauthorizedError("The bearer token is unknown or revoked.") from None
+        if issuer == SESSION_ISSUER:
+            return self._session(token)
+        if self._oidc is None:
+            raise UnauthorizedError(
+                f"The bearer token was issued by {issuer!r}, but this server trusts no OIDC "
+                "issuer (set CORRAL_OIDC_ISSUER)."
+            )
+        return self._identity(token, self._oidc)
+
+    def _session(self, token: str) -> Principal:
+        username = self.sessions.verify(token)
+        user = self._users.get(username)
+        if user is None:
+            raise UnauthorizedError(f"The session's user {username} no longer exists.")
+        return Principal(username, tuple(user.roles), "session")
+
+    def _identity(self, token: str, verifier: OidcVerifier) -> Principal:
+        """Verify the issuer's token, then sync the user's roles from its groups (§8.6)."""
+        identity = verifier.verify(token)
+        user = self._users.get(identity.username)
+        current = user.roles if user else []
+        synced = roles_for_groups(self._roles(), identity.groups, current)
+        if user is None or synced != current:
+            user = self._users.set_roles(identity.username, synced)
+        return Principal(identity.username, tuple(user.roles), "oidc")
+
+    # ------------------------------------------------------------------ authorization
+
+    def roles_of(self, principal: Principal) -> list[Role]:
+        """The roles a request of ``principal`` acts with (defined ones + ``osmo-default``)."""
+        return roles_for_request(self._roles(), principal.roles)
+
+    def decide(self, principal: Principal, action: str, resource: str | None = None) -> Decision:
+        return evaluate(self.roles_of(principal), action, resource)
+
+    def allows(self, principal: Principal, action: str, resource: str | None = None) -> bool:
+        return self.decide(principal, action, resource).allowed
+
+    def check(
+        self,
+        principal: Principal,
+        action: str,
+        resource: str | None = None,
+        *,
+        what: str | None = None,
+    ) -> None:
+        """Raise 403 unless ``principal`` may do ``action`` on ``resource``; ``what`` names an
+        admin-only request in the message."""
+        decision = self.decide(principal, action, resource)
+        if not decision.allowed:
+            raise ForbiddenError(
+                f"{principal.username} may not {describe(action, resource, what)}: "
+                f"{decision.reason}."
+            )
+
+    def allowed_pools(self, principal: Principal, pool_names: Sequence[str]) -> list[str]:
+        """The pools ``principal`` may submit to (``workflow:Create`` on ``pool/<name>``)."""
+        return allowed_pools(self.roles_of(principal), pool_names)
+
+    def is_admin(self, principal: Principal) -> bool:
+        """Whether the caller holds ``osmo-admin`` (e.g. to submit to a pool in maintenance)."""
+        return ADMIN_ROLE in principal.roles

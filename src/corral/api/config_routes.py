@@ -9,6 +9,7 @@ from fastapi import APIRouter, Body, Depends, Query, Request, Response
 
 from corral.api.auth import Authorizer, Principal
 from corral.api.schemas import ApplyBody, DeleteBody, RollbackBody, TagsBody, WriteBody
+from corral.domain.bundles import parse_bundle
 from corral.domain.config_types import ConfigType
 from corral.domain.resolved_pool import verbose_pool
 from corral.errors import UserError
@@ -37,6 +38,14 @@ def build_router(service: ConfigService, authorizer: Authorizer, on_write: Any) 
     def can(caller: Principal, action: str, ctype: ConfigType | None = None) -> None:
         authorizer.check(caller, action, f"config/{ctype.url_segment}" if ctype else "config/*")
 
+    def readable(caller: Principal) -> list[ConfigType]:
+        """The types ``caller`` may read: a policy scoped to one type passes the ``config/*``
+        check (OSMO's wildcard rule) but must not reveal the others."""
+        return [t for t in ConfigType if authorizer.allows(caller, "config:Read", resource(t))]
+
+    def resource(ctype: ConfigType) -> str:
+        return f"config/{ctype.url_segment}"
+
     def written(result: WriteResult) -> dict[str, Any]:
         on_write(result)
         return write_json(result)
@@ -44,7 +53,9 @@ def build_router(service: ConfigService, authorizer: Authorizer, on_write: Any) 
     @router.get("")
     def list_configs(caller: Caller) -> dict[str, Any]:
         can(caller, "config:Read")
-        return {"configs": [revision_json(r, with_data=False) for r in service.heads()]}
+        types = readable(caller)
+        heads = [r for r in service.heads() if r.config_type in types]
+        return {"configs": [revision_json(r, with_data=False) for r in heads]}
 
     @router.get("/history")
     def history(
@@ -66,6 +77,7 @@ def build_router(service: ConfigService, authorizer: Authorizer, on_write: Any) 
             can(caller, "config:Read", ctype)
         if not types:
             can(caller, "config:Read")
+            types = readable(caller)
         query = HistoryQuery(
             config_types=types,
             name=name,
@@ -115,6 +127,9 @@ def build_router(service: ConfigService, authorizer: Authorizer, on_write: Any) 
     @router.post("/apply")
     def apply(caller: Caller, body: ApplyBody) -> dict[str, Any]:
         can(caller, "config:Update")
+        parsed = parse_bundle(body.bundle)
+        for ctype in [*parsed.items, *([ConfigType.WORKFLOW] if parsed.workflow else [])]:
+            can(caller, "config:Update", ctype)
         result = service.apply(body.bundle, _meta(caller, body), dry_run=body.dry_run)
         return {
             "dry_run": body.dry_run,

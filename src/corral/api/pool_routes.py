@@ -8,6 +8,7 @@ from fastapi import APIRouter, Query
 
 from corral.api.auth import Authorizer
 from corral.api.config_routes import Caller
+from corral.domain.config_types import ConfigType
 from corral.domain.pool_render import pool_topology, render_pool
 from corral.domain.variables import parse_set_values
 from corral.services.config_service import ConfigService
@@ -15,6 +16,14 @@ from corral.services.config_service import ConfigService
 
 def build_pool_router(service: ConfigService, authorizer: Authorizer) -> APIRouter:
     router = APIRouter(prefix="/api/pool", tags=["pools"])
+
+    @router.get("")
+    def list_pools(caller: Caller) -> dict[str, Any]:
+        """The pools the caller may submit to (``workflow:Create`` on ``pool/<name>``)."""
+        authorizer.check(caller, "pool:List")
+        pools, _ = service.snapshot(ConfigType.POOL)
+        usable = authorizer.allowed_pools(caller, sorted(pools))
+        return {"pools": [pool_summary(pools[name]) for name in usable]}
 
     @router.get("/{pool}/render")
     def render(
@@ -42,3 +51,15 @@ def build_pool_router(service: ConfigService, authorizer: Authorizer) -> APIRout
         return pool_topology(service.state(), pool)
 
     return router
+
+
+def pool_summary(pool: dict[str, Any]) -> dict[str, Any]:
+    """What a user needs to pick a pool: name, status, platforms."""
+    return {
+        "name": pool["name"],
+        "description": pool.get("description", ""),
+        "status": "MAINTENANCE" if pool.get("enable_maintenance") else "ONLINE",
+        "backend": pool.get("backend"),
+        "default_platform": pool.get("default_platform"),
+        "platforms": sorted(pool.get("platforms") or {}),
+    }

@@ -29,6 +29,27 @@ app = typer.Typer(
 )
 
 
+# ------------------------------------------------------------------------------------ list
+
+
+@app.command("list")
+@handle_errors
+def list_pools(output: FormatOption = OutputFormat.text) -> None:
+    """The pools you may submit to."""
+    found = Client().get("/api/pool")
+    if output is OutputFormat.json:
+        print_json(found)
+        return
+    if not found["pools"]:
+        echo("No pool is open to you: ask an admin for a role that grants one.")
+        return
+    rows = [
+        [p["name"], p["status"], p["default_platform"] or "", p["description"]]
+        for p in found["pools"]
+    ]
+    print_table(["Pool", "Status", "Default platform", "Description"], rows)
+
+
 # ---------------------------------------------------------------------------------- render
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -92,12 +93,32 @@ def server(
         ),
     ] = None,
     demo: Annotated[bool, typer.Option(help="Load the example configs at start.")] = False,
+    oidc_issuer: Annotated[
+        str | None,
+        typer.Option(envvar="CORRAL_OIDC_ISSUER", help="Trust tokens signed by this OIDC issuer."),
+    ] = None,
+    oidc_audience: Annotated[
+        str | None,
+        typer.Option(envvar="CORRAL_OIDC_AUDIENCE", help="Audience the issuer's tokens must name."),
+    ] = None,
+    oidc_jwks_url: Annotated[
+        str | None,
+        typer.Option(
+            envvar="CORRAL_OIDC_JWKS_URL", help="The issuer's JWKS [default: from discovery]."
+        ),
+    ] = None,
+    oidc_groups_claim: Annotated[
+        str,
+        typer.Option(envvar="CORRAL_OIDC_GROUPS_CLAIM", help="Claim listing the user's groups."),
+    ] = "groups",
 ) -> None:
     """Start the control plane (API on HOST:PORT)."""
     # Imported here so that every other `corral` verb starts without the server stack.
     import uvicorn
 
     from corral.api.app import create_app
+    from corral.api.auth import AuthSettings
+    from corral.services.oidc import OidcSettings
     from corral.services.runtime import load_examples
     from corral.store.database import sqlite_url
 
@@ -116,4 +137,12 @@ def server(
     console.print(f"corral listening on [bold]{address}[/] (database: {where})")
     if written:
         console.print(f"Admin token written to {written} (mode 0600); the CLI finds it there.")
-    uvicorn.run(create_app(runtime), host=host, port=port, log_level="warning")
+    auth = AuthSettings.from_env(directory)
+    if oidc_issuer:
+        username_claim = auth.oidc.username_claim if auth.oidc else None
+        oidc = OidcSettings(
+            oidc_issuer, oidc_audience, oidc_jwks_url, oidc_groups_claim, username_claim
+        )
+        auth = dataclasses.replace(auth, oidc=oidc)
+        console.print(f"Trusting tokens of the OIDC issuer {oidc_issuer}.")
+    uvicorn.run(create_app(runtime, auth), host=host, port=port, log_level="warning")

@@ -1,4 +1,9 @@
-"""API tokens: random secrets handed out once; only their SHA-256 is stored."""
+"""API tokens: random secrets handed out once; only their SHA-256 is stored.
+
+A token belongs to a user (:mod:`corral.store.users`); it carries no roles of its own: the owner's
+roles are read when the token is presented, so a role removed from the user stops working at once.
+The ``roles`` column keeps the roles asked for when the token was minted, for the record.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,8 @@ from datetime import datetime
 
 from sqlalchemy import Engine, select, update
 
-from corral.store.tables import api_tokens
+from corral.store.tables import api_tokens, users
+from corral.store.users import ensure_user
 
 TOKEN_PREFIX = "corral_"
 
@@ -33,10 +39,16 @@ class TokenStore:
         self._engine = engine
         self._clock = clock
 
-    def create(self, *, name: str, username: str, roles: list[str]) -> str:
-        """Mint a token and return it; it cannot be read back later."""
+    def create(
+        self, *, name: str, username: str, roles: list[str] | None = None, by: str = "system"
+    ) -> str:
+        """Mint a token for ``username`` and return it; it cannot be read back later.
+
+        The user is created if missing and given any of ``roles`` they lack."""
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        roles = list(roles or [])
         with self._engine.begin() as connection:
+            ensure_user(connection, username, roles, by, self._clock())
             connection.execute(
                 api_tokens.insert().values(
                     id=secrets.token_hex(8),
@@ -54,7 +66,9 @@ class TokenStore:
         with self._engine.connect() as connection:
             row = (
                 connection.execute(
-                    select(api_tokens).where(
+                    select(api_tokens, users.c.roles.label("user_roles"))
+                    .join(users, users.c.username == api_tokens.c.username)
+                    .where(
                         api_tokens.c.token_hash == hash_token(token),
                         api_tokens.c.revoked_at.is_(None),
                     )
@@ -64,7 +78,7 @@ class TokenStore:
             )
         if row is None:
             return None
-        return TokenOwner(row["id"], row["name"], row["username"], list(row["roles"]))
+        return TokenOwner(row["id"], row["name"], row["username"], sorted(row["user_roles"]))
 
     def revoke_named(self, name: str) -> None:
         with self._engine.begin() as connection:

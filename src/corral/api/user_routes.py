@@ -1,0 +1,188 @@
+"""Users, their roles and tokens (``/api/auth/...``) and the caller's profile (``/api/profile``).
+
+OSMO's action registry lists none of the ``/api/auth/user...`` admin endpoints, so they are
+checked as the unregistered action that only a ``*:*`` policy (``osmo-admin``) grants. The
+session exchange is OSMO's ``auth:Refresh`` (its ``/api/auth/jwt/access_token``); the profile is
+``profile:Read`` / ``profile:Update``, which ``osmo-default`` grants everyone.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, status
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from corral.api.auth import ADMIN_ONLY, Authorizer, Principal
+from corral.api.config_routes import Caller
+from corral.domain.config_types import ConfigType
+from corral.errors import ForbiddenError, UserError
+from corral.services.config_service import ConfigService
+from corral.store.tokens import TokenStore
+from corral.store.users import User, UserStore
+
+USERNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,255}$")
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class NewUser(_Body):
+    username: str
+    roles: list[str] = []
+    default_pool: str | None = None
+
+    @field_validator("username")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not USERNAME.match(value):
+            raise ValueError(
+                "a username is 1-256 letters, digits and . _ @ + -, starting with a letter or digit"
+            )
+        return value
+
+
+class RolesBody(_Body):
+    roles: list[str]
+
+
+class TokenBody(_Body):
+    name: str | None = None
+
+
+class ProfileBody(_Body):
+    default_pool: str | None
+
+
+def build_user_router(
+    service: ConfigService, authorizer: Authorizer, users: UserStore, tokens: TokenStore
+) -> APIRouter:
+    router = APIRouter(tags=["users"])
+
+    def admin(caller: Principal, what: str) -> None:
+        authorizer.check(caller, ADMIN_ONLY, what=what)
+
+    def known_roles(names: list[str]) -> list[str]:
+        defined, _ = service.snapshot(ConfigType.ROLE)
+        for name in names:
+            if name not in defined:
+                raise UserError(
+                    f"Role {name} does not exist; define it first (corral config set ROLE ...).",
+                    path=("roles",),
+                )
+        return names
+
+    def existing_pool(name: str | None) -> str | None:
+        pools, _ = service.snapshot(ConfigType.POOL)
+        if name is not None and name not in pools:
+            raise UserError(f"Pool {name} does not exist.", path=("default_pool",))
+        return name
+
+    # ---------------------------------------------------------------------- sessions
+
+    @router.post("/api/auth/session")
+    @router.post("/api/auth/jwt/access_token")
+    def session(caller: Caller) -> dict[str, Any]:
+        """Exchange an API token (or a trusted issuer's token) for a short-lived session."""
+        authorizer.check(caller, "auth:Refresh")
+        if caller.method == "session":
+            raise UserError("A session cannot be renewed with itself; use your API token.")
+        minted = authorizer.sessions.mint(caller.username)
+        return {
+            "token": minted.token,
+            "token_type": "Bearer",
+            "username": minted.username,
+            "expires_at": minted.expires_at.isoformat(),
+        }
+
+    # ------------------------------------------------------------------------- users
+
+    @router.post("/api/auth/user", status_code=status.HTTP_201_CREATED)
+    def create_user(caller: Caller, body: NewUser) -> dict[str, Any]:
+        admin(caller, "create users")
+        user = users.create(
+            body.username,
+            roles=known_roles(body.roles),
+            default_pool=existing_pool(body.default_pool),
+            by=caller.username,
+        )
+        return user_json(user)
+
+    @router.get("/api/auth/user")
+    def list_users(caller: Caller) -> dict[str, Any]:
+        admin(caller, "list users")
+        return {"users": [user_json(user) for user in users.all()]}
+
+    @router.get("/api/auth/user/{username}")
+    def get_user(caller: Caller, username: str) -> dict[str, Any]:
+        admin(caller, f"read user {username}")
+        return user_json(users.require(username))
+
+    @router.delete("/api/auth/user/{username}")
+    def delete_user(caller: Caller, username: str) -> dict[str, Any]:
+        admin(caller, f"delete user {username}")
+        revoked = users.delete(username)
+        plural = "" if revoked == 1 else "s"
+        return {"message": f"Deleted user {username} and revoked {revoked} token{plural}."}
+
+    @router.post("/api/auth/user/{username}/roles")
+    def add_roles(caller: Caller, username: str, body: RolesBody) -> dict[str, Any]:
+        admin(caller, f"assign roles to {username}")
+        users.require(username)
+        return user_json(users.add_roles(username, known_roles(body.roles)))
+
+    @router.delete("/api/auth/user/{username}/roles/{role}")
+    def remove_role(caller: Caller, username: str, role: str) -> dict[str, Any]:
+        admin(caller, f"remove roles from {username}")
+        return user_json(users.remove_role(username, role))
+
+    @router.post("/api/auth/user/{username}/token", status_code=status.HTTP_201_CREATED)
+    def mint_token(
+        caller: Caller, username: str, body: Annotated[TokenBody | None, Body()] = None
+    ) -> dict[str, Any]:
+        """A new API token for ``username``, returned once (only its hash is kept)."""
+        admin(caller, f"create tokens for {username}")
+        users.require(username)
+        name = (body.name if body else None) or f"{username}-{secrets.token_hex(4)}"
+        token = tokens.create(name=name, username=username, by=caller.username)
+        return {"token": token, "name": name, "username": username}
+
+    # ----------------------------------------------------------------------- profile
+
+    def profile(caller: Principal) -> dict[str, Any]:
+        user = users.require(caller.username)
+        pools, _ = service.snapshot(ConfigType.POOL)
+        return {
+            "username": user.username,
+            "roles": list(user.roles),
+            "default_pool": user.default_pool,
+            "pools": authorizer.allowed_pools(caller, list(pools)),
+        }
+
+    @router.get("/api/profile/settings")
+    def read_profile(caller: Caller) -> dict[str, Any]:
+        authorizer.check(caller, "profile:Read")
+        return profile(caller)
+
+    @router.post("/api/profile/settings")
+    @router.put("/api/profile/settings")
+    def update_profile(caller: Caller, body: ProfileBody) -> dict[str, Any]:
+        """Set the caller's default pool: one they may submit to (or null to clear it)."""
+        authorizer.check(caller, "profile:Update")
+        pool = existing_pool(body.default_pool)
+        if pool is not None and not authorizer.allows(caller, "workflow:Create", f"pool/{pool}"):
+            raise ForbiddenError(
+                f"{caller.username} may not use pool {pool}: no role grants workflow:Create "
+                f"on pool/{pool}."
+            )
+        users.set_default_pool(caller.username, pool)
+        return profile(caller)
+
+    return router
+
+
+def user_json(user: User) -> dict[str, Any]:
+    return user.to_dict()

@@ -1,0 +1,190 @@
+"""Users: a name, the role names they hold, and the pool their workflows go to by default.
+
+Tokens (:mod:`corral.store.tokens`) and sessions belong to a user; the roles a request acts with
+are read from here when it arrives. Every read-modify-write first touches the user's row, which
+takes the row lock on PostgreSQL and the write lock on SQLite, so concurrent role changes do not
+lose each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Engine, delete, select, update
+from sqlalchemy.exc import IntegrityError
+
+from corral.errors import ConflictError, NotFoundError
+from corral.store.tables import api_tokens, users
+
+Clock = Callable[[], datetime]
+
+
+@dataclass(frozen=True)
+class User:
+    username: str
+    roles: list[str]
+    default_pool: str | None
+    created_at: datetime
+    created_by: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "username": self.username,
+            "roles": list(self.roles),
+            "default_pool": self.default_pool,
+            "created_at": self.created_at.isoformat(),
+            "created_by": self.created_by,
+        }
+
+
+def _user(row: Any) -> User:
+    return User(
+        row["username"],
+        sorted(row["roles"]),
+        row["default_pool"],
+        row["created_at"],
+        row["created_by"],
+    )
+
+
+def missing(username: str) -> NotFoundError:
+    return NotFoundError(f"User {username} does not exist.")
+
+
+def read_user(connection: Connection, username: str) -> User | None:
+    row = connection.execute(select(users).where(users.c.username == username)).mappings().first()
+    return None if row is None else _user(row)
+
+
+def _lock(connection: Connection, username: str) -> User:
+    """Take the write lock on ``username``'s row, then read it (404 if there is none)."""
+    connection.execute(
+        update(users).where(users.c.username == username).values(username=users.c.username)
+    )
+    found = read_user(connection, username)
+    if found is None:
+        raise missing(username)
+    return found
+
+
+def ensure_user(
+    connection: Connection, username: str, roles: Iterable[str], by: str, now: datetime
+) -> User:
+    """The user, created if missing; ``roles`` they lack are added (used when minting tokens)."""
+    connection.execute(
+        update(users).where(users.c.username == username).values(username=users.c.username)
+    )
+    found = read_user(connection, username)
+    wanted = sorted({*(found.roles if found else []), *roles})
+    if found is None:
+        connection.execute(
+            users.insert().values(
+                username=username, roles=wanted, default_pool=None, created_at=now, created_by=by
+            )
+        )
+    elif wanted != found.roles:
+        connection.execute(update(users).where(users.c.username == username).values(roles=wanted))
+    return _required(read_user(connection, username), username)
+
+
+def _required(user: User | None, username: str) -> User:
+    if user is None:
+        raise missing(username)
+    return user
+
+
+class UserStore:
+    def __init__(self, engine: Engine, clock: Clock) -> None:
+        self._engine = engine
+        self._clock = clock
+
+    def get(self, username: str) -> User | None:
+        with self._engine.connect() as connection:
+            return read_user(connection, username)
+
+    def require(self, username: str) -> User:
+        return _required(self.get(username), username)
+
+    def all(self) -> list[User]:
+        with self._engine.connect() as connection:
+            rows = connection.execute(select(users).order_by(users.c.username)).mappings()
+            return [_user(row) for row in rows]
+
+    def create(
+        self, username: str, *, roles: Iterable[str], default_pool: str | None, by: str
+    ) -> User:
+        """A new user; 409 if the name is taken."""
+        try:
+            with self._engine.begin() as connection:
+                connection.execute(
+                    users.insert().values(
+                        username=username,
+                        roles=sorted(set(roles)),
+                        default_pool=default_pool,
+                        created_at=self._clock(),
+                        created_by=by,
+                    )
+                )
+        except IntegrityError:
+            raise ConflictError(f"User {username} already exists.") from None
+        return self.require(username)
+
+    def ensure(self, username: str, roles: Iterable[str], by: str) -> User:
+        """The user, created if missing, holding at least ``roles``."""
+        with self._engine.begin() as connection:
+            return ensure_user(connection, username, roles, by, self._clock())
+
+    def delete(self, username: str) -> int:
+        """Remove the user and revoke their tokens; returns how many tokens were revoked."""
+        with self._engine.begin() as connection:
+            _lock(connection, username)
+            revoked = connection.execute(
+                update(api_tokens)
+                .where(api_tokens.c.username == username, api_tokens.c.revoked_at.is_(None))
+                .values(revoked_at=self._clock())
+            ).rowcount
+            connection.execute(delete(users).where(users.c.username == username))
+        return int(revoked or 0)
+
+    def add_roles(self, username: str, roles: Iterable[str]) -> User:
+        return self._change_roles(username, lambda current: current | set(roles))
+
+    def remove_role(self, username: str, role: str) -> User:
+        def without(current: set[str]) -> set[str]:
+            if role not in current:
+                raise NotFoundError(f"User {username} does not have role {role}.")
+            return current - {role}
+
+        return self._change_roles(username, without)
+
+    def set_roles(self, username: str, roles: Iterable[str]) -> User:
+        """Replace the user's roles (IdP sync); creates the user if missing."""
+        wanted = sorted(set(roles))
+        with self._engine.begin() as connection:
+            found = ensure_user(connection, username, wanted, "oidc", self._clock())
+            if found.roles != wanted:
+                connection.execute(
+                    update(users).where(users.c.username == username).values(roles=wanted)
+                )
+            return _required(read_user(connection, username), username)
+
+    def set_default_pool(self, username: str, pool: str | None) -> User:
+        with self._engine.begin() as connection:
+            _lock(connection, username)
+            connection.execute(
+                update(users).where(users.c.username == username).values(default_pool=pool)
+            )
+            return _required(read_user(connection, username), username)
+
+    def _change_roles(self, username: str, change: Callable[[set[str]], set[str]]) -> User:
+        with self._engine.begin() as connection:
+            found = _lock(connection, username)
+            roles = sorted(change(set(found.roles)))
+            if roles != found.roles:
+                connection.execute(
+                    update(users).where(users.c.username == username).values(roles=roles)
+                )
+            return _required(read_user(connection, username), username)

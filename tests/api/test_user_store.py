@@ -1,0 +1,105 @@
+"""The user store, token ownership, the users migration and the session key (both databases)."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from alembic import command
+from alembic.config import Config
+
+from corral.errors import ConflictError, NotFoundError, UserError
+from corral.services.runtime import Runtime
+from corral.services.sessions import SESSION_KEY_FILE, load_session_key
+from corral.store.database import MIGRATIONS, make_engine
+from corral.store.users import UserStore
+
+
+def test_create_read_list_delete(runtime: Runtime) -> None:
+    users = runtime.users
+    made = users.create("bob", roles=["osmo-user", "a", "a"], default_pool="default", by="admin")
+    assert (made.roles, made.default_pool, made.created_by) == (
+        ["a", "osmo-user"],
+        "default",
+        "admin",
+    )
+    with pytest.raises(ConflictError, match=r"^User bob already exists\.$"):
+        users.create("bob", roles=[], default_pool=None, by="admin")
+    users.create("alice", roles=[], default_pool=None, by="admin")
+    assert [u.username for u in users.all()] == ["alice", "bob"]
+    assert users.get("bob") == made
+    assert users.delete("bob") == 0
+    assert users.get("bob") is None
+    with pytest.raises(NotFoundError, match=r"^User bob does not exist\.$"):
+        users.delete("bob")
+
+
+def test_role_changes(runtime: Runtime) -> None:
+    users = runtime.users
+    users.create("bob", roles=["x"], default_pool=None, by="admin")
+    assert users.add_roles("bob", ["z", "y", "x"]).roles == ["x", "y", "z"]
+    assert users.remove_role("bob", "y").roles == ["x", "z"]
+    with pytest.raises(NotFoundError, match=r"^User bob does not have role y\.$"):
+        users.remove_role("bob", "y")
+    assert users.set_roles("bob", ["q"]).roles == ["q"]
+    assert users.set_roles("new", ["r"]).created_by == "oidc"
+    assert users.set_default_pool("bob", "p").default_pool == "p"
+    with pytest.raises(NotFoundError):
+        users.add_roles("ghost", ["x"])
+
+
+def test_tokens_belong_to_users_and_follow_their_roles(runtime: Runtime) -> None:
+    token = runtime.tokens.create(name="t", username="carl", roles=["osmo-user"])
+    user = runtime.users.require("carl")
+    assert (user.roles, user.created_by) == (["osmo-user"], "system")
+    assert runtime.tokens.owner(token).roles == ["osmo-user"]  # type: ignore[union-attr]
+    runtime.users.add_roles("carl", ["extra"])
+    assert runtime.tokens.owner(token).roles == ["extra", "osmo-user"]  # type: ignore[union-attr]
+    # minting again for an existing user only adds missing roles
+    runtime.tokens.create(name="t2", username="carl", roles=["osmo-user"])
+    assert runtime.users.require("carl").roles == ["extra", "osmo-user"]
+    assert runtime.users.delete("carl") == 2
+    assert runtime.tokens.owner(token) is None
+
+
+def test_a_token_is_stored_only_as_a_hash(runtime: Runtime) -> None:
+    token = runtime.tokens.create(name="t", username="carl")
+    with runtime.engine.connect() as connection:
+        rows = connection.exec_driver_sql("SELECT token_hash, roles FROM api_tokens").all()
+    assert token not in str(rows) and len(rows[0][0]) == 64
+
+
+def test_the_migration_makes_users_of_token_owners(database_url: str) -> None:
+    engine = make_engine(database_url)
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "0001")
+        for i, (user, roles, revoked) in enumerate(
+            [("ann", '["b", "a"]', None), ("ann", '["c"]', None), ("old", '["x"]', "2020-01-01")]
+        ):
+            connection.exec_driver_sql(
+                "INSERT INTO api_tokens (id, name, username, roles, token_hash, created_at, "
+                f"revoked_at) VALUES ('{i}', 'n', '{user}', '{roles}', 'h{i}', '2024-01-01', "
+                f"{'NULL' if revoked is None else repr(revoked)})"
+            )
+        command.upgrade(config, "0002")
+    users = UserStore(engine, lambda: None)  # type: ignore[arg-type, return-value]
+    assert [(u.username, u.roles, u.created_by) for u in users.all()] == [
+        ("ann", ["a", "b", "c"], "migration")
+    ]
+    engine.dispose()
+
+
+def test_session_key_file_is_created_once_with_mode_0600(tmp_path: Path) -> None:
+    key = load_session_key(tmp_path, {})
+    path = tmp_path / SESSION_KEY_FILE
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert len(key) >= 32 and load_session_key(tmp_path, {}) == key
+    assert load_session_key(tmp_path, {"CORRAL_SESSION_KEY": "k" * 40}) == b"k" * 40
+    with pytest.raises(UserError, match="CORRAL_SESSION_KEY must be at least 32 bytes long"):
+        load_session_key(None, {"CORRAL_SESSION_KEY": "short"})
+    assert load_session_key(None, {}) != load_session_key(None, {})  # ephemeral

@@ -1,0 +1,68 @@
+"""``corral user``, ``corral profile`` and ``corral pool list`` against a real server."""
+
+from __future__ import annotations
+
+import json
+
+from tests.conftest import LiveServer
+
+
+def ok(server: LiveServer, *args: str, token: str | None = None) -> str:
+    env = {"CORRAL_TOKEN": token} if token else None
+    done = server.cli(*args, extra_env=env)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_user_lifecycle_and_access(live_server: LiveServer) -> None:
+    server = live_server
+    created = json.loads(
+        ok(server, "user", "create", "alice", "--role", "osmo-user", "--format", "json")
+    )
+    assert (created["username"], created["roles"]) == ("alice", ["osmo-user"])
+    listed = json.loads(ok(server, "user", "list", "--format", "json"))
+    assert [u["username"] for u in listed["users"]] == ["admin", "alice"]
+    assert "osmo-user" in ok(server, "user", "show", "alice")
+
+    done = server.cli("user", "token", "alice")
+    assert done.returncode == 0 and "cannot be shown again" in done.stderr
+    token = done.stdout.strip()
+    assert token.startswith("corral_") and "\n" not in token
+
+    pools = json.loads(ok(server, "pool", "list", "--format", "json", token=token))["pools"]
+    assert [p["name"] for p in pools] == ["default"]
+    assert "default" in ok(server, "pool", "list", token=token)
+    profile = json.loads(ok(server, "profile", "show", "--format", "json", token=token))
+    assert (profile["username"], profile["pools"]) == ("alice", ["default"])
+    assert "default" in ok(server, "profile", "set-pool", "default", token=token)
+
+    denied = server.cli("user", "list", extra_env={"CORRAL_TOKEN": token})
+    assert (denied.returncode, denied.stdout) == (1, "")
+    assert denied.stderr == (
+        "error: alice may not list users: denied: no policy of osmo-user, osmo-default allows "
+        "an unregistered request.\n"
+    )
+
+    unknown = server.cli("user", "roles", "add", "alice", "osmo-nope")
+    assert unknown.stderr == (
+        "error: roles: Role osmo-nope does not exist; define it first (corral config set ROLE "
+        "...).\n"
+    )
+    ok(server, "user", "roles", "remove", "alice", "osmo-user")
+    gone = server.cli("pool", "list", extra_env={"CORRAL_TOKEN": token})
+    assert gone.stderr == (
+        "error: alice may not pool:List: denied: no policy of osmo-default allows pool:List.\n"
+    )
+
+    assert ok(server, "user", "delete", "alice") == ("Deleted user alice and revoked 1 token.\n")
+    revoked = server.cli("profile", "show", extra_env={"CORRAL_TOKEN": token})
+    assert revoked.stderr == "error: The bearer token is unknown or revoked.\n"
+
+
+def test_pool_role_from_config_set_grants_prefixed_pools(live_server: LiveServer) -> None:
+    server = live_server
+    ok(server, "config", "set", "ROLE", "osmo-heterogeneous", "pool")
+    ok(server, "user", "create", "bob", "--role", "osmo-heterogeneous")
+    token = ok(server, "user", "token", "bob").strip()
+    profile = json.loads(ok(server, "profile", "show", "--format", "json", token=token))
+    assert profile["pools"] == ["heterogeneous_pool"]
