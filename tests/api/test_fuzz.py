@@ -118,8 +118,20 @@ _template_values = st.recursive(
     lambda children: (
         st.lists(children, max_size=3)
         | st.dictionaries(
-            st.sampled_from(["name", "containers", "resources", "limits", "cpu", "args", "env",
-                             "value", "nodeSelector", "terminationGracePeriodSeconds"]),
+            st.sampled_from(
+                [
+                    "name",
+                    "containers",
+                    "resources",
+                    "limits",
+                    "cpu",
+                    "args",
+                    "env",
+                    "value",
+                    "nodeSelector",
+                    "terminationGracePeriodSeconds",
+                ]
+            ),
             children,
             max_size=3,
         )

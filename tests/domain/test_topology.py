@@ -16,6 +16,7 @@ from corral.domain.topology import (
     PoolTopologyKey,
     TopologyRequirement,
     build_pod_group,
+    queue_name,
     topology_crd_name,
     validate_requirements,
     validate_uniform_keys,
@@ -572,3 +573,13 @@ def test_property_every_task_lands_in_exactly_one_leaf(group: list[GangTask]) ->
     assert sum(leaves.values()) == len(group)
     assert all(name in leaves for name in assigned.values())
     assert Counter(assigned.values()) == leaves
+
+
+def test_scheduler_object_names_keep_osmo_names_when_valid_and_hash_otherwise() -> None:
+    assert queue_name("osmo-prod", "gb200") == QUEUE
+    # OSMO would emit osmo-pool-default-heterogeneous_pool: not a valid object name.
+    hashed = queue_name("default", "heterogeneous_pool")
+    assert re.fullmatch(r"osmo-pool-default-heterogeneous-pool-[0-9a-f]{10}", hashed)
+    assert hashed != queue_name("default", "heterogeneous-pool")
+    long_pool = "p" * 80
+    assert len(topology_crd_name("default", long_pool)) <= 63

@@ -15,10 +15,12 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from corral import __version__
-from corral.api.auth import Authorizer
+from corral.api.auth import Authorizer, AuthSettings, config_roles
 from corral.api.config_routes import Caller, build_router
 from corral.api.metrics import Metrics
 from corral.api.pool_routes import build_pool_router
+from corral.api.user_routes import build_user_router
+from corral.api.workflow_routes import build_workflow_router
 from corral.domain.documents import position_of
 from corral.errors import CorralError
 from corral.services.config_service import WriteResult
@@ -27,13 +29,16 @@ from corral.services.runtime import Runtime
 log = structlog.get_logger("corral.api")
 
 
-def create_app(runtime: Runtime) -> FastAPI:
+def create_app(runtime: Runtime, auth: AuthSettings | None = None) -> FastAPI:
+    """The app over ``runtime``; ``auth`` (default: from the environment, see docs/access.md)
+    holds the session key and the trusted OIDC issuer."""
     # The schema is served only to authenticated callers (below); no unauthenticated UI pages.
     app = FastAPI(
         title="corral", version=__version__, openapi_url=None, docs_url=None, redoc_url=None
     )
     metrics = Metrics()
-    authorizer = Authorizer(runtime.tokens)
+    settings = auth or AuthSettings.from_env()
+    authorizer = Authorizer(runtime.tokens, runtime.users, config_roles(runtime.configs), settings)
     app.state.authorizer = authorizer
 
     def count_write(result: WriteResult) -> None:
@@ -42,6 +47,10 @@ def create_app(runtime: Runtime) -> FastAPI:
 
     app.include_router(build_router(runtime.configs, authorizer, count_write))
     app.include_router(build_pool_router(runtime.configs, authorizer))
+    app.include_router(build_workflow_router(runtime.submissions, runtime.workflows, authorizer))
+    app.include_router(
+        build_user_router(runtime.configs, authorizer, runtime.users, runtime.tokens)
+    )
 
     @app.get("/health", tags=["system"])
     def health() -> JSONResponse:

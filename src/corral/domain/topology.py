@@ -89,7 +89,20 @@ class PodGroupPlan:
 
 def topology_crd_name(namespace: str, pool: str) -> str:
     """The cluster-scoped KAI ``Topology`` OSMO syncs for a pool (``osmo-topology.md`` A3.2)."""
-    return f"osmo-pool-{namespace}-{pool}-topology"
+    return _object_name(f"osmo-pool-{namespace}-{pool}-topology")
+
+
+def queue_name(namespace: str, pool: str) -> str:
+    """The pool's KAI ``Queue``; also a label value on the PodGroup and its pods."""
+    return _object_name(f"osmo-pool-{namespace}-{pool}")
+
+
+def _object_name(readable: str) -> str:
+    """OSMO's name when it is a valid object name and label value; else a lowercase prefix and a
+    hash (OSMO would emit ``osmo-pool-default-my_pool``, which the API server refuses)."""
+    if len(readable) <= _MAX_NAME and _DNS_LABEL.fullmatch(readable):
+        return readable
+    return _hashed(readable, readable)
 
 
 def _key_list(pool_keys: Sequence[PoolTopologyKey]) -> str:

@@ -92,7 +92,8 @@ class ConfigService:
 
     def state(self) -> dict[ConfigType, Any]:
         """The current data of every type (what pool views resolve references against)."""
-        return {ctype: self.snapshot(ctype)[0] for ctype in ConfigType}
+        current = self._store.current_data()
+        return {ctype: current.get(ctype, empty_snapshot(ctype)) for ctype in ConfigType}
 
     def item(self, ctype: ConfigType, name: str) -> Item:
         data, _ = self.snapshot(ctype)

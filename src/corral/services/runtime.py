@@ -9,13 +9,17 @@ from pathlib import Path
 
 from sqlalchemy import Engine, text
 
+from corral.domain.cluster import Cluster, parse_cluster
 from corral.domain.defaults import initial_bundle
 from corral.errors import UserError
 from corral.files import read_bundle_directory
 from corral.services.config_service import ConfigService, WriteMeta, WriteResult
+from corral.services.submission import SubmissionService
 from corral.store.config_store import ConfigStore
 from corral.store.database import make_engine, migrate
 from corral.store.tokens import TokenStore
+from corral.store.users import UserStore
+from corral.store.workflows import WorkflowStore
 
 Clock = Callable[[], datetime]
 
@@ -29,6 +33,10 @@ class Runtime:
     engine: Engine
     configs: ConfigService
     tokens: TokenStore
+    users: UserStore
+    cluster: Cluster
+    workflows: WorkflowStore
+    submissions: SubmissionService
 
     def database_ok(self) -> bool:
         try:
@@ -39,11 +47,41 @@ class Runtime:
         return True
 
 
-def open_runtime(database_url: str, clock: Clock = utc_now) -> Runtime:
-    """Connect, migrate the schema, and record the initial configuration on first use."""
+def example_cluster_file() -> Path:
+    """The example cluster: in the source tree, or packaged inside the wheel."""
+    source_tree = Path(__file__).resolve().parents[3] / "examples" / "clusters"
+    packaged = Path(__file__).resolve().parents[1] / "_examples" / "clusters"
+    return (source_tree if source_tree.is_dir() else packaged) / "example.yaml"
+
+
+def read_cluster(path: Path) -> Cluster:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise UserError(f"cannot read the cluster description {path}: {err}") from None
+    return parse_cluster(text, source=str(path))
+
+
+def open_runtime(
+    database_url: str, clock: Clock = utc_now, cluster: Cluster | None = None
+) -> Runtime:
+    """Connect, migrate the schema, and record the initial configuration on first use.
+
+    ``cluster`` describes the nodes of every backend (default: the example cluster)."""
     engine = make_engine(database_url)
     migrate(engine)
-    runtime = Runtime(engine, ConfigService(ConfigStore(engine, clock)), TokenStore(engine, clock))
+    configs = ConfigService(ConfigStore(engine, clock))
+    nodes = cluster or read_cluster(example_cluster_file())
+    workflows = WorkflowStore(engine, clock)
+    runtime = Runtime(
+        engine,
+        configs,
+        TokenStore(engine, clock),
+        UserStore(engine, clock),
+        nodes,
+        workflows,
+        SubmissionService(configs, workflows, lambda _backend: nodes.nodes),
+    )
     runtime.configs.initialize(initial_bundle())
     return runtime
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from sqlalchemy import ColumnElement, Engine, Select, and_, func, select, update
+from sqlalchemy import ColumnElement, Engine, Select, and_, func, or_, select, update
 from sqlalchemy.engine import Connection, RowMapping
 
 from corral.domain.config_types import ConfigType
@@ -97,6 +97,33 @@ class ConfigStore:
         if with_data:
             self._data_cache[ctype] = (revision, row["data"])
         return _revision(row, data=self._data_cache[ctype][1])
+
+    def current_data(self) -> dict[ConfigType, Any]:
+        """The newest data of every type that has a revision, in one round trip when the cache
+        is current (one query for the newest revision numbers, one for changed data)."""
+        table = config_revisions.c
+        with self._engine.connect() as connection:
+            newest = dict(
+                connection.execute(
+                    select(table.config_type, func.max(table.revision)).group_by(table.config_type)
+                ).all()
+            )
+            stale = [
+                (ConfigType(name), revision)
+                for name, revision in newest.items()
+                if self._data_cache.get(ConfigType(name), (None,))[0] != revision
+            ]
+            if stale:
+                wanted = [
+                    and_(table.config_type == ctype.value, table.revision == revision)
+                    for ctype, revision in stale
+                ]
+                rows = connection.execute(
+                    select(table.config_type, table.revision, table.data).where(or_(*wanted))
+                ).all()
+                for name, revision, data in rows:
+                    self._data_cache[ConfigType(name)] = (revision, data)
+        return {ConfigType(name): self._data_cache[ConfigType(name)][1] for name in newest}
 
     def write(self, plan: WritePlan) -> list[Revision]:
         """Run ``plan`` on the current heads and record what it returns, atomically.

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from sqlalchemy import (
     JSON,
+    Boolean,
     Column,
     DateTime,
+    Float,
+    ForeignKey,
     Index,
     Integer,
     MetaData,
@@ -13,6 +16,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    UniqueConstraint,
 )
 
 metadata = MetaData()
@@ -55,4 +59,79 @@ api_tokens = Table(
     Column("token_hash", String(64), nullable=False, unique=True),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("revoked_at", DateTime(timezone=True), nullable=True),
+)
+
+#: Users: API tokens and sessions belong to one; a request acts with the user's roles as they
+#: are when it arrives (so removing a role takes effect at once).
+users = Table(
+    "users",
+    metadata,
+    Column("username", String(256), primary_key=True),
+    Column("roles", JSON, nullable=False),
+    Column("default_pool", String(256), nullable=True),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("created_by", String(256), nullable=False),
+)
+
+#: One row per accepted workflow; ``workflow_id`` is ``<name>-<number>``.
+workflows = Table(
+    "workflows",
+    metadata,
+    Column("workflow_id", String(128), primary_key=True),
+    Column("name", String(128), nullable=False),
+    Column("number", Integer, nullable=False),
+    Column("uuid", String(32), nullable=False, unique=True),
+    Column("pool", String(256), nullable=False),
+    Column("backend", String(256), nullable=False),
+    Column("namespace", String(63), nullable=False),
+    Column("status", String(32), nullable=False),
+    Column("priority", String(16), nullable=False),
+    Column("submitted_by", String(256), nullable=False),
+    Column("submitted_at", DateTime(timezone=True), nullable=False),
+    Column("exec_timeout_s", Float, nullable=False),
+    Column("queue_timeout_s", Float, nullable=False),
+    Column("spec", Text, nullable=False),
+    Column("template", Text, nullable=True),
+    UniqueConstraint("name", "number", name="uq_workflows_name_number"),
+    Index("ix_workflows_submitted_at", "submitted_at"),
+)
+
+#: A task group with the exact objects to create for it, in creation order.
+workflow_groups = Table(
+    "workflow_groups",
+    metadata,
+    Column("group_uuid", String(32), primary_key=True),
+    Column(
+        "workflow_id",
+        String(128),
+        ForeignKey("workflows.workflow_id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("position", Integer, nullable=False),
+    Column("name", String(128), nullable=False),
+    Column("status", String(32), nullable=False),
+    Column("upstream", JSON, nullable=False),
+    Column("resource_kinds", JSON, nullable=False),
+    Column("manifests", JSON, nullable=False),
+    Index("ix_workflow_groups_workflow", "workflow_id"),
+)
+
+workflow_tasks = Table(
+    "workflow_tasks",
+    metadata,
+    Column("task_uuid", String(32), primary_key=True),
+    Column(
+        "group_uuid",
+        String(32),
+        ForeignKey("workflow_groups.group_uuid", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("position", Integer, nullable=False),
+    Column("name", String(128), nullable=False),
+    Column("pod_name", String(253), nullable=False),
+    Column("platform", String(256), nullable=False),
+    Column("lead", Boolean, nullable=False),
+    Column("status", String(32), nullable=False),
+    Column("retry_id", Integer, nullable=False),
+    Index("ix_workflow_tasks_group", "group_uuid"),
 )

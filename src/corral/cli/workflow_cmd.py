@@ -1,0 +1,257 @@
+"""``corral workflow ...``: submit, dry-run, validate, query and list workflows.
+
+The pool is ``--pool``, else the user's default pool, else the only pool they may use
+(OSMO's order). The server renders and checks everything; errors point into the file.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import quote
+
+import typer
+import yaml
+
+from corral.cli.client import Client
+from corral.cli.output import (
+    FormatOption,
+    OutputFormat,
+    echo,
+    fail,
+    handle_errors,
+    local_time,
+    print_json,
+    print_table,
+)
+
+app = typer.Typer(help="Submit and inspect workflows.", no_args_is_help=True)
+
+FileArgument = Annotated[
+    Path, typer.Argument(metavar="FILE", help="The workflow file (YAML), or - for stdin.")
+]
+PoolOption = Annotated[
+    str | None,
+    typer.Option(
+        "--pool", "-p", help="The pool [default: your default pool, else the only one you may use]."
+    ),
+]
+SetOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set", metavar="NAME=VALUE", help="A template variable; numbers stay numbers (repeat)."
+    ),
+]
+SetStringOption = Annotated[
+    list[str] | None,
+    typer.Option("--set-string", metavar="NAME=VALUE", help="A template variable, as text."),
+]
+PriorityOption = Annotated[
+    str, typer.Option("--priority", help="HIGH, NORMAL or LOW (case-insensitive).")
+]
+
+
+@app.command()
+@handle_errors
+def submit(
+    file: FileArgument,
+    pool: PoolOption = None,
+    set_values: SetOption = None,
+    set_strings: SetStringOption = None,
+    priority: PriorityOption = "NORMAL",
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Run every check and print every object that would be created, per group, "
+            "in creation order; store nothing.",
+        ),
+    ] = False,
+    output: FormatOption = OutputFormat.text,
+) -> None:
+    """Submit a workflow to a pool."""
+    client = Client()
+    chosen = pool or default_pool(client)
+    found = _post(client, file, chosen, set_values, set_strings, priority, dry_run=dry_run)
+    if output is OutputFormat.json:
+        print_json(found)
+    elif dry_run:
+        print_dry_run(found)
+    else:
+        echo("Workflow submit successful.")
+        echo(f"Workflow ID        - {found['name']}")
+        echo(f"Workflow Overview  - {client.url}{found['overview']}")
+        if priority.upper() == "LOW":
+            echo("\nWARNING: LOW priority can be preempted during the run.")
+
+
+@app.command()
+@handle_errors
+def validate(
+    file: FileArgument,
+    pool: PoolOption = None,
+    set_values: SetOption = None,
+    set_strings: SetStringOption = None,
+    priority: PriorityOption = "NORMAL",
+    output: FormatOption = OutputFormat.text,
+) -> None:
+    """Run every check of a submission without submitting."""
+    client = Client()
+    chosen = pool or default_pool(client)
+    found = _post(client, file, chosen, set_values, set_strings, priority, validation_only=True)
+    if output is OutputFormat.json:
+        print_json(found)
+        return
+    echo(found["logs"])
+    for warning in found["warnings"]:
+        echo(f"WARNING: {warning}")
+
+
+@app.command()
+@handle_errors
+def query(
+    workflow_id: Annotated[str, typer.Argument(metavar="ID", help="The workflow id.")],
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Also print every group's manifests.")
+    ] = False,
+    output: FormatOption = OutputFormat.text,
+) -> None:
+    """Show a workflow: its status, groups and tasks."""
+    found = Client().get(f"/api/workflow/{quote(workflow_id, safe='')}", verbose=verbose or None)
+    if output is OutputFormat.json:
+        print_json(found)
+        return
+    echo(f"Workflow ID : {found['name']}")
+    echo(f"Status      : {found['status']}")
+    echo(f"Pool        : {found['pool']}")
+    echo(f"Priority    : {found['priority']}")
+    echo(f"Submitted by: {found['submitted_by']} at {local_time(found['submitted_at'])}")
+    echo()
+    rows = [
+        [
+            group["name"],
+            group["status"],
+            task["name"],
+            task["status"],
+            task["platform"],
+            "yes" if task["lead"] else "",
+        ]
+        for group in found["groups"]
+        for task in group["tasks"]
+    ]
+    print_table(["Group", "Group status", "Task", "Task status", "Platform", "Lead"], rows)
+    if verbose:
+        for group in found["groups"]:
+            echo()
+            echo(f"# group {group['name']} ({group['uuid']})")
+            print_manifests(group["manifests"])
+
+
+@app.command("list")
+@handle_errors
+def list_workflows(
+    all_users: Annotated[
+        bool, typer.Option("--all-users", help="Everyone's workflows, not only yours.")
+    ] = False,
+    pool: Annotated[str | None, typer.Option("--pool", "-p", help="Only this pool.")] = None,
+    limit: Annotated[int, typer.Option(help="At most this many (newest first).")] = 100,
+    output: FormatOption = OutputFormat.text,
+) -> None:
+    """List workflows, newest first."""
+    found = Client().get("/api/workflow", all_users=all_users or None, pool=pool, limit=limit)
+    if output is OutputFormat.json:
+        print_json(found)
+        return
+    if not found["workflows"]:
+        echo("No workflows.")
+        return
+    rows = [
+        [
+            w["workflow_id"],
+            w["pool"],
+            w["status"],
+            w["priority"],
+            w["submitted_by"],
+            local_time(w["submitted_at"]),
+        ]
+        for w in found["workflows"]
+    ]
+    print_table(["Workflow ID", "Pool", "Status", "Priority", "Submitted by", "Submitted"], rows)
+
+
+# ------------------------------------------------------------------------------- helpers
+
+
+def default_pool(client: Client) -> str:
+    """The user's default pool, else the only pool they may use (OSMO's order)."""
+    settings = client.get("/api/profile/settings")
+    if settings.get("default_pool"):
+        return str(settings["default_pool"])
+    pools = settings.get("pools") or []
+    if len(pools) == 1:
+        return str(pools[0])
+    choices = f" You may use: {', '.join(pools)}." if pools else ""
+    fail(
+        "No default pool set. Set one with `corral profile set-pool POOL` or name one "
+        f"with --pool.{choices}"
+    )
+
+
+def read_file(file: Path) -> tuple[str, str]:
+    """The file's name (as errors should print it) and text."""
+    if str(file) == "-":
+        return "<stdin>", sys.stdin.read()
+    try:
+        return str(file), file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        fail(f"The file/path {file} does not exist!")
+    except (OSError, UnicodeDecodeError) as err:
+        fail(f"cannot read {file}: {err}")
+
+
+def _post(
+    client: Client,
+    file: Path,
+    pool: str,
+    set_values: list[str] | None,
+    set_strings: list[str] | None,
+    priority: str,
+    *,
+    dry_run: bool = False,
+    validation_only: bool = False,
+) -> Any:
+    name, text = read_file(file)
+    body = {
+        "file": text,
+        "set_variables": list(set_values or []),
+        "set_string_variables": list(set_strings or []),
+        "source": name,
+    }
+    params: dict[str, Any] = {"priority": priority}
+    if dry_run:
+        params["dry_run"] = "true"
+    if validation_only:
+        params["validation_only"] = "true"
+    return client.request(
+        "POST", f"/api/pool/{quote(pool, safe='')}/workflow", json=body, params=params
+    )
+
+
+def print_dry_run(found: dict[str, Any]) -> None:
+    echo(f"# Workflow {found['name']} (dry run: nothing was stored)")
+    echo(f"# pool {found['pool']}, namespace {found['namespace']}, priority {found['priority']}")
+    for group in found["groups"]:
+        echo()
+        upstream = f", after {', '.join(group['upstream'])}" if group["upstream"] else ""
+        echo(
+            f"# group {group['name']} ({len(group['manifests'])} objects, in creation order"
+            f"{upstream})"
+        )
+        print_manifests(group["manifests"])
+
+
+def print_manifests(manifests: list[dict[str, Any]]) -> None:
+    for manifest in manifests:
+        echo("---")
+        echo(yaml.safe_dump(manifest, sort_keys=False).rstrip())

@@ -1,0 +1,149 @@
+"""The submission pipeline of ``POST /api/pool/{pool}/workflow``.
+
+Order (each failure a 4xx, nothing stored): pool exists and is open → access → spec (Jinja,
+then the strict model) → task count → topology keys → platforms → resource rules → platform
+security → objects of every group, schema-checked → stored in one transaction.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from functools import partial
+from typing import Any
+
+from corral.domain.config_types import ConfigType
+from corral.domain.nodes import Node
+from corral.domain.workflow_plan import (
+    Submitter,
+    WorkflowPlan,
+    check_pool_open,
+    check_priority,
+    plan_workflow,
+)
+from corral.domain.workflow_spec import parse_workflow_spec
+from corral.domain.workflow_template import Renderer, render_workflow
+from corral.errors import ConflictError
+from corral.services.config_service import ConfigService
+from corral.services.jinja_worker import render_in_subprocess
+from corral.store.workflows import WorkflowStore
+
+#: How often a submission re-numbers itself when a concurrent one took its id.
+MAX_ID_ATTEMPTS = 5
+#: The Jinja child process needs this much address space just to start Python.
+MIN_SANDBOX_MEMORY = 512 * 2**20
+
+
+class Mode(Enum):
+    SUBMIT = "submit"
+    DRY_RUN = "dry_run"  # every check, every object; nothing stored
+    VALIDATE = "validate"  # every check; nothing stored
+
+
+@dataclass(frozen=True)
+class SubmitRequest:
+    pool: str
+    file: str
+    set_values: tuple[str, ...] = ()
+    set_strings: tuple[str, ...] = ()
+    priority: str = "NORMAL"
+    source: str = "workflow.yaml"
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who submits, and how to ask whether they may: raises ForbiddenError if not."""
+
+    username: str
+    is_admin: bool
+    require: Callable[[str, str], None]
+
+
+@dataclass(frozen=True)
+class SubmitOutcome:
+    workflow_id: str
+    spec: str  # the rendered workflow document
+    plan: WorkflowPlan
+    stored: bool
+
+
+NodesOf = Callable[[str], Sequence[Node]]
+
+
+class SubmissionService:
+    def __init__(
+        self,
+        configs: ConfigService,
+        store: WorkflowStore,
+        nodes_of: NodesOf,
+    ) -> None:
+        self._configs = configs
+        self._store = store
+        self._nodes_of = nodes_of
+
+    def submit(self, caller: Caller, request: SubmitRequest, mode: Mode) -> SubmitOutcome:
+        state = self._configs.state()
+        check_pool_open(state, request.pool, is_admin=caller.is_admin)
+        caller.require("workflow:Create", f"pool/{request.pool}")
+        priority = check_priority(request.priority)
+        rendered = render_workflow(
+            request.file,
+            set_values=request.set_values,
+            set_strings=request.set_strings,
+            source=request.source,
+            renderer=sandboxed_renderer(state[ConfigType.WORKFLOW]),
+        )
+        spec = parse_workflow_spec(
+            rendered.text, source=request.source, rendered=rendered.templated
+        )
+        backend = str(state[ConfigType.POOL][request.pool].get("backend", ""))
+        nodes = self._nodes_of(backend)
+        for _ in range(MAX_ID_ATTEMPTS):
+            number = self._store.next_number(spec.name)
+            submitter = Submitter(
+                workflow_id=f"{spec.name}-{number}",
+                workflow_uuid=_new_id(),
+                user=caller.username,
+                pool=request.pool,
+                priority=priority,
+            )
+            plan = plan_workflow(state, spec, submitter, nodes, _new_id)
+            if mode is not Mode.SUBMIT:
+                return SubmitOutcome(submitter.workflow_id, rendered.text, plan, stored=False)
+            try:
+                self._store.insert(
+                    plan,
+                    name=spec.name,
+                    number=number,
+                    spec=rendered.text,
+                    template=request.file if rendered.templated else None,
+                )
+            except ConflictError:
+                continue
+            return SubmitOutcome(submitter.workflow_id, rendered.text, plan, stored=True)
+        raise ConflictError(
+            f"Could not number workflow {spec.name}: {MAX_ID_ATTEMPTS} concurrent submissions "
+            "took the next ids first. Submit again."
+        )
+
+
+def sandboxed_renderer(workflow_config: Mapping[str, Any]) -> Renderer:
+    """User Jinja runs in a child process limited as the WORKFLOW config's
+    ``user_workflow_limits`` say: CPU time (rounded up, plus a second to start Python),
+    address space (at least what Python needs to start) and wall time."""
+    limits = workflow_config.get("user_workflow_limits", {})
+    cpu = float(limits.get("jinja_sandbox_max_time", 0.5))
+    memory = int(limits.get("jinja_sandbox_memory_limit", MIN_SANDBOX_MEMORY))
+    return partial(
+        render_in_subprocess,
+        timeout_seconds=max(5.0, 4 * cpu),
+        cpu_seconds=math.ceil(cpu) + 1,
+        memory_bytes=max(memory, MIN_SANDBOX_MEMORY),
+    )
+
+
+def _new_id() -> str:
+    return uuid.uuid4().hex

@@ -1,0 +1,244 @@
+"""Accepted workflows: one row each, with their groups (and exact manifests) and tasks.
+
+A workflow is written in one transaction, so it is either stored whole or not at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Engine, func, select
+from sqlalchemy.exc import IntegrityError
+
+from corral.domain.workflow_plan import WorkflowPlan
+from corral.errors import ConflictError, NotFoundError
+from corral.store.tables import workflow_groups, workflow_tasks, workflows
+
+#: Statuses at acceptance (OSMO: workflow PENDING, groups SUBMITTING, tasks WAITING).
+WORKFLOW_ACCEPTED = "PENDING"
+GROUP_ACCEPTED = "SUBMITTING"
+TASK_ACCEPTED = "WAITING"
+
+
+@dataclass(frozen=True)
+class StoredTask:
+    name: str
+    uuid: str
+    pod_name: str
+    platform: str
+    lead: bool
+    status: str
+    retry_id: int
+
+
+@dataclass(frozen=True)
+class StoredGroup:
+    name: str
+    uuid: str
+    status: str
+    upstream: list[str]
+    resource_kinds: list[list[str]]
+    manifests: list[dict[str, Any]]
+    tasks: list[StoredTask]
+
+
+@dataclass(frozen=True)
+class StoredWorkflow:
+    workflow_id: str
+    name: str
+    uuid: str
+    pool: str
+    backend: str
+    namespace: str
+    status: str
+    priority: str
+    submitted_by: str
+    submitted_at: datetime
+    exec_timeout_s: float
+    queue_timeout_s: float
+    spec: str
+    template: str | None
+    groups: list[StoredGroup]
+
+
+class WorkflowStore:
+    def __init__(self, engine: Engine, clock: Callable[[], datetime]) -> None:
+        self._engine = engine
+        self._clock = clock
+
+    def next_number(self, name: str) -> int:
+        """The number the next workflow called ``name`` gets: 1, then one more than the last."""
+        with self._engine.connect() as connection:
+            last = connection.execute(
+                select(func.max(workflows.c.number)).where(workflows.c.name == name)
+            ).scalar()
+        return int(last or 0) + 1
+
+    def insert(
+        self, plan: WorkflowPlan, *, name: str, number: int, spec: str, template: str | None
+    ) -> None:
+        """Store the workflow whole; ConflictError if its id was taken meanwhile."""
+        submitter = plan.submitter
+        try:
+            with self._engine.begin() as connection:
+                connection.execute(
+                    workflows.insert().values(
+                        workflow_id=submitter.workflow_id,
+                        name=name,
+                        number=number,
+                        uuid=submitter.workflow_uuid,
+                        pool=submitter.pool,
+                        backend=plan.backend,
+                        namespace=plan.namespace,
+                        status=WORKFLOW_ACCEPTED,
+                        priority=submitter.priority,
+                        submitted_by=submitter.user,
+                        submitted_at=self._clock(),
+                        exec_timeout_s=plan.exec_timeout.total_seconds(),
+                        queue_timeout_s=plan.queue_timeout.total_seconds(),
+                        spec=spec,
+                        template=template,
+                    )
+                )
+                connection.execute(workflow_groups.insert(), _group_rows(plan))
+                connection.execute(workflow_tasks.insert(), _task_rows(plan))
+        except IntegrityError:
+            raise ConflictError(
+                f"Workflow id {submitter.workflow_id} was taken by a concurrent submission"
+            ) from None
+
+    def get(self, workflow_id: str) -> StoredWorkflow:
+        with self._engine.connect() as connection:
+            row = (
+                connection.execute(select(workflows).where(workflows.c.workflow_id == workflow_id))
+                .mappings()
+                .first()
+            )
+            if row is None:
+                raise NotFoundError(f"Workflow {workflow_id} not found.")
+            groups = (
+                connection.execute(
+                    select(workflow_groups)
+                    .where(workflow_groups.c.workflow_id == workflow_id)
+                    .order_by(workflow_groups.c.position)
+                )
+                .mappings()
+                .all()
+            )
+            tasks = (
+                connection.execute(
+                    select(workflow_tasks)
+                    .where(workflow_tasks.c.group_uuid.in_([g["group_uuid"] for g in groups]))
+                    .order_by(workflow_tasks.c.position)
+                )
+                .mappings()
+                .all()
+            )
+        return _workflow(
+            row,
+            [_group(g, [t for t in tasks if t["group_uuid"] == g["group_uuid"]]) for g in groups],
+        )
+
+    def list(
+        self,
+        *,
+        users: Sequence[str] | None = None,
+        pools: Sequence[str] | None = None,
+        limit: int = 100,
+    ) -> list[dict[str, Any]]:
+        """Newest first; only the summary columns."""
+        query = select(
+            workflows.c.workflow_id,
+            workflows.c.pool,
+            workflows.c.status,
+            workflows.c.priority,
+            workflows.c.submitted_by,
+            workflows.c.submitted_at,
+        ).order_by(workflows.c.submitted_at.desc(), workflows.c.workflow_id.desc())
+        if users is not None:
+            query = query.where(workflows.c.submitted_by.in_(list(users)))
+        if pools is not None:
+            query = query.where(workflows.c.pool.in_(list(pools)))
+        with self._engine.connect() as connection:
+            rows = connection.execute(query.limit(limit)).mappings().all()
+        return [dict(row) for row in rows]
+
+
+def _group_rows(plan: WorkflowPlan) -> list[dict[str, Any]]:
+    return [
+        {
+            "group_uuid": group.uuid,
+            "workflow_id": plan.submitter.workflow_id,
+            "position": position,
+            "name": group.name,
+            "status": GROUP_ACCEPTED,
+            "upstream": list(group.upstream),
+            "resource_kinds": [list(kind) for kind in group.resource_kinds],
+            "manifests": list(group.manifests),
+        }
+        for position, group in enumerate(plan.groups)
+    ]
+
+
+def _task_rows(plan: WorkflowPlan) -> list[dict[str, Any]]:
+    return [
+        {
+            "task_uuid": task.uuid,
+            "group_uuid": group.uuid,
+            "position": position,
+            "name": task.name,
+            "pod_name": task.pod_name,
+            "platform": task.platform,
+            "lead": task.lead,
+            "status": TASK_ACCEPTED,
+            "retry_id": 0,
+        }
+        for group in plan.groups
+        for position, task in enumerate(group.tasks)
+    ]
+
+
+def _group(row: Any, tasks: Sequence[Any]) -> StoredGroup:
+    return StoredGroup(
+        name=row["name"],
+        uuid=row["group_uuid"],
+        status=row["status"],
+        upstream=list(row["upstream"]),
+        resource_kinds=[list(kind) for kind in row["resource_kinds"]],
+        manifests=list(row["manifests"]),
+        tasks=[
+            StoredTask(
+                name=t["name"],
+                uuid=t["task_uuid"],
+                pod_name=t["pod_name"],
+                platform=t["platform"],
+                lead=bool(t["lead"]),
+                status=t["status"],
+                retry_id=int(t["retry_id"]),
+            )
+            for t in tasks
+        ],
+    )
+
+
+def _workflow(row: Any, groups: list[StoredGroup]) -> StoredWorkflow:
+    return StoredWorkflow(
+        workflow_id=row["workflow_id"],
+        name=row["name"],
+        uuid=row["uuid"],
+        pool=row["pool"],
+        backend=row["backend"],
+        namespace=row["namespace"],
+        status=row["status"],
+        priority=row["priority"],
+        submitted_by=row["submitted_by"],
+        submitted_at=row["submitted_at"],
+        exec_timeout_s=float(row["exec_timeout_s"]),
+        queue_timeout_s=float(row["queue_timeout_s"]),
+        spec=row["spec"],
+        template=row["template"],
+        groups=groups,
+    )

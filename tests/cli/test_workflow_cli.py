@@ -1,0 +1,117 @@
+"""``corral workflow submit/validate/query/list`` end to end: the real command against a real
+``corral server --demo`` (example configs, example cluster)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import yaml
+
+from tests.cli.results import failed, succeeded
+from tests.cli.test_pool_cli import table_row, together
+from tests.conftest import REPO, LiveServer
+
+EXAMPLES = REPO / "examples" / "workflows"
+ONE_ZONE = str(EXAMPLES / "nvl72-one-zone.yaml")
+T = "osmo-pool-default-nvl72-topology"
+
+
+def manifests_of(text: str) -> list[dict[str, Any]]:
+    """The YAML documents a text dry run printed (its ``#`` lines are comments)."""
+    return [doc for doc in yaml.safe_load_all(text) if doc]
+
+
+def test_dry_run_prints_every_object_per_group_in_creation_order(live_server: LiveServer) -> None:
+    as_text, as_json = together(
+        live_server,
+        ["workflow", "submit", ONE_ZONE, "--pool", "nvl72", "--dry-run"],
+        ["workflow", "submit", ONE_ZONE, "--pool", "nvl72", "--dry-run", "--format", "json"],
+    )
+    text = succeeded(as_text)
+    assert text.startswith("# Workflow one-zone-two-cliques-1 (dry run: nothing was stored)\n")
+    assert "# group group1 (11 objects, in creation order)" in text
+    objects = manifests_of(text)
+    assert [o["kind"] for o in objects] == ["ComputeDomain", "PodGroup", *["Pod"] * 8, "Service"]
+    assert objects[1]["spec"]["topologyConstraint"] == {
+        "topology": T,
+        "requiredTopologyLevel": "topology.kubernetes.io/zone",
+    }
+    document = json.loads(succeeded(as_json))
+    [group] = document["groups"]
+    assert [m["kind"] for m in group["manifests"]] == [o["kind"] for o in objects]
+    assert [s["name"] for s in group["manifests"][1]["spec"]["subGroups"]] == [
+        "workflow-group-model-1-group",
+        "workflow-group-model-2-group",
+    ]
+    listed = json.loads(succeeded(live_server.cli("workflow", "list", "--format", "json")))
+    assert listed == {"workflows": []}
+
+
+def test_submit_query_and_list(live_server: LiveServer) -> None:
+    submitted = succeeded(live_server.cli("workflow", "submit", ONE_ZONE, "--pool", "nvl72"))
+    assert submitted.splitlines() == [
+        "Workflow submit successful.",
+        "Workflow ID        - one-zone-two-cliques-1",
+        f"Workflow Overview  - {live_server.url}/api/workflow/one-zone-two-cliques-1",
+    ]
+    query, query_json, listed, validated = together(
+        live_server,
+        ["workflow", "query", "one-zone-two-cliques-1"],
+        ["workflow", "query", "one-zone-two-cliques-1", "--format", "json"],
+        ["workflow", "list"],
+        ["workflow", "validate", ONE_ZONE, "--pool", "nvl72"],
+    )
+    text = succeeded(query)
+    assert "Workflow ID : one-zone-two-cliques-1" in text
+    assert "Status      : PENDING" in text
+    assert table_row(text, "group1", "SUBMITTING", "model1-shard1", "WAITING", "gb200", "yes")
+    assert table_row(text, "group1", "SUBMITTING", "model2-shard4", "WAITING", "gb200", "")
+    found = json.loads(succeeded(query_json))
+    assert [t["name"] for t in found["groups"][0]["tasks"]][:2] == [
+        "model1-shard1",
+        "model1-shard2",
+    ]
+    assert table_row(succeeded(listed), "one-zone-two-cliques-1", "nvl72", "PENDING", "NORMAL")
+    assert succeeded(validated) == "Workflow validation succeeded.\n"
+
+
+def test_pool_comes_from_the_default_pool_else_fails_with_the_choices(
+    live_server: LiveServer,
+) -> None:
+    file = str(EXAMPLES / "nvl72-single-rack.yaml")
+    message = failed(live_server.cli("workflow", "submit", file, "--dry-run"))
+    assert message.startswith("error: No default pool set. Set one with `corral profile set-pool")
+    assert "nvl72" in message
+    response = httpx.put(
+        f"{live_server.url}/api/profile/settings",
+        json={"default_pool": "nvl72"},
+        headers={"Authorization": f"Bearer {live_server.token}"},
+    )
+    assert response.status_code == 200, response.text
+    dry = succeeded(live_server.cli("workflow", "submit", file, "--dry-run"))
+    assert "pool nvl72, namespace default, priority NORMAL" in dry
+
+
+def test_errors_point_into_the_file(live_server: LiveServer) -> None:
+    broken = live_server.home / "broken.yaml"
+    broken.write_text(
+        "workflow:\n  name: broken\n  tasks:\n  - name: a\n    image: busybox\n    command: []\n"
+    )
+    missing, bad_spec, too_big = together(
+        live_server,
+        ["workflow", "submit", "nope.yaml", "--pool", "nvl72"],
+        ["workflow", "submit", str(broken), "--pool", "nvl72"],
+        [
+            "workflow",
+            "submit",
+            str(EXAMPLES / "nvl72-single-rack.yaml"),
+            "--pool",
+            "heterogeneous_pool",
+        ],
+    )
+    assert failed(missing) == "error: The file/path nope.yaml does not exist!"
+    assert failed(bad_spec).startswith(f"{broken}:6:5: workflow.tasks[0].command: ")
+    message = failed(too_big)
+    assert "Topology key" in message and "heterogeneous_pool" in message
