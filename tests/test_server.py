@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import POSTGRES_ENV, LiveServer, _postgres_database, start_server
+from tests.conftest import POSTGRES_ENV, REPO, LiveServer, _postgres_database, start_server
 
 
 def auth(server: LiveServer) -> dict[str, str]:
@@ -131,3 +131,36 @@ def test_server_refuses_bad_database_url(tmp_path: Path, url: str, message: str)
 def test_credentials_file_is_keyed_by_server(live_server: LiveServer) -> None:
     data = json.loads((live_server.home / "config" / "credentials.json").read_text())
     assert list(data["servers"]) == [live_server.url]
+
+
+def test_server_uses_the_cluster_it_is_given(tmp_path: Path) -> None:
+    """``--cluster FILE``: node rules see exactly those nodes (here no GB200 tray at all)."""
+    cluster = tmp_path / "cpu-only.yaml"
+    cluster.write_text(
+        "nodes:\n- name: cpu-0\n  allocatable: {cpu: '8', memory: 32Gi, ephemeral-storage: 100Gi}\n"
+    )
+    server = start_server(tmp_path, "--demo", "--cluster", str(cluster))
+    try:
+        spec = (REPO / "examples" / "workflows" / "nvl72-single-rack.yaml").read_text()
+        response = httpx.post(
+            f"{server.url}/api/pool/nvl72/workflow",
+            params={"dry_run": "true"},
+            json={"file": spec},
+            headers={"Authorization": f"Bearer {server.token}"},
+        )
+        assert response.status_code == 400
+        assert (
+            response.json()["message"] == "There are no resources in platform gb200 and pool nvl72!"
+        )
+    finally:
+        server.stop()
+
+
+def test_server_refuses_a_bad_cluster_file(tmp_path: Path) -> None:
+    cluster = tmp_path / "bad.yaml"
+    cluster.write_text("nodes:\n- name: Bad_Name\n")
+    with pytest.raises(RuntimeError) as caught:
+        start_server(tmp_path, "--cluster", str(cluster))
+    assert f"error: {cluster}:2:3: nodes[0].name: 'Bad_Name' is not a valid" in " ".join(
+        str(caught.value).split()
+    )

@@ -394,6 +394,28 @@ def test_workflow_create_per_pool(world: World, user: str) -> None:
         assert world.call(user, "GET", "/api/profile/settings")[1]["pools"] == SUBMIT[user]
 
 
+SPEC = "workflow:\n  name: probe\n  tasks:\n  - {name: main, image: busybox, command: [sh]}\n"
+
+
+@pytest.mark.parametrize("user", list(SUBMIT))
+def test_submitting_through_http_follows_pool_access(world: World, user: str) -> None:
+    """``POST /api/pool/<p>/workflow`` (dry run) for every pool: 200 exactly where the user may
+    submit, else 403 naming the user, the action and the pool (40 HTTP cases)."""
+    for pool in POOLS:
+        status, body = world.call(
+            user,
+            "POST",
+            f"/api/pool/{pool}/workflow",
+            params={"dry_run": "true"},
+            json={"file": SPEC},
+        )
+        if pool in SUBMIT[user]:
+            assert (status, body["name"]) == (200, "probe-1"), body
+            continue
+        assert status == 403, body
+        assert body["message"].startswith(f"{user} may not workflow:Create on pool/{pool}: ")
+
+
 def test_unknown_pool_prefix_role_reaches_only_its_prefix(world: World) -> None:
     auth = authorizer(world)
     alice = Principal("alice", tuple(USERS["alice"]))

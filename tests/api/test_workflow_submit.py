@@ -531,3 +531,20 @@ def test_example_files_exist() -> None:
         "heterogeneous.yaml",
     }
     assert Path(WORKFLOWS / "README.md").is_file()
+
+
+EXAMPLE_POOLS = {
+    **dict.fromkeys(PODGROUP_SPECS, "nvl72"),
+    "compute-domain.yaml": "nvl72",
+    "heterogeneous.yaml": "heterogeneous_pool",
+}
+
+
+@pytest.mark.parametrize("example", sorted(EXAMPLE_POOLS))
+def test_every_object_of_every_example_is_schema_valid(examples: Api, example: str) -> None:
+    body = dry_run(examples, example, pool=EXAMPLE_POOLS[example])
+    objects = [manifest for group in body["groups"] for manifest in group["manifests"]]
+    assert objects
+    assert {m["kind"] for m in objects} >= {"PodGroup", "Pod"}
+    for manifest in objects:
+        assert manifest_problems(manifest) == [], (manifest["kind"], manifest["metadata"])

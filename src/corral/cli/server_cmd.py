@@ -11,6 +11,7 @@ import platformdirs
 import structlog
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from corral.credentials import read_token, server_key, store_token
 
@@ -55,11 +56,18 @@ def configure_logging() -> None:
 SUPPORTED_DATABASES = ("sqlite", "postgresql")
 
 
-def _open_or_exit(url: str) -> Runtime:
+def _open_or_exit(url: str, cluster_file: Path | None) -> Runtime:
     """Open the database, or explain in one line why not (no traceback for a bad URL)."""
     from sqlalchemy.exc import SQLAlchemyError
 
-    from corral.services.runtime import open_runtime
+    from corral.errors import CorralError
+    from corral.services.runtime import example_cluster_file, open_runtime, read_cluster
+
+    try:
+        cluster = read_cluster(cluster_file or example_cluster_file())
+    except CorralError as err:
+        console.print(f"[red]error:[/] {escape(err.message)}", highlight=False)
+        raise typer.Exit(2) from None
 
     scheme = url.split(":", 1)[0].split("+", 1)[0]
     if scheme not in SUPPORTED_DATABASES:
@@ -69,7 +77,7 @@ def _open_or_exit(url: str) -> Runtime:
         )
         raise typer.Exit(2)
     try:
-        return open_runtime(url)
+        return open_runtime(url, cluster=cluster)
     except (SQLAlchemyError, OSError) as err:
         reason = str(getattr(err, "orig", None) or err).strip().splitlines()[0]
         console.print(
@@ -93,6 +101,14 @@ def server(
         ),
     ] = None,
     demo: Annotated[bool, typer.Option(help="Load the example configs at start.")] = False,
+    cluster: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="FILE",
+            help="The nodes of the embedded backend: a cluster description or a Kubernetes "
+            "NodeList (docs/cluster.md) [default: the example cluster].",
+        ),
+    ] = None,
     oidc_issuer: Annotated[
         str | None,
         typer.Option(envvar="CORRAL_OIDC_ISSUER", help="Trust tokens signed by this OIDC issuer."),
@@ -126,7 +142,7 @@ def server(
     directory = data_dir or Path(platformdirs.user_data_dir("corral"))
     directory.mkdir(parents=True, exist_ok=True)
     url = database_url or sqlite_url(directory)
-    runtime = _open_or_exit(url)
+    runtime = _open_or_exit(url, cluster)
     if demo:
         result = load_examples(runtime, examples_directory())
         loaded = ", ".join(f"{r.config_type.value} r{r.revision}" for r in result.revisions)

@@ -1,8 +1,8 @@
 """From a parsed workflow to the exact Kubernetes objects of each task group (pure).
 
 The submission pipeline's pool-dependent steps, in OSMO's order (``osmo-config.md`` §11):
-task-count limit, topology keys, platform per task, resource validation (static and node rules),
-platform security; then every group's objects are rendered in creation order (group-template
+task-count limit, topology keys, platform per task, then each task against its platform (static
+rules, platform security, node rules); then every group's objects are rendered in creation order (group-template
 resources, secrets, PodGroup, Pods, headless Service) and checked against the Kubernetes
 schemas. What this returns is what is stored, and what a backend applies.
 """
@@ -16,16 +16,13 @@ from datetime import timedelta
 from typing import Any
 
 from corral.domain.config_types import ConfigType
-from corral.domain.configs import Platform
 from corral.domain.durations import parse_duration
 from corral.domain.kubernetes_names import label_value_problem
 from corral.domain.manifest_schemas import manifest_problems
 from corral.domain.manifests import PodTask, build_pod, render_group_templates, render_pod_template
 from corral.domain.nodes import Node
-from corral.domain.platform_security import check_task_security
 from corral.domain.resolved_pool import ResolvedPlatform, State, pool_of, resolve_platform
-from corral.domain.resource_rules import check_node_rules, check_static_rules
-from corral.domain.task_validation import CONTROL_CONTAINER, node_capacities
+from corral.domain.task_validation import CONTROL_CONTAINER, TaskRequest, validate_task
 from corral.domain.topology import (
     GangTask,
     PoolTopologyKey,
@@ -41,7 +38,6 @@ from corral.domain.variables import (
     TaskIdentity,
     container_name,
     group_variables,
-    resource_variables,
     system_labels,
     task_variables,
 )
@@ -205,51 +201,27 @@ class _Platforms:
         return self._resolved[platform]
 
 
-def check_resources(
-    spec: WorkflowSpec,
-    platform_of: Mapping[str, str],
-    platforms: _Platforms,
-    nodes: Sequence[Node],
-) -> None:
-    """Static rules, then node rules, per task; identical requests are checked once."""
-    checked: set[tuple[str, ResourceRequest]] = set()
-    for task in spec.tasks():
-        request = resource_request(spec.resource_of(task), task)
-        platform = platform_of[task.resource]
-        if (platform, request) in checked:
-            continue
-        checked.add((platform, request))
-        resolved = platforms.get(platform)
-        variables = resource_variables(request, resolved.default_variables)
-        check_static_rules(task.name, resolved.rules, variables)
-        capacities = node_capacities(resolved, nodes, variables, request.nodes_excluded)
-        check_node_rules(
-            task.name, resolved.pool_name, platform, resolved.rules, variables, capacities
-        )
-
-
-def check_security(
-    spec: WorkflowSpec, platform_of: Mapping[str, str], platforms: _Platforms
+def check_tasks(
+    spec: WorkflowSpec, platform_of: Mapping[str, str], platforms: _Platforms, nodes: Sequence[Node]
 ) -> dict[str, list[tuple[str, str]]]:
-    """Privileged, hostNetwork and mounts against each task's platform; host mounts per task."""
+    """Each task against its platform in OSMO's order (static rules, platform security, node
+    rules); returns each task's host mounts."""
     mounts: dict[str, list[tuple[str, str]]] = {}
     for task in spec.tasks():
-        resolved = platforms.get(platform_of[task.resource])
-        mounts[task.name] = check_task_security(
-            task.name,
-            resolved.platform_name,
-            Platform.model_validate(resolved.platform),
+        if task.credentials:
+            raise UserError(
+                f"Task {task.name} uses credential {next(iter(task.credentials))}, but corral has "
+                "no credential store yet; remove `credentials` from the task and pass what it "
+                "needs another way."
+            )
+        request = TaskRequest(
+            name=task.name,
+            resources=resource_request(spec.resource_of(task), task),
             privileged=task.privileged,
             host_network=task.host_network,
             volume_mounts=task.volume_mounts,
-            provided_mounts=resolved.default_mounts,
         )
-        if task.credentials:
-            name = next(iter(task.credentials))
-            raise UserError(
-                f"Task {task.name} uses credential {name}, but corral has no credential store "
-                "yet; remove `credentials` from the task and pass what it needs another way."
-            )
+        mounts[task.name] = validate_task(platforms.get(platform_of[task.resource]), request, nodes)
     return mounts
 
 
@@ -583,8 +555,7 @@ def plan_workflow(
     check_topology(state, pool_name, spec)
     platform_of = resource_platforms(state, pool_name, spec)
     platforms = _Platforms(state, pool_name)
-    check_resources(spec, platform_of, platforms, nodes)
-    host_mounts = check_security(spec, platform_of, platforms)
+    host_mounts = check_tasks(spec, platform_of, platforms, nodes)
     exec_timeout, queue_timeout = timeouts(state, pool_name, spec)
     backend = _backend(state, pool)
     renderer = _GroupRenderer(
