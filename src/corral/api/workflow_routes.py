@@ -11,13 +11,11 @@ from corral.api.auth import Authorizer, Principal
 from corral.api.config_routes import Caller
 from corral.domain.workflow_plan import PlannedGroup
 from corral.services.submission import (
-    Caller as Submitter,
-)
-from corral.services.submission import (
     Mode,
     SubmissionService,
     SubmitOutcome,
     SubmitRequest,
+    SubmittingUser,
 )
 from corral.store.workflows import StoredGroup, StoredWorkflow, WorkflowStore
 
@@ -41,8 +39,8 @@ def build_workflow_router(
 ) -> APIRouter:
     router = APIRouter(tags=["workflows"])
 
-    def submitter(caller: Principal) -> Submitter:
-        return Submitter(
+    def submitter(caller: Principal) -> SubmittingUser:
+        return SubmittingUser(
             username=caller.username,
             is_admin=authorizer.is_admin(caller),
             require=lambda action, resource: authorizer.check(caller, action, resource),

@@ -2,16 +2,16 @@
 
 The submission pipeline's pool-dependent steps, in OSMO's order (``osmo-config.md`` §11):
 task-count limit, topology keys, platform per task, then each task against its platform (static
-rules, platform security, node rules); then every group's objects are rendered in creation order (group-template
-resources, secrets, PodGroup, Pods, headless Service) and checked against the Kubernetes
-schemas. What this returns is what is stored, and what a backend applies.
+rules, platform security, node rules); then every group's objects are rendered in creation
+order (group-template resources, secrets, PodGroup, Pods, headless Service) and checked against
+the Kubernetes schemas. What this returns is what is stored, and what a backend applies.
 """
 
 from __future__ import annotations
 
 import base64
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
@@ -95,11 +95,6 @@ class WorkflowPlan:
     exec_timeout: timedelta
     queue_timeout: timedelta
     groups: tuple[PlannedGroup, ...]
-    warnings: tuple[str, ...] = field(default=())
-
-    @property
-    def task_count(self) -> int:
-        return sum(len(group.tasks) for group in self.groups)
 
 
 # ----------------------------------------------------------------------------- checks
@@ -205,8 +200,10 @@ def check_tasks(
     spec: WorkflowSpec, platform_of: Mapping[str, str], platforms: _Platforms, nodes: Sequence[Node]
 ) -> dict[str, list[tuple[str, str]]]:
     """Each task against its platform in OSMO's order (static rules, platform security, node
-    rules); returns each task's host mounts."""
+    rules); returns each task's host mounts. Tasks asking for the same thing on the same
+    platform are checked once (as OSMO caches per identical resource spec)."""
     mounts: dict[str, list[tuple[str, str]]] = {}
+    passed: dict[tuple[str, TaskRequest], list[tuple[str, str]]] = {}
     for task in spec.tasks():
         if task.credentials:
             raise UserError(
@@ -221,7 +218,10 @@ def check_tasks(
             host_network=task.host_network,
             volume_mounts=task.volume_mounts,
         )
-        mounts[task.name] = validate_task(platforms.get(platform_of[task.resource]), request, nodes)
+        key = (platform_of[task.resource], replace(request, name=""))
+        if key not in passed:
+            passed[key] = validate_task(platforms.get(key[0]), request, nodes)
+        mounts[task.name] = passed[key]
     return mounts
 
 

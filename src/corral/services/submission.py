@@ -54,7 +54,7 @@ class SubmitRequest:
 
 
 @dataclass(frozen=True)
-class Caller:
+class SubmittingUser:
     """Who submits, and how to ask whether they may: raises ForbiddenError if not."""
 
     username: str
@@ -84,7 +84,7 @@ class SubmissionService:
         self._store = store
         self._nodes_of = nodes_of
 
-    def submit(self, caller: Caller, request: SubmitRequest, mode: Mode) -> SubmitOutcome:
+    def submit(self, caller: SubmittingUser, request: SubmitRequest, mode: Mode) -> SubmitOutcome:
         state = self._configs.state()
         check_pool_open(state, request.pool, is_admin=caller.is_admin)
         caller.require("workflow:Create", f"pool/{request.pool}")
