@@ -548,3 +548,13 @@ def test_every_object_of_every_example_is_schema_valid(examples: Api, example: s
     assert {m["kind"] for m in objects} >= {"PodGroup", "Pod"}
     for manifest in objects:
         assert manifest_problems(manifest) == [], (manifest["kind"], manifest["metadata"])
+
+
+def test_tokens_are_filled_in_per_task(examples: Api) -> None:
+    text = simple(gpu=4, task_extra='\n    args: ["{{workflow_id}}", "{{uuid}}", "{{ output }}"]')
+    status, body = post(examples, "nvl72", text, dry_run="true")
+    assert status == 200, body
+    [group] = body["groups"]
+    [task] = group["tasks"]
+    [pod] = of_kind(group, "Pod")
+    assert pod["spec"]["containers"][0]["args"] == ["simple-1", task["uuid"], "/osmo/data/output"]

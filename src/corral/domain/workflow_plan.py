@@ -349,7 +349,12 @@ class _GroupRenderer:
         resolved = self.platforms.get(task_identity.platform)
         request = resource_request(resource, task)
         variables = task_variables(request, resolved.default_variables, identity, task_identity)
-        task = substitute_tokens(task, workflow_id=self.submitter.workflow_id, hosts=hosts)
+        task = substitute_tokens(
+            task,
+            workflow_id=self.submitter.workflow_id,
+            hosts=hosts,
+            task_uuid=task_identity.uuid,
+        )
         pod_task = PodTask(
             identity=task_identity,
             image=task.image,
