@@ -81,3 +81,23 @@ def test_a_second_server_on_the_same_database_sees_every_write(
         assert "shared" not in runtime.configs.snapshot(ConfigType.POOL)[0]
     finally:
         other.engine.dispose()
+
+
+def test_concurrent_submissions_of_one_name_get_distinct_numbers(runtime: Runtime) -> None:
+    """Six submissions of the same workflow at once: ids 1..6, each stored once."""
+    from corral.services.submission import Mode, SubmitRequest, SubmittingUser
+
+    text = "workflow:\n  name: race\n  tasks:\n  - {name: main, image: busybox, command: [sh]}\n"
+    user = SubmittingUser("alice", is_admin=True, require=lambda action, resource: None)
+    barrier = threading.Barrier(6)
+
+    def submit(_: int) -> str:
+        barrier.wait()
+        request = SubmitRequest(pool="default", file=text)
+        return runtime.submissions.submit(user, request, Mode.SUBMIT).workflow_id
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        ids = sorted(pool.map(submit, range(6)))
+    assert ids == [f"race-{n}" for n in range(1, 7)]
+    stored = runtime.workflows.list(users=["alice"])
+    assert sorted(row["workflow_id"] for row in stored) == ids

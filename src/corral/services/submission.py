@@ -31,8 +31,9 @@ from corral.services.config_service import ConfigService
 from corral.services.jinja_worker import render_in_subprocess
 from corral.store.workflows import WorkflowStore
 
-#: How often a submission re-numbers itself when a concurrent one took its id.
-MAX_ID_ATTEMPTS = 5
+#: How often a submission re-numbers itself when a concurrent one took its id (each round of
+#: a race has one winner, so this bounds how many may race for one name at once).
+MAX_ID_ATTEMPTS = 50
 #: The Jinja child process needs this much address space just to start Python.
 MIN_SANDBOX_MEMORY = 512 * 2**20
 
