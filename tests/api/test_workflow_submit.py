@@ -558,3 +558,17 @@ def test_tokens_are_filled_in_per_task(examples: Api) -> None:
     [task] = group["tasks"]
     [pod] = of_kind(group, "Pod")
     assert pod["spec"]["containers"][0]["args"] == ["simple-1", task["uuid"], "/osmo/data/output"]
+
+
+def test_gpus_from_the_pool_default_stay_visible(examples: Api) -> None:
+    """nvl72 gives USER_GPU 4 by default: a task without `gpu` gets 4 GPUs, and must see them."""
+    text = "workflow:\n  name: d\n  tasks:\n  - {name: main, image: busybox, command: [sh]}\n"
+    status, body = post(examples, "nvl72", text, dry_run="true")
+    assert status == 200, body
+    [pod] = of_kind(body["groups"][0], "Pod")
+    container = pod["spec"]["containers"][0]
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == 4
+    assert "NVIDIA_VISIBLE_DEVICES" not in {env["name"] for env in container["env"]}
+    status, body = post(examples, "default", text, dry_run="true")
+    [pod] = of_kind(body["groups"][0], "Pod")
+    assert {"name": "NVIDIA_VISIBLE_DEVICES", "value": ""} in pod["spec"]["containers"][0]["env"]

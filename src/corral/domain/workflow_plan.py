@@ -363,7 +363,7 @@ class _GroupRenderer:
             environment=task.environment,
             privileged=task.privileged,
             host_network=task.host_network,
-            gpu_requested=bool(resource.gpu),
+            gpu_requested=_asks_for_gpus(variables.get("USER_GPU")),
         )
         rendered = render_pod_template(resolved.pod_template, variables)
         pod = build_pod(pod_task, identity, rendered, self.spec.labels)
@@ -494,6 +494,14 @@ class _GroupRenderer:
                 "selector": {"osmo.group_uuid": identity.group_uuid},
             },
         }
+
+
+def _asks_for_gpus(user_gpu: Any) -> bool:
+    """Whether the task gets GPUs: its own count, else the pool's default ``USER_GPU``."""
+    try:
+        return float(str(user_gpu)) > 0
+    except ValueError:
+        return False
 
 
 def _service_name(identity: GroupIdentity) -> str:
