@@ -1,0 +1,1 @@
+"""Backends: where the stored objects of a workflow become running work."""
