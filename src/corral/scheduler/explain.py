@@ -1,0 +1,163 @@
+"""Why a PodGroup is pending, in the user's terms.
+
+Only computed when placement failed, so it may scan every node. The checks go from the most
+specific cause to the most general: a pod no node accepts, a pod no node is big enough for, a
+required level no domain has room in, the gang as a whole, and finally the combination.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from decimal import Decimal
+
+from corral.domain.quantities import format_quantity
+from corral.scheduler.podgroup import PodRequest, PodSet
+from corral.scheduler.resources import Demand, describe
+from corral.scheduler.snapshot import ClusterSnapshot, Domain
+
+
+def explain_pending(snapshot: ClusterSnapshot, root: PodSet) -> str:
+    """The first reason, from specific to general, that ``root`` cannot be placed now."""
+    members = list(root.all_members())
+    for pod in members:
+        reason = _node_problem(snapshot, pod)
+        if reason:
+            return reason
+    for pod_set in root.walk():
+        reason = _required_level_problem(snapshot, pod_set)
+        if reason:
+            return reason
+    constrained = any(pod_set.constraint for pod_set in root.walk())
+    nodes = _labelled(snapshot) if constrained else range(len(snapshot.nodes))
+    shape = _shape(members)
+    room = _room(snapshot, nodes, members)
+    if room < len(members):
+        return (
+            f"needs room for {len(members)} pods{shape} at once (gang scheduling); "
+            f"the cluster has room for {room} now"
+        )
+    return (
+        f"the {len(members)} pods fit the cluster one by one, but not all at once with their "
+        "topology constraints"
+    )
+
+
+def _selector_text(pod: PodRequest) -> str:
+    return ", ".join(f"{key}={value}" for key, value in sorted(pod.node_selector.items()))
+
+
+def _node_problem(snapshot: ClusterSnapshot, pod: PodRequest) -> str | None:
+    eligible = snapshot.eligible(pod.node_selector, pod.tolerations)
+    if not any(eligible):
+        if pod.node_selector:
+            return f"no node matches nodeSelector {_selector_text(pod)} and tolerates its taints"
+        return f"pod {pod.name} tolerates the taints of no node; add a toleration for them"
+    demand = pod.demand
+    if not any(ok and _within(demand, snapshot.capacity[i]) for i, ok in enumerate(eligible)):
+        return (
+            f"pod {pod.name} needs {_requests_text(demand)} on one node; no node it may use "
+            "has that much even when empty"
+        )
+    return None
+
+
+def _within(demand: Demand, free: Demand) -> bool:
+    return (
+        demand.gpu <= free.gpu
+        and demand.cpu <= free.cpu
+        and demand.memory <= free.memory
+        and demand.storage <= free.storage
+    )
+
+
+def _requests_text(demand: Demand) -> str:
+    parts = [describe(Demand(cpu=demand.cpu))] if demand.cpu else []
+    if demand.gpu:
+        parts.insert(0, describe(demand))
+    if demand.memory:
+        parts.append(f"{format_quantity(Decimal(demand.memory))} memory")
+    if demand.storage:
+        parts.append(f"{format_quantity(Decimal(demand.storage))} ephemeral storage")
+    return ", ".join(parts)
+
+
+def _shape(members: list[PodRequest]) -> str:
+    demands = {pod.demand for pod in members}
+    if len(demands) == 1:
+        return f" with {describe(demands.pop())} each"
+    return ""
+
+
+def _representative(members: Iterable[PodRequest]) -> Demand:
+    largest = Demand()
+    for pod in members:
+        largest = largest.max(pod.demand)
+    return largest
+
+
+def _labelled(snapshot: ClusterSnapshot) -> list[int]:
+    return [i for i, labelled in enumerate(snapshot.labelled) if labelled]
+
+
+def _room(snapshot: ClusterSnapshot, nodes: Iterable[int], members: list[PodRequest]) -> int:
+    """How many copies of the members' largest request fit on ``nodes`` now, on nodes every
+    member may use (KAI's allocatable pod count, B4 step 4)."""
+    largest = _representative(members)
+    usable = _usable_by_all(snapshot, members)
+    return sum(_copies(snapshot.free(i), largest) for i in nodes if usable[i])
+
+
+def _usable_by_all(snapshot: ClusterSnapshot, members: list[PodRequest]) -> list[bool]:
+    usable = [True] * len(snapshot.nodes)
+    for pod in members:
+        eligible = snapshot.eligible(pod.node_selector, pod.tolerations)
+        usable = [a and b for a, b in zip(usable, eligible, strict=True)]
+    return usable
+
+
+def _copies(free: Demand, demand: Demand) -> int:
+    counts = [
+        have // need
+        for have, need in (
+            (free.gpu, demand.gpu),
+            (free.cpu, demand.cpu),
+            (free.memory, demand.memory),
+            (free.storage, demand.storage),
+        )
+        if need
+    ]
+    return min(counts) if counts else 1_000_000
+
+
+def _required_level_problem(snapshot: ClusterSnapshot, pod_set: PodSet) -> str | None:
+    constraint = pod_set.constraint
+    if constraint is None or constraint.required is None:
+        return None
+    level = snapshot.level_of(constraint.required)
+    if level is None:
+        return None
+    members = list(pod_set.all_members())
+    label = constraint.required
+    best = max(
+        (_domain_room(snapshot, d, members) for d in snapshot.by_level[level].values()), default=0
+    )
+    if best >= len(members):
+        return None
+    return (
+        f"needs room for {len(members)} pods{_shape(members)} in one {label}; "
+        f"the roomiest {label} has room for {best}"
+    )
+
+
+def _domain_room(snapshot: ClusterSnapshot, domain: Domain, members: list[PodRequest]) -> int:
+    return _room(snapshot, _nodes_of(domain), members)
+
+
+def _nodes_of(domain: Domain) -> list[int]:
+    nodes: list[int] = []
+    stack = [domain]
+    while stack:
+        current = stack.pop()
+        nodes.extend(current.nodes)
+        stack.extend(current.children)
+    return nodes

@@ -1,0 +1,276 @@
+"""A cluster snapshot: free capacity per node and per topology domain, kept up to date
+incrementally as pods are bound and released (Kueue's TAS snapshot, KAI's domain tree).
+
+The tree, coarsest first (``osmo-topology.md`` B2)::
+
+    cluster root (every node)
+    ├── topology root (nodes carrying every level label)
+    │   └── level-0 domains ─ ... ─ finest-level domains (hold the nodes)
+    └── unlabelled (nodes missing a level label: usable by unconstrained pods only)
+
+A domain at level *i* is identified by the dot-joined label values of levels 0..*i*, so equal
+rack names under different zones are different domains. Every domain keeps the sums of its
+nodes' free resources and a histogram of its nodes' free GPUs; a bind or release updates the
+node's ancestors only, never the other nodes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from corral.domain.nodes import Node, belongs_to
+from corral.scheduler.resources import Demand, capacity
+
+TOPOLOGY_ROOT = -1
+CLUSTER_ROOT = -2
+UNLABELLED = -3
+
+
+@dataclass(eq=False, slots=True)
+class Domain:
+    """A set of nodes sharing the label values of levels 0..``level``."""
+
+    id: str
+    level: int  # index into the snapshot's levels; TOPOLOGY_ROOT / CLUSTER_ROOT for the roots
+    parent: Domain | None
+    #: The domains at levels 0..level that contain this one (this one last), for O(1) "is X
+    #: inside Y" checks.
+    path: tuple[Domain, ...] = ()
+    children: list[Domain] = field(default_factory=list)
+    nodes: list[int] = field(default_factory=list)  # only in domains without children
+    free_gpu: int = 0
+    free_cpu: int = 0
+    free_memory: int = 0
+    free_storage: int = 0
+    #: gpu_histogram[g] = how many of its nodes have exactly g free GPUs.
+    gpu_histogram: list[int] = field(default_factory=list)
+
+    def max_node_gpu(self) -> int:
+        """The most free GPUs on any one of its nodes (-1 when it has no nodes)."""
+        histogram = self.gpu_histogram
+        for free in range(len(histogram) - 1, -1, -1):
+            if histogram[free]:
+                return free
+        return -1
+
+    def copies_fitting(self, gpu: int) -> int:
+        """How many pods of ``gpu`` GPUs (> 0) its nodes' free GPUs could hold."""
+        histogram = self.gpu_histogram
+        return sum(histogram[free] * (free // gpu) for free in range(gpu, len(histogram)))
+
+    def contains(self, other: Domain) -> bool:
+        """Whether ``other`` is this domain or inside it."""
+        if self.level == CLUSTER_ROOT:
+            return True
+        if self.level < 0:
+            return other is self or (self.level == TOPOLOGY_ROOT and other.level >= 0)
+        return len(other.path) > self.level and other.path[self.level] is self
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    """One pod on one node, with what it takes there."""
+
+    pod: str
+    node: str
+    demand: Demand
+
+
+class ClusterSnapshot:
+    """Free capacity of a cluster's nodes and topology domains; see the module docstring."""
+
+    def __init__(self, nodes: Sequence[Node], levels: Sequence[str]) -> None:
+        if len(set(levels)) != len(levels):
+            raise ValueError(f"topology levels must be unique, got {list(levels)}")
+        self.levels: tuple[str, ...] = tuple(levels)
+        self.nodes: tuple[Node, ...] = tuple(nodes)
+        self.index: dict[str, int] = {node.name: i for i, node in enumerate(self.nodes)}
+        capacities = [capacity(node.allocatable) for node in self.nodes]
+        self.capacity: tuple[Demand, ...] = tuple(capacities)
+        self.free_gpu = [c.gpu for c in capacities]
+        self.free_cpu = [c.cpu for c in capacities]
+        self.free_memory = [c.memory for c in capacities]
+        self.free_storage = [c.storage for c in capacities]
+        self._histogram_size = max((c.gpu for c in capacities), default=0) + 1
+        self.root = self._new_domain("cluster", CLUSTER_ROOT, None)
+        self.topology_root = self._new_domain("topology", TOPOLOGY_ROOT, self.root)
+        self.unlabelled = self._new_domain("unlabelled", UNLABELLED, self.root)
+        #: by_level[i][id] = the domains of level i; by_free_gpu[i][free] = those with that
+        #: many free GPUs (the index that yields tightest-fit candidates without a scan).
+        self.by_level: list[dict[str, Domain]] = [{} for _ in self.levels]
+        self.by_free_gpu: list[dict[int, set[Domain]]] = [{} for _ in self.levels]
+        #: Each node's domains, finest first, up to and including the cluster root.
+        self.ancestors: list[tuple[Domain, ...]] = [
+            self._attach(i, node) for i, node in enumerate(self.nodes)
+        ]
+        for i in range(len(self.nodes)):
+            for domain in self.ancestors[i]:
+                self._add_free(domain, i, +1)
+        for level, domains in enumerate(self.by_level):
+            for domain in domains.values():
+                self.by_free_gpu[level].setdefault(domain.free_gpu, set()).add(domain)
+        self._eligible: dict[tuple[Any, ...], list[bool]] = {}
+        self.labelled: list[bool] = [
+            self.ancestors[i][0] is not self.unlabelled for i in range(len(self.nodes))
+        ]
+
+    @classmethod
+    def from_nodes(cls, nodes: Sequence[Node], levels: Sequence[str]) -> ClusterSnapshot:
+        """A snapshot of empty ``nodes`` with a topology over ``levels`` (node labels,
+        coarsest first)."""
+        return cls(nodes, levels)
+
+    # -- building ---------------------------------------------------------------------------
+
+    def _new_domain(self, domain_id: str, level: int, parent: Domain | None) -> Domain:
+        domain = Domain(id=domain_id, level=level, parent=parent)
+        domain.gpu_histogram = [0] * self._histogram_size
+        if parent is not None:
+            parent.children.append(domain)
+        return domain
+
+    def _attach(self, i: int, node: Node) -> tuple[Domain, ...]:
+        values = [node.labels.get(label) for label in self.levels]
+        if any(value is None for value in values):
+            leaf = self.unlabelled
+        else:
+            leaf = self.topology_root
+            path: list[Domain] = []
+            for level, value in enumerate(values):
+                domain_id = f"{leaf.id}.{value}" if level else str(value)
+                found = self.by_level[level].get(domain_id)
+                if found is None:
+                    found = self._new_domain(domain_id, level, leaf)
+                    found.path = (*path, found)
+                    self.by_level[level][domain_id] = found
+                path.append(found)
+                leaf = found
+        leaf.nodes.append(i)
+        chain = [leaf]
+        while chain[-1].parent is not None:
+            chain.append(chain[-1].parent)
+        return tuple(chain)
+
+    def _add_free(self, domain: Domain, i: int, sign: int) -> None:
+        domain.free_gpu += sign * self.free_gpu[i]
+        domain.free_cpu += sign * self.free_cpu[i]
+        domain.free_memory += sign * self.free_memory[i]
+        domain.free_storage += sign * self.free_storage[i]
+        domain.gpu_histogram[self.free_gpu[i]] += sign
+
+    # -- queries ----------------------------------------------------------------------------
+
+    def level_of(self, label: str) -> int | None:
+        """The index of a level's node label, or None when the topology has no such level."""
+        try:
+            return self.levels.index(label)
+        except ValueError:
+            return None
+
+    def eligible(
+        self, node_selector: Mapping[str, str], tolerations: Sequence[Mapping[str, Any]]
+    ) -> list[bool]:
+        """Per node: does a pod with this nodeSelector and these tolerations fit its labels and
+        taints. Computed once per distinct (selector, tolerations): labels never change."""
+        key = (
+            tuple(sorted(node_selector.items())),
+            json.dumps(list(tolerations), sort_keys=True),
+        )
+        found = self._eligible.get(key)
+        if found is None:
+            found = [belongs_to(node, node_selector, tolerations) for node in self.nodes]
+            self._eligible[key] = found
+        return found
+
+    def fits(self, i: int, demand: Demand) -> bool:
+        return (
+            self.free_gpu[i] >= demand.gpu
+            and self.free_cpu[i] >= demand.cpu
+            and self.free_memory[i] >= demand.memory
+            and self.free_storage[i] >= demand.storage
+        )
+
+    def free(self, i: int) -> Demand:
+        return Demand(self.free_gpu[i], self.free_cpu[i], self.free_memory[i], self.free_storage[i])
+
+    def domains_at(self, level: int, within: Domain) -> Iterator[Domain]:
+        """The domains of ``level`` inside ``within``, in no particular order."""
+        if within.level < 0:
+            yield from self.by_level[level].values()
+            return
+        stack = [within]
+        while stack:
+            domain = stack.pop()
+            if domain.level == level:
+                yield domain
+            else:
+                stack.extend(domain.children)
+
+    def domain_of(self, node: str, level: int) -> Domain:
+        """The domain of ``level`` holding ``node`` (which must carry every level label)."""
+        leaf = self.ancestors[self.index[node]][0]
+        return leaf.path[level]
+
+    # -- changes ----------------------------------------------------------------------------
+
+    def take(self, i: int, demand: Demand) -> None:
+        """Reserve ``demand`` on node ``i``; refuses to over-commit."""
+        if not self.fits(i, demand):
+            raise ValueError(
+                f"node {self.nodes[i].name} has {self.free(i)} free, cannot take {demand}"
+            )
+        self._change(i, -demand.gpu, -demand.cpu, -demand.memory, -demand.storage)
+
+    def give_back(self, i: int, demand: Demand) -> None:
+        """Return ``demand`` to node ``i``; refuses to exceed its capacity."""
+        total = self.capacity[i]
+        if (
+            self.free_gpu[i] + demand.gpu > total.gpu
+            or self.free_cpu[i] + demand.cpu > total.cpu
+            or self.free_memory[i] + demand.memory > total.memory
+            or self.free_storage[i] + demand.storage > total.storage
+        ):
+            raise ValueError(f"node {self.nodes[i].name} would have more free than it has")
+        self._change(i, demand.gpu, demand.cpu, demand.memory, demand.storage)
+
+    def _change(self, i: int, gpu: int, cpu: int, memory: int, storage: int) -> None:
+        old_gpu = self.free_gpu[i]
+        new_gpu = old_gpu + gpu
+        self.free_gpu[i] = new_gpu
+        self.free_cpu[i] += cpu
+        self.free_memory[i] += memory
+        self.free_storage[i] += storage
+        by_free_gpu = self.by_free_gpu
+        for domain in self.ancestors[i]:
+            domain.gpu_histogram[old_gpu] -= 1
+            domain.gpu_histogram[new_gpu] += 1
+            if gpu and domain.level >= 0:
+                index = by_free_gpu[domain.level]
+                bucket = index[domain.free_gpu]
+                bucket.discard(domain)
+                if not bucket:
+                    del index[domain.free_gpu]
+                index.setdefault(domain.free_gpu + gpu, set()).add(domain)
+            domain.free_gpu += gpu
+            domain.free_cpu += cpu
+            domain.free_memory += memory
+            domain.free_storage += storage
+
+    def bind(self, bindings: Iterable[Binding]) -> None:
+        """Apply a placement (``Placement.bindings``); all or nothing."""
+        done: list[Binding] = []
+        try:
+            for binding in bindings:
+                self.take(self.index[binding.node], binding.demand)
+                done.append(binding)
+        except Exception:
+            self.release(done)
+            raise
+
+    def release(self, bindings: Iterable[Binding]) -> None:
+        """Free what ``bindings`` took (a finished or cancelled group)."""
+        for binding in bindings:
+            self.give_back(self.index[binding.node], binding.demand)

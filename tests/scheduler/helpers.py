@@ -1,0 +1,89 @@
+"""Small builders of nodes, pods and PodGroups for the scheduler tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from corral.domain.nodes import Node, Taint
+
+ZONE = "topology.kubernetes.io/zone"
+SPINE = "topology.kubernetes.io/spine"
+RACK = "topology.kubernetes.io/rack"
+CLIQUE = "nvidia.com/gpu-clique"
+LEVELS = (ZONE, SPINE, RACK, CLIQUE)
+TOPOLOGY = "test-topology"
+GPU_TAINT = Taint("nvidia.com/gpu", "NoSchedule", "present")
+GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+
+
+def node(
+    name: str,
+    *,
+    gpu: int = 8,
+    cpu: str = "64",
+    memory: str = "512Gi",
+    labels: dict[str, str] | None = None,
+    taints: tuple[Taint, ...] = (),
+) -> Node:
+    return Node(
+        name=name,
+        labels=labels or {},
+        taints=taints,
+        allocatable={
+            "cpu": cpu,
+            "memory": memory,
+            "ephemeral-storage": "1Ti",
+            "nvidia.com/gpu": str(gpu),
+        },
+    )
+
+
+def topo_node(name: str, zone: str, spine: str, rack: str, clique: str, gpu: int = 8) -> Node:
+    labels = {ZONE: zone, SPINE: spine, RACK: rack, CLIQUE: clique}
+    return node(name, gpu=gpu, labels=labels)
+
+
+def pod(
+    name: str,
+    *,
+    gpu: int = 1,
+    cpu: str | int = "1",
+    memory: str = "1Gi",
+    subgroup: str | None = None,
+    selector: dict[str, str] | None = None,
+    tolerations: list[dict[str, str]] | None = None,
+    use_limits: bool = False,
+) -> dict[str, Any]:
+    amounts: dict[str, Any] = {"cpu": cpu, "memory": memory, "nvidia.com/gpu": gpu}
+    resources = {"limits": amounts} if use_limits else {"requests": amounts}
+    labels = {"kai.scheduler/subgroup-name": subgroup} if subgroup else {}
+    spec: dict[str, Any] = {"containers": [{"name": "main", "resources": resources}]}
+    if selector:
+        spec["nodeSelector"] = selector
+    if tolerations:
+        spec["tolerations"] = tolerations
+    return {"kind": "Pod", "metadata": {"name": name, "labels": labels}, "spec": spec}
+
+
+def constraint(required: str | None = None, preferred: str | None = None) -> dict[str, str]:
+    value = {"topology": TOPOLOGY}
+    if required:
+        value["requiredTopologyLevel"] = required
+    if preferred:
+        value["preferredTopologyLevel"] = preferred
+    return value
+
+
+def pod_group(
+    min_member: int | None = None,
+    topology: dict[str, str] | None = None,
+    subgroups: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {"queue": "q"}
+    if min_member is not None:
+        spec["minMember"] = min_member
+    if topology:
+        spec["topologyConstraint"] = topology
+    if subgroups:
+        spec["subGroups"] = subgroups
+    return {"kind": "PodGroup", "metadata": {"name": "pg"}, "spec": spec}
