@@ -376,6 +376,24 @@ class NodeConditions(StrictModel):
     prefix: str = "osmo.nvidia.com/"
 
 
+class Execution(StrictModel):
+    """corral only: how the embedded (simulated) backend runs tasks (docs/execution.md).
+
+    ``simulate`` waits ``simulated_duration`` and exits 0 (a task may set the env variables
+    ``CORRAL_SIMULATED_DURATION`` / ``CORRAL_SIMULATED_EXIT_CODE``); ``local_processes`` runs the
+    task's command on the server's machine as the server's user, so only enable it where every
+    user may run code as that user (a laptop)."""
+
+    mode: Literal["simulate", "local_processes"] = "simulate"
+    simulated_duration: str = "10s"
+
+    @field_validator("simulated_duration")
+    @classmethod
+    def _duration(cls, text: str) -> str:
+        parse_duration(text)
+        return text
+
+
 _BACKEND_READ_ONLY = ("version", "last_heartbeat", "created_date", "online")
 
 #: Scheduler types that understand topology constraints (KAI's Topology CRD).
@@ -393,6 +411,7 @@ class Backend(StrictModel):
     tests: list[str] = []
     scheduler_settings: SchedulerSettings = SchedulerSettings()
     node_conditions: NodeConditions = NodeConditions()
+    execution: Execution = Execution()
 
     @model_validator(mode="before")
     @classmethod

@@ -41,7 +41,13 @@ from corral.domain.variables import (
     system_labels,
     task_variables,
 )
-from corral.domain.workflow_spec import GroupSpec, ResourceSpec, TaskSpec, WorkflowSpec
+from corral.domain.workflow_spec import (
+    ExitAction,
+    GroupSpec,
+    ResourceSpec,
+    TaskSpec,
+    WorkflowSpec,
+)
 from corral.domain.workflow_template import substitute_tokens
 from corral.errors import UserError
 
@@ -70,6 +76,7 @@ class PlannedTask:
     pod_name: str
     platform: str
     lead: bool
+    exit_actions: tuple[ExitAction, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -80,6 +87,7 @@ class PlannedGroup:
     tasks: tuple[PlannedTask, ...]
     #: Every object of the group, in creation order.
     manifests: tuple[dict[str, Any], ...]
+    ignore_non_lead_status: bool = True
 
     @property
     def resource_kinds(self) -> list[tuple[str, str]]:
@@ -315,8 +323,10 @@ class _GroupRenderer:
         if len(group.tasks) > 1:
             manifests.append(self._service(identity))
         planned_tasks = tuple(
-            PlannedTask(t.name, t.uuid, pod["metadata"]["name"], t.platform, t.lead)
-            for t, pod in zip(tasks, pods, strict=True)
+            PlannedTask(
+                t.name, t.uuid, pod["metadata"]["name"], t.platform, t.lead, spec.exit_actions
+            )
+            for t, spec, pod in zip(tasks, group.tasks, pods, strict=True)
         )
         return PlannedGroup(
             name=group.name,
@@ -324,6 +334,7 @@ class _GroupRenderer:
             upstream=group.upstream,
             tasks=planned_tasks,
             manifests=tuple(manifests),
+            ignore_non_lead_status=group.ignore_non_lead_status,
         )
 
     # -- objects

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import platformdirs
 from sqlalchemy import Engine, text
 
 from corral.domain.cluster import Cluster, parse_cluster
@@ -15,6 +16,7 @@ from corral.errors import UserError
 from corral.files import read_bundle_directory
 from corral.services.config_service import ConfigService, WriteMeta, WriteResult
 from corral.services.submission import SubmissionService
+from corral.store.cluster_objects import ClusterObjectStore
 from corral.store.config_store import ConfigStore
 from corral.store.database import make_engine, migrate
 from corral.store.tokens import TokenStore
@@ -37,6 +39,10 @@ class Runtime:
     cluster: Cluster
     workflows: WorkflowStore
     submissions: SubmissionService
+    #: The objects of the embedded cluster (pods with their node, PodGroups, ComputeDomains...).
+    objects: ClusterObjectStore
+    #: Where local-process tasks get their work directories and logs.
+    work_dir: Path
 
     def database_ok(self) -> bool:
         try:
@@ -63,11 +69,15 @@ def read_cluster(path: Path) -> Cluster:
 
 
 def open_runtime(
-    database_url: str, clock: Clock = utc_now, cluster: Cluster | None = None
+    database_url: str,
+    clock: Clock = utc_now,
+    cluster: Cluster | None = None,
+    work_dir: Path | None = None,
 ) -> Runtime:
     """Connect, migrate the schema, and record the initial configuration on first use.
 
-    ``cluster`` describes the nodes of every backend (default: the example cluster)."""
+    ``cluster`` describes the nodes of every backend (default: the example cluster);
+    ``work_dir`` holds local-process tasks' files (default: the user data dir)."""
     engine = make_engine(database_url)
     migrate(engine)
     configs = ConfigService(ConfigStore(engine, clock))
@@ -81,6 +91,8 @@ def open_runtime(
         nodes,
         workflows,
         SubmissionService(configs, workflows, lambda _backend: nodes.nodes),
+        ClusterObjectStore(engine, clock),
+        work_dir or Path(platformdirs.user_data_dir("corral")) / "tasks",
     )
     runtime.configs.initialize(initial_bundle())
     return runtime

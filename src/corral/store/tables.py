@@ -92,8 +92,13 @@ workflows = Table(
     Column("queue_timeout_s", Float, nullable=False),
     Column("spec", Text, nullable=False),
     Column("template", Text, nullable=True),
+    Column("started_at", DateTime(timezone=True), nullable=True),
+    Column("ended_at", DateTime(timezone=True), nullable=True),
+    Column("cancel_requested_by", String(256), nullable=True),
+    Column("message", Text, nullable=True),
     UniqueConstraint("name", "number", name="uq_workflows_name_number"),
     Index("ix_workflows_submitted_at", "submitted_at"),
+    Index("ix_workflows_status", "status"),
 )
 
 #: A task group with the exact objects to create for it, in creation order.
@@ -113,6 +118,16 @@ workflow_groups = Table(
     Column("upstream", JSON, nullable=False),
     Column("resource_kinds", JSON, nullable=False),
     Column("manifests", JSON, nullable=False),
+    Column("scheduling_at", DateTime(timezone=True), nullable=True),
+    Column("started_at", DateTime(timezone=True), nullable=True),
+    Column("ended_at", DateTime(timezone=True), nullable=True),
+    #: Per set (subgroup name, "" for the group): the topology domain it was placed in.
+    Column("domains", JSON, nullable=True),
+    #: Why the scheduler could not place the group yet, in the user's terms.
+    Column("pending_reason", Text, nullable=True),
+    Column("ignore_non_lead", Boolean, nullable=False, default=True),
+    #: Every object of the group has been deleted from the cluster.
+    Column("cleaned", Boolean, nullable=False, default=False),
     Index("ix_workflow_groups_workflow", "workflow_id"),
 )
 
@@ -133,5 +148,35 @@ workflow_tasks = Table(
     Column("lead", Boolean, nullable=False),
     Column("status", String(32), nullable=False),
     Column("retry_id", Integer, nullable=False),
+    Column("started_at", DateTime(timezone=True), nullable=True),
+    Column("ended_at", DateTime(timezone=True), nullable=True),
+    Column("node", String(253), nullable=True),
+    Column("exit_code", Integer, nullable=True),
+    Column("message", Text, nullable=True),
+    #: The task's own exitActions: [[action, [[low, high], ...]], ...].
+    Column("exit_actions", JSON, nullable=True),
     Index("ix_workflow_tasks_group", "group_uuid"),
+)
+
+#: The objects of the embedded (simulated) cluster: what a Kubernetes API server would hold.
+#: ``id`` grows with every create, so it records creation order; ``node`` is a pod's binding.
+cluster_objects = Table(
+    "cluster_objects",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("backend", String(256), nullable=False),
+    Column("api_version", String(256), nullable=False),
+    Column("kind", String(128), nullable=False),
+    Column("namespace", String(63), nullable=False),
+    Column("name", String(253), nullable=False),
+    Column("group_uuid", String(32), nullable=True),
+    Column("labels", JSON, nullable=False),
+    Column("body", JSON, nullable=False),
+    Column("node", String(253), nullable=True),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    UniqueConstraint(
+        "backend", "api_version", "kind", "namespace", "name", name="uq_cluster_objects_key"
+    ),
+    Index("ix_cluster_objects_group", "group_uuid"),
+    Index("ix_cluster_objects_node", "node"),
 )

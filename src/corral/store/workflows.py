@@ -6,14 +6,15 @@ A workflow is written in one transaction, so it is either stored whole or not at
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Connection, Engine, func, select
 from sqlalchemy.exc import IntegrityError
 
 from corral.domain.workflow_plan import WorkflowPlan
+from corral.domain.workflow_spec import ExitAction
 from corral.errors import ConflictError, NotFoundError
 from corral.store.tables import workflow_groups, workflow_tasks, workflows
 
@@ -21,6 +22,32 @@ from corral.store.tables import workflow_groups, workflow_tasks, workflows
 WORKFLOW_ACCEPTED = "PENDING"
 GROUP_ACCEPTED = "SUBMITTING"
 TASK_ACCEPTED = "WAITING"
+
+
+#: Workflow statuses the controller still works on.
+ALIVE = ("PENDING", "RUNNING", "WAITING")
+
+
+@dataclass
+class Changes:
+    """Column updates by primary key, written together by :meth:`WorkflowStore.commit`."""
+
+    workflows: dict[str, dict[str, Any]] = field(default_factory=dict)
+    groups: dict[str, dict[str, Any]] = field(default_factory=dict)
+    tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.workflows or self.groups or self.tasks)
+
+    def workflow(self, workflow_id: str, **values: Any) -> None:
+        self.workflows.setdefault(workflow_id, {}).update(values)
+
+    def group(self, group_uuid: str, **values: Any) -> None:
+        self.groups.setdefault(group_uuid, {}).update(values)
+
+    def task(self, task_uuid: str, **values: Any) -> None:
+        self.tasks.setdefault(task_uuid, {}).update(values)
 
 
 @dataclass(frozen=True)
@@ -32,6 +59,12 @@ class StoredTask:
     lead: bool
     status: str
     retry_id: int
+    node: str | None = None
+    exit_code: int | None = None
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    message: str | None = None
+    exit_actions: tuple[ExitAction, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -43,6 +76,13 @@ class StoredGroup:
     resource_kinds: list[list[str]]
     manifests: list[dict[str, Any]]
     tasks: list[StoredTask]
+    ignore_non_lead: bool = True
+    scheduling_at: datetime | None = None
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    domains: dict[str, str] | None = None
+    pending_reason: str | None = None
+    cleaned: bool = False
 
 
 @dataclass(frozen=True)
@@ -62,6 +102,10 @@ class StoredWorkflow:
     spec: str
     template: str | None
     groups: list[StoredGroup]
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    cancel_requested_by: str | None = None
+    message: str | None = None
 
 
 class WorkflowStore:
@@ -142,6 +186,43 @@ class WorkflowStore:
             [_group(g, [t for t in tasks if t["group_uuid"] == g["group_uuid"]]) for g in groups],
         )
 
+    def alive_ids(self) -> list[str]:
+        """Workflows the lifecycle controller still has work on, oldest first."""
+        with self._engine.connect() as connection:
+            rows = connection.execute(
+                select(workflows.c.workflow_id)
+                .where(workflows.c.status.in_(ALIVE))
+                .order_by(workflows.c.submitted_at, workflows.c.workflow_id)
+            ).all()
+        return [row[0] for row in rows]
+
+    def request_cancel(self, workflow_id: str, username: str) -> bool:
+        """Ask the controller to cancel; False when the workflow had already finished."""
+        with self._engine.begin() as connection:
+            done = connection.execute(
+                workflows.update()
+                .where(workflows.c.workflow_id == workflow_id)
+                .where(workflows.c.status.in_(ALIVE))
+                .where(workflows.c.cancel_requested_by.is_(None))
+                .values(cancel_requested_by=username)
+            ).rowcount
+        return bool(done)
+
+    def commit(self, changes: Changes, also: Callable[[Connection], None] | None = None) -> None:
+        """Write ``changes`` (and whatever ``also`` writes) in one transaction."""
+        if changes.empty and also is None:
+            return
+        with self._engine.begin() as connection:
+            for table, key, rows in (
+                (workflows, workflows.c.workflow_id, changes.workflows),
+                (workflow_groups, workflow_groups.c.group_uuid, changes.groups),
+                (workflow_tasks, workflow_tasks.c.task_uuid, changes.tasks),
+            ):
+                for identifier, values in rows.items():
+                    connection.execute(table.update().where(key == identifier).values(**values))
+            if also is not None:
+                also(connection)
+
     def list(
         self,
         *,
@@ -178,6 +259,8 @@ def _group_rows(plan: WorkflowPlan) -> list[dict[str, Any]]:
             "upstream": list(group.upstream),
             "resource_kinds": [list(kind) for kind in group.resource_kinds],
             "manifests": list(group.manifests),
+            "ignore_non_lead": group.ignore_non_lead_status,
+            "cleaned": False,
         }
         for position, group in enumerate(plan.groups)
     ]
@@ -195,6 +278,9 @@ def _task_rows(plan: WorkflowPlan) -> list[dict[str, Any]]:
             "lead": task.lead,
             "status": TASK_ACCEPTED,
             "retry_id": 0,
+            "exit_actions": [
+                [action.action, [list(r) for r in action.ranges]] for action in task.exit_actions
+            ],
         }
         for group in plan.groups
         for position, task in enumerate(group.tasks)
@@ -209,6 +295,13 @@ def _group(row: Any, tasks: Sequence[Any]) -> StoredGroup:
         upstream=list(row["upstream"]),
         resource_kinds=[list(kind) for kind in row["resource_kinds"]],
         manifests=list(row["manifests"]),
+        ignore_non_lead=bool(row["ignore_non_lead"]),
+        scheduling_at=_utc(row["scheduling_at"]),
+        started_at=_utc(row["started_at"]),
+        ended_at=_utc(row["ended_at"]),
+        domains=row["domains"],
+        pending_reason=row["pending_reason"],
+        cleaned=bool(row["cleaned"]),
         tasks=[
             StoredTask(
                 name=t["name"],
@@ -218,6 +311,15 @@ def _group(row: Any, tasks: Sequence[Any]) -> StoredGroup:
                 lead=bool(t["lead"]),
                 status=t["status"],
                 retry_id=int(t["retry_id"]),
+                node=t["node"],
+                exit_code=t["exit_code"],
+                started_at=_utc(t["started_at"]),
+                ended_at=_utc(t["ended_at"]),
+                message=t["message"],
+                exit_actions=tuple(
+                    ExitAction(action, tuple((low, high) for low, high in ranges))
+                    for action, ranges in t["exit_actions"] or ()
+                ),
             )
             for t in tasks
         ],
@@ -235,10 +337,21 @@ def _workflow(row: Any, groups: list[StoredGroup]) -> StoredWorkflow:
         status=row["status"],
         priority=row["priority"],
         submitted_by=row["submitted_by"],
-        submitted_at=row["submitted_at"],
+        submitted_at=_utc(row["submitted_at"]) or row["submitted_at"],
         exec_timeout_s=float(row["exec_timeout_s"]),
         queue_timeout_s=float(row["queue_timeout_s"]),
         spec=row["spec"],
         template=row["template"],
         groups=groups,
+        started_at=_utc(row["started_at"]),
+        ended_at=_utc(row["ended_at"]),
+        cancel_requested_by=row["cancel_requested_by"],
+        message=row["message"],
     )
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    """SQLite hands back naive datetimes; every time corral stores is UTC."""
+    if value is None or value.tzinfo is not None:
+        return value
+    return value.replace(tzinfo=UTC)

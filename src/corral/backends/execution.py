@@ -1,0 +1,118 @@
+"""How the embedded backend runs a task once its pod is bound: the TaskExecutor port and the
+simulated executor (a task "runs" for a set duration and exits with a set code).
+
+Executors keep no state in memory: what they need survives in the database (``started_at``)
+or on disk, so a restarted server picks up tasks that were running before it stopped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+from corral.domain.durations import parse_duration
+
+CONTROL_CONTAINER = "osmo-ctrl"
+DURATION_ENV = "CORRAL_SIMULATED_DURATION"
+EXIT_CODE_ENV = "CORRAL_SIMULATED_EXIT_CODE"
+
+
+@dataclass(frozen=True)
+class TaskRun:
+    """One attempt of one task: its pod and when it started."""
+
+    task_uuid: str
+    retry_id: int
+    pod: Mapping[str, Any]
+    started_at: datetime
+
+
+@dataclass(frozen=True)
+class Exit:
+    code: int
+    message: str = ""
+
+
+class TaskExecutor(Protocol):
+    def start(self, run: TaskRun) -> None:
+        """Start the attempt; starting one that was started before does nothing."""
+
+    def poll(self, run: TaskRun, now: datetime) -> Exit | None:
+        """How the attempt ended, or None while it runs."""
+
+    def stop(self, run: TaskRun) -> None:
+        """End the attempt (cancel, timeout, a failed sibling); idempotent."""
+
+    def logs(self, run: TaskRun) -> str:
+        """What the attempt printed so far."""
+
+
+def task_container(pod: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The pod's task container: the first one that is not the ``osmo-ctrl`` sidecar."""
+    containers = pod["spec"]["containers"]
+    return next((c for c in containers if c.get("name") != CONTROL_CONTAINER), containers[0])
+
+
+def container_env(pod: Mapping[str, Any]) -> dict[str, str]:
+    """The literal env values of the task container (``valueFrom`` has no local meaning)."""
+    return {
+        entry["name"]: str(entry["value"])
+        for entry in task_container(pod).get("env", ())
+        if "value" in entry
+    }
+
+
+class SimulatedExecution:
+    """Tasks that take ``duration`` (or their ``CORRAL_SIMULATED_DURATION``) and exit 0 (or
+    their ``CORRAL_SIMULATED_EXIT_CODE``), for what-if runs of large clusters."""
+
+    def __init__(self, duration: timedelta) -> None:
+        self.duration = duration
+
+    def start(self, run: TaskRun) -> None:
+        del run  # nothing runs: poll compares the clock with started_at
+
+    def poll(self, run: TaskRun, now: datetime) -> Exit | None:
+        duration, code = self._plan(run)
+        if now - run.started_at < duration:
+            return None
+        return Exit(code)
+
+    def stop(self, run: TaskRun) -> None:
+        del run
+
+    def logs(self, run: TaskRun) -> str:
+        duration, code = self._plan(run)
+        argv = [
+            *task_container(run.pod).get("command", ()),
+            *task_container(run.pod).get("args", ()),
+        ]
+        return (
+            f"corral: simulated task (retry {run.retry_id}) started at "
+            f"{run.started_at.isoformat()}: {' '.join(str(a) for a in argv)}\n"
+            f"corral: runs for {duration.total_seconds():g}s, then exits with code {code}\n"
+        )
+
+    def _plan(self, run: TaskRun) -> tuple[timedelta, int]:
+        env = container_env(run.pod)
+        duration = self.duration
+        code = 0
+        # The spec was validated at submission; a bad value here falls back to the default.
+        try:
+            if DURATION_ENV in env:
+                duration = _duration(env[DURATION_ENV])
+            if EXIT_CODE_ENV in env:
+                code = int(env[EXIT_CODE_ENV])
+        except ValueError:
+            pass
+        return duration, code
+
+
+def _duration(text: str) -> timedelta:
+    """Seconds (``"2.5"``) or an OSMO duration (``"10s"``, ``"PT1M"``)."""
+    try:
+        return timedelta(seconds=float(text))
+    except ValueError:
+        return parse_duration(text)
