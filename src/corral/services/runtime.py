@@ -10,8 +10,13 @@ from pathlib import Path
 import platformdirs
 from sqlalchemy import Engine, text
 
+from corral.backends.execution import SimulatedExecution, TaskExecutor, TaskRun
+from corral.backends.local_execution import LocalProcessExecution
 from corral.domain.cluster import Cluster, parse_cluster
+from corral.domain.config_types import ConfigType
+from corral.domain.configs import Execution
 from corral.domain.defaults import initial_bundle
+from corral.domain.durations import parse_duration
 from corral.errors import UserError
 from corral.files import read_bundle_directory
 from corral.services.config_service import ConfigService, WriteMeta, WriteResult
@@ -21,7 +26,7 @@ from corral.store.config_store import ConfigStore
 from corral.store.database import make_engine, migrate
 from corral.store.tokens import TokenStore
 from corral.store.users import UserStore
-from corral.store.workflows import WorkflowStore
+from corral.store.workflows import StoredTask, StoredWorkflow, WorkflowStore, pod_of
 
 Clock = Callable[[], datetime]
 
@@ -43,6 +48,22 @@ class Runtime:
     objects: ClusterObjectStore
     #: Where local-process tasks get their work directories and logs.
     work_dir: Path
+
+    def executor(self, backend: str) -> TaskExecutor:
+        """How ``backend`` runs tasks, per its BACKEND ``execution`` setting."""
+        settings = self.configs.state().get(ConfigType.BACKEND, {}).get(backend) or {}
+        execution = Execution.model_validate(settings.get("execution") or {})
+        if execution.mode == "local_processes":
+            return LocalProcessExecution(self.work_dir)
+        return SimulatedExecution(parse_duration(execution.simulated_duration))
+
+    def task_logs(self, workflow: StoredWorkflow, task: StoredTask) -> str:
+        """What the latest attempt of ``task`` printed ("" before it started)."""
+        if task.started_at is None:
+            return ""
+        pod = pod_of(workflow, task)
+        run = TaskRun(task.uuid, task.retry_id, pod, task.started_at)
+        return self.executor(workflow.backend).logs(run)
 
     def database_ok(self) -> bool:
         try:

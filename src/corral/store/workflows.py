@@ -355,3 +355,12 @@ def _utc(value: datetime | None) -> datetime | None:
     if value is None or value.tzinfo is not None:
         return value
     return value.replace(tzinfo=UTC)
+
+
+def pod_of(workflow: StoredWorkflow, task: StoredTask) -> dict[str, Any]:
+    """The stored Pod manifest of ``task``."""
+    for group in workflow.groups:
+        for manifest in group.manifests:
+            if manifest["kind"] == "Pod" and manifest["metadata"]["name"] == task.pod_name:
+                return manifest
+    raise LookupError(f"task {task.name} of {workflow.workflow_id} has no stored pod")
