@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -56,7 +57,7 @@ def configure_logging() -> None:
 SUPPORTED_DATABASES = ("sqlite", "postgresql")
 
 
-def _open_or_exit(url: str, cluster_file: Path | None) -> Runtime:
+def _open_or_exit(url: str, cluster_file: Path | None, work_dir: Path) -> Runtime:
     """Open the database, or explain in one line why not (no traceback for a bad URL)."""
     from sqlalchemy.exc import SQLAlchemyError
 
@@ -77,7 +78,7 @@ def _open_or_exit(url: str, cluster_file: Path | None) -> Runtime:
         )
         raise typer.Exit(2)
     try:
-        return open_runtime(url, cluster=cluster)
+        return open_runtime(url, cluster=cluster, work_dir=work_dir)
     except (SQLAlchemyError, OSError) as err:
         reason = str(getattr(err, "orig", None) or err).strip().splitlines()[0]
         console.print(
@@ -123,6 +124,13 @@ def server(
             envvar="CORRAL_OIDC_JWKS_URL", help="The issuer's JWKS [default: from discovery]."
         ),
     ] = None,
+    tick_seconds: Annotated[
+        float,
+        typer.Option(
+            min=0.01,
+            help="How often the lifecycle controller advances workflows, in seconds.",
+        ),
+    ] = 0.5,
     oidc_groups_claim: Annotated[
         str,
         typer.Option(envvar="CORRAL_OIDC_GROUPS_CLAIM", help="Claim listing the user's groups."),
@@ -134,6 +142,7 @@ def server(
 
     from corral.api.app import create_app
     from corral.api.auth import AuthSettings
+    from corral.services.lifecycle import run_until_stopped
     from corral.services.oidc import OidcSettings
     from corral.services.runtime import load_examples
     from corral.store.database import sqlite_url
@@ -142,7 +151,7 @@ def server(
     directory = data_dir or Path(platformdirs.user_data_dir("corral"))
     directory.mkdir(parents=True, exist_ok=True)
     url = database_url or sqlite_url(directory)
-    runtime = _open_or_exit(url, cluster)
+    runtime = _open_or_exit(url, cluster, directory / "tasks")
     if demo:
         result = load_examples(runtime, examples_directory())
         loaded = ", ".join(f"{r.config_type.value} r{r.revision}" for r in result.revisions)
@@ -161,4 +170,16 @@ def server(
         )
         auth = dataclasses.replace(auth, oidc=oidc)
         console.print(f"Trusting tokens of the OIDC issuer {oidc_issuer}.")
-    uvicorn.run(create_app(runtime, auth), host=host, port=port, log_level="warning")
+    stop = threading.Event()
+    controller = threading.Thread(
+        target=run_until_stopped,
+        args=(runtime.lifecycle(), tick_seconds, stop),
+        name="corral-lifecycle",
+        daemon=True,
+    )
+    controller.start()
+    try:
+        uvicorn.run(create_app(runtime, auth), host=host, port=port, log_level="warning")
+    finally:
+        stop.set()
+        controller.join(timeout=10)

@@ -20,6 +20,7 @@ from corral.domain.durations import parse_duration
 from corral.errors import UserError
 from corral.files import read_bundle_directory
 from corral.services.config_service import ConfigService, WriteMeta, WriteResult
+from corral.services.lifecycle import LifecycleController
 from corral.services.submission import SubmissionService
 from corral.store.cluster_objects import ClusterObjectStore
 from corral.store.config_store import ConfigStore
@@ -64,6 +65,17 @@ class Runtime:
         pod = pod_of(workflow, task)
         run = TaskRun(task.uuid, task.retry_id, pod, task.started_at)
         return self.executor(workflow.backend).logs(run)
+
+    def lifecycle(self, clock: Clock = utc_now) -> LifecycleController:
+        """The controller that runs this runtime's workflows on the embedded cluster."""
+        return LifecycleController(
+            workflows=self.workflows,
+            objects=self.objects,
+            state=self.configs.state,
+            nodes=lambda: self.cluster.nodes,
+            executor=self.executor,
+            clock=clock,
+        )
 
     def database_ok(self) -> bool:
         try:

@@ -37,10 +37,12 @@ class ClusterObjectStore:
         self._engine = engine
         self._clock = clock
 
-    def apply(self, backend: str, manifest: Mapping[str, Any]) -> bool:
-        """Create the object unless it exists (a re-apply after a crash is a no-op); True if
-        it was created."""
-        metadata = manifest.get("metadata") or {}
+    def apply(self, backend: str, manifest: Mapping[str, Any], namespace: str) -> bool:
+        """Create the object in its own namespace or else ``namespace`` (as ``kubectl apply
+        -n``) unless it exists: a re-apply after a crash is a no-op. True if it was created."""
+        metadata = dict(manifest.get("metadata") or {})
+        metadata.setdefault("namespace", namespace)
+        manifest = {**manifest, "metadata": metadata}
         key = _key(backend, manifest)
         with self._engine.begin() as connection:
             if connection.execute(select(cluster_objects.c.id).where(*key)).first():
@@ -51,7 +53,7 @@ class ClusterObjectStore:
                     backend=backend,
                     api_version=manifest["apiVersion"],
                     kind=manifest["kind"],
-                    namespace=metadata.get("namespace", ""),
+                    namespace=metadata["namespace"],
                     name=metadata["name"],
                     group_uuid=labels.get(GROUP_LABEL),
                     labels=labels,
@@ -128,12 +130,12 @@ class ClusterObjectStore:
 
 
 def _key(backend: str, manifest: Mapping[str, Any]) -> Sequence[Any]:
-    metadata = manifest.get("metadata") or {}
+    metadata = manifest["metadata"]
     return (
         cluster_objects.c.backend == backend,
         cluster_objects.c.api_version == manifest["apiVersion"],
         cluster_objects.c.kind == manifest["kind"],
-        cluster_objects.c.namespace == metadata.get("namespace", ""),
+        cluster_objects.c.namespace == metadata["namespace"],
         cluster_objects.c.name == metadata["name"],
     )
 

@@ -51,6 +51,15 @@ class Changes:
 
 
 @dataclass(frozen=True)
+class UncleanedGroup:
+    uuid: str
+    backend: str
+    namespace: str
+    #: ``[apiVersion, kind]`` of every object the group was given, in creation order.
+    kinds: list[list[str]]
+
+
+@dataclass(frozen=True)
 class StoredTask:
     name: str
     uuid: str
@@ -195,6 +204,26 @@ class WorkflowStore:
                 .order_by(workflows.c.submitted_at, workflows.c.workflow_id)
             ).all()
         return [row[0] for row in rows]
+
+    def uncleaned_groups(self, finished: Sequence[str]) -> list[UncleanedGroup]:
+        """Groups in one of the ``finished`` statuses whose objects may still exist."""
+        query = (
+            select(
+                workflows.c.backend,
+                workflows.c.namespace,
+                workflow_groups.c.group_uuid,
+                workflow_groups.c.resource_kinds,
+            )
+            .join(workflows, workflows.c.workflow_id == workflow_groups.c.workflow_id)
+            .where(workflow_groups.c.cleaned.is_(False))
+            .where(workflow_groups.c.status.in_(list(finished)))
+        )
+        with self._engine.connect() as connection:
+            rows = connection.execute(query).all()
+        return [
+            UncleanedGroup(row.group_uuid, row.backend, row.namespace, row.resource_kinds)
+            for row in rows
+        ]
 
     def request_cancel(self, workflow_id: str, username: str) -> bool:
         """Ask the controller to cancel; False when the workflow had already finished."""

@@ -1,0 +1,143 @@
+"""One scheduling pass of the embedded backend: what is already bound, the queues, and the
+order in which waiting task groups are offered to the scheduler (KAI's fair share).
+
+Order: queues first — a queue below its GPU ``guarantee`` before one at or above it, then the
+queue using the fewest GPUs per unit of ``weight`` — and inside a queue HIGH before NORMAL
+before LOW, older before newer. A group that does not fit does not block the ones behind it.
+LOW groups are preemptible in OSMO: they neither count against nor are limited by the quota.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from corral.domain.config_types import ConfigType
+from corral.domain.nodes import Node
+from corral.domain.topology import QUEUE_LABEL, queue_name
+from corral.scheduler import Binding, ClusterSnapshot, Pending, Placement, Queue, QueueUsage
+from corral.scheduler.gang import place_group
+from corral.scheduler.resources import pod_demand
+from corral.store.cluster_objects import ClusterObject
+
+log = structlog.get_logger("corral.placement")
+
+PRIORITY_RANK = {"HIGH": 0, "NORMAL": 1, "LOW": 2}
+PRIORITY_LABEL = "osmo.priority"
+POD_GROUP_KIND = ("scheduling.run.ai/v2alpha2", "PodGroup")
+
+
+@dataclass(frozen=True)
+class WaitingGroup:
+    """A task group in SCHEDULING, with what the scheduler needs to place it."""
+
+    key: str  # the group uuid
+    levels: tuple[str, ...]  # the pool's topology labels, coarsest first
+    priority: str
+    age: tuple[Any, ...]  # sorts older groups first
+    manifests: Sequence[Mapping[str, Any]]
+
+    @property
+    def queue(self) -> str:
+        pod_group = _pod_group(self.manifests)
+        return str(((pod_group or {}).get("spec") or {}).get("queue") or "")
+
+
+def pool_queues(state: Mapping[ConfigType, Any]) -> list[Queue]:
+    """One queue per pool, named as the submission pipeline names the PodGroups' queue."""
+    backends = state.get(ConfigType.BACKEND, {})
+    queues = []
+    for name, pool in state.get(ConfigType.POOL, {}).items():
+        namespace = (backends.get(pool.get("backend")) or {}).get("k8s_namespace", "default")
+        gpu = (pool.get("resources") or {}).get("gpu") or {}
+        maximum = int(gpu.get("maximum", -1))
+        queues.append(
+            Queue(
+                queue_name(namespace, name),
+                gpu_guarantee=max(int(gpu.get("guarantee", -1)), 0),
+                gpu_maximum=None if maximum < 0 else maximum,
+                weight=int(gpu.get("weight", 1)),
+            )
+        )
+    return queues
+
+
+class SchedulingPass:
+    """Snapshots (one per set of topology levels) of the nodes with every bound pod taken,
+    kept in step as groups are placed."""
+
+    def __init__(
+        self, nodes: Sequence[Node], bound: Iterable[ClusterObject], queues: Iterable[Queue]
+    ) -> None:
+        self._nodes = nodes
+        self._names = {node.name for node in nodes}
+        self._snapshots: dict[tuple[str, ...], ClusterSnapshot] = {}
+        self._bindings: list[Binding] = []
+        self.usage = QueueUsage(queues)
+        for pod in bound:
+            self._take_existing(pod)
+
+    def _take_existing(self, pod: ClusterObject) -> None:
+        if pod.node not in self._names:
+            log.warning("bound pod on an unknown node ignored", pod=pod.name, node=pod.node)
+            return
+        demand = pod_demand(pod.body.get("spec") or {})
+        self._bindings.append(Binding(pod.name, pod.node, demand))
+        queue = pod.labels.get(QUEUE_LABEL, "")
+        if queue in self.usage.used and pod.labels.get(PRIORITY_LABEL) != "LOW":
+            self.usage.used[queue] += demand.gpu
+
+    def snapshot(self, levels: tuple[str, ...]) -> ClusterSnapshot:
+        found = self._snapshots.get(levels)
+        if found is None:
+            found = ClusterSnapshot.from_nodes(self._nodes, levels)
+            for binding in self._bindings:
+                try:
+                    found.bind([binding])
+                except ValueError:  # the cluster description shrank under a running pod
+                    log.warning("bound pod does not fit its node", pod=binding.pod)
+            self._snapshots[levels] = found
+        return found
+
+    def place(self, group: WaitingGroup) -> Placement | Pending:
+        """Place ``group``; on success its pods are taken in every snapshot."""
+        pods = [m for m in group.manifests if m["kind"] == "Pod"]
+        pod_group = _pod_group(group.manifests)
+        low = group.priority == "LOW"
+        if pod_group is None:
+            # The default scheduler has no gangs; placing the pods together still keeps a
+            # group from starting half-way, which is what its tasks expect of each other.
+            pod_group = {"spec": {"minMember": len(pods)}}
+        result = place_group(
+            self.snapshot(group.levels), pod_group, pods, None if low else self.usage
+        )
+        if isinstance(result, Placement):
+            self._bindings.extend(result.bindings)
+            for snapshot in self._snapshots.values():
+                snapshot.bind(result.bindings)
+            if not low and result.queue in self.usage.used:
+                self.usage.used[result.queue] += result.gpus
+        return result
+
+    def order(self, waiting: Iterable[WaitingGroup]) -> list[WaitingGroup]:
+        """The order to offer groups in (module docstring); usage as it stands now."""
+        return sorted(
+            waiting,
+            key=lambda g: (self._share(g.queue), PRIORITY_RANK.get(g.priority, 1), g.age),
+        )
+
+    def _share(self, queue: str) -> tuple[int, float]:
+        found = self.usage.queues.get(queue)
+        if found is None:
+            return (1, 0.0)
+        used = self.usage.used[queue]
+        below_guarantee = used < found.gpu_guarantee
+        per_weight = used / found.weight if found.weight else float("inf")
+        return (0 if below_guarantee else 1, per_weight)
+
+
+def _pod_group(manifests: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    return next((m for m in manifests if (m["apiVersion"], m["kind"]) == POD_GROUP_KIND), None)
