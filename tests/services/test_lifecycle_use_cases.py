@@ -114,7 +114,7 @@ def test_a_compute_domain_exists_before_the_pods_and_is_gone_after(world: World)
     status, pool = world.api.call("GET", "/api/configs/pool/nvl72")
     assert status == 200 and pool["common_group_templates"] == []
     world.run_until(lambda: world.workflow(workflow_id).status == "RUNNING")
-    assert [o.kind for o in world.runtime.objects.of_group(group.uuid)][0] == "ComputeDomain"
+    assert world.runtime.objects.of_group(group.uuid)[0].kind == "ComputeDomain"
 
     world.finish(workflow_id)
     assert world.workflow(workflow_id).status == "COMPLETED"

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-CONTROL_CONTAINER = "osmo-ctrl"
+from corral.backends.execution import task_container
+
 #: What a task sees of the server's environment: enough to find programs, nothing else.
 INHERITED = ("PATH", "LANG", "LC_ALL", "TZ")
 NOT_FOUND = 127
@@ -38,7 +39,7 @@ class ProcessSpec:
 
 def process_spec(pod: Mapping[str, Any], workdir: Path, log_path: Path) -> ProcessSpec:
     """The process of a pod's task container (the first one that is not ``osmo-ctrl``)."""
-    container = next(c for c in pod["spec"]["containers"] if c.get("name") != CONTROL_CONTAINER)
+    container = task_container(pod)
     argv = (*container.get("command", ()), *container.get("args", ()))
     env = {name: os.environ[name] for name in INHERITED if name in os.environ}
     env["HOME"] = str(workdir)

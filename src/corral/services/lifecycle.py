@@ -222,12 +222,15 @@ class _Advance:
         self.task_status = {t.uuid: TaskStatus(t.status) for g in workflow.groups for t in g.tasks}
 
     def run(self) -> None:
-        ending = self._workflow_ending()
+        canceled = self.workflow.cancel_requested_by is not None
         for group in self.workflow.groups:
-            if ending is not None:
-                self._end_group(group, ending)
-            elif self._queue_timed_out(group):
-                self._end_group(group, TaskStatus.FAILED_QUEUE_TIMEOUT)
+            if canceled:
+                message = f"Canceled by {self.workflow.cancel_requested_by}."
+                self._end_group(group, TaskStatus.FAILED_CANCELED, message)
+            elif self._timed_out(group, TaskStatus.SCHEDULING, self.workflow.queue_timeout_s):
+                self._end_group(group, TaskStatus.FAILED_QUEUE_TIMEOUT, "Queue timeout.")
+            elif self._timed_out(group, TaskStatus.RUNNING, self.workflow.exec_timeout_s):
+                self._end_group(group, TaskStatus.FAILED_EXEC_TIMEOUT, "Exec timeout.")
             elif self.group_status[group.name] in _RUNNING_STATES:
                 self._follow_tasks(group)
         self._fail_downstream()
@@ -237,23 +240,13 @@ class _Advance:
 
     # -- ending -----------------------------------------------------------------------------
 
-    def _workflow_ending(self) -> TaskStatus | None:
-        if self.workflow.cancel_requested_by:
-            return TaskStatus.FAILED_CANCELED
-        started = self.workflow.started_at
-        limit = timedelta(seconds=self.workflow.exec_timeout_s)
-        if started is not None and self.now - started > limit:
-            return TaskStatus.FAILED_EXEC_TIMEOUT
-        return None
-
-    def _queue_timed_out(self, group: StoredGroup) -> bool:
-        since = group.scheduling_at
-        limit = timedelta(seconds=self.workflow.queue_timeout_s)
-        return (
-            self.group_status[group.name] is TaskStatus.SCHEDULING
-            and since is not None
-            and self.now - since > limit
-        )
+    def _timed_out(self, group: StoredGroup, status: TaskStatus, limit_s: float) -> bool:
+        """Whether ``group`` has been in ``status`` (queued: since SCHEDULING; running: since
+        RUNNING) for longer than ``limit_s`` seconds."""
+        if self.group_status[group.name] is not status:
+            return False
+        since = group.scheduling_at if status is TaskStatus.SCHEDULING else group.started_at
+        return since is not None and self.now - since > timedelta(seconds=limit_s)
 
     def _end_group(self, group: StoredGroup, status: TaskStatus, message: str = "") -> None:
         """Stop whatever of ``group`` still runs; every unfinished task and the group end as
