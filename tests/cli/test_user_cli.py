@@ -29,7 +29,8 @@ def test_user_lifecycle_and_access(live_server: LiveServer) -> None:
     token = done.stdout.strip()
     assert token.startswith("corral_") and "\n" not in token
 
-    pools = json.loads(ok(server, "pool", "list", "--format", "json", token=token))["pools"]
+    quota = json.loads(ok(server, "pool", "list", "--format", "json", token=token))
+    pools = [pool for node_set in quota["node_sets"] for pool in node_set["pools"]]
     assert [p["name"] for p in pools] == ["default"]
     assert "default" in ok(server, "pool", "list", token=token)
     profile = json.loads(ok(server, "profile", "show", "--format", "json", token=token))

@@ -114,6 +114,16 @@ class World:
         ]
 
 
+def simulate(api: Api) -> None:
+    """Run the default backend's tasks as simulations, on the test's clock."""
+    status, body = api.call(
+        "POST",
+        "/api/configs/backend/default",
+        json={"configs_dict": {"execution": {"mode": "simulate", "simulated_duration": "5s"}}},
+    )
+    assert status == 200, body
+
+
 def filler_pod(name: str, gpus: int) -> dict[str, Any]:
     limits = {"nvidia.com/gpu": str(gpus)}
     return {

@@ -10,7 +10,7 @@ import pytest
 
 from corral.files import read_bundle_directory
 from tests.conftest import REPO, Api
-from tests.services.lifecycle_world import Clock, World, task, workflow_yaml
+from tests.services.lifecycle_world import Clock, World, simulate, task, workflow_yaml
 
 
 @pytest.fixture
@@ -18,6 +18,7 @@ def world(api: Api) -> Iterator[World]:
     bundle, _ = read_bundle_directory(REPO / "examples" / "configs")
     status, body = api.call("POST", "/api/configs/apply", json={"bundle": bundle})
     assert status == 200, body
+    simulate(api)
     clock = Clock()
     yield World(api, clock, api.runtime.lifecycle(clock))
 

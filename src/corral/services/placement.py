@@ -87,7 +87,7 @@ class SchedulingPass:
         demand = pod_demand(pod.body.get("spec") or {})
         self._bindings.append(Binding(pod.name, pod.node, demand))
         queue = pod.labels.get(QUEUE_LABEL, "")
-        if queue in self.usage.used and pod.labels.get(PRIORITY_LABEL) != "LOW":
+        if queue in self.usage.used and pod.labels.get(PRIORITY_LABEL, "").upper() != "LOW":
             self.usage.used[queue] += demand.gpu
 
     def snapshot(self, levels: tuple[str, ...]) -> ClusterSnapshot:
