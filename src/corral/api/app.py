@@ -19,6 +19,7 @@ from corral.api.auth import Authorizer, AuthSettings, config_roles
 from corral.api.config_routes import Caller, build_router
 from corral.api.metrics import Metrics
 from corral.api.pool_routes import build_pool_router
+from corral.api.resource_routes import build_resource_router
 from corral.api.user_routes import build_user_router
 from corral.api.workflow_routes import build_workflow_router
 from corral.domain.documents import position_of
@@ -47,7 +48,14 @@ def create_app(runtime: Runtime, auth: AuthSettings | None = None) -> FastAPI:
 
     app.include_router(build_router(runtime.configs, authorizer, count_write))
     app.include_router(build_pool_router(runtime.configs, authorizer))
-    app.include_router(build_workflow_router(runtime.submissions, runtime.workflows, authorizer))
+    app.include_router(
+        build_resource_router(runtime.configs, authorizer, runtime.cluster, runtime.objects)
+    )
+    app.include_router(
+        build_workflow_router(
+            runtime.submissions, runtime.workflows, authorizer, runtime.configs, runtime.task_logs
+        )
+    )
     app.include_router(
         build_user_router(runtime.configs, authorizer, runtime.users, runtime.tokens)
     )

@@ -1,15 +1,24 @@
-"""``POST /api/pool/{pool}/workflow`` (submit, dry run, validate) and ``/api/workflow`` views."""
+"""``POST /api/pool/{pool}/workflow`` (submit, dry run, validate) and ``/api/workflow`` views:
+query, cancel, logs and explain."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from fastapi import APIRouter
+from fastapi.responses import PlainTextResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from corral.api.auth import Authorizer, Principal
 from corral.api.config_routes import Caller
+from corral.domain.config_types import ConfigType
+from corral.domain.explain_workflow import explain_workflow
+from corral.domain.statuses import WorkflowStatus
 from corral.domain.workflow_plan import PlannedGroup
+from corral.errors import ConflictError, NotFoundError
+from corral.services.config_service import ConfigService
 from corral.services.submission import (
     Mode,
     SubmissionService,
@@ -17,9 +26,17 @@ from corral.services.submission import (
     SubmitRequest,
     SubmittingUser,
 )
-from corral.store.workflows import StoredGroup, StoredWorkflow, WorkflowStore
+from corral.store.workflows import StoredGroup, StoredTask, StoredWorkflow, WorkflowStore
 
 VALIDATED = "Workflow validation succeeded."
+
+#: What the latest attempt of a task printed ("" before it started): ``Runtime.task_logs``.
+TaskLogs = Callable[[StoredWorkflow, StoredTask], str]
+Clock = Callable[[], datetime]
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
 
 
 class TemplateSpec(BaseModel):
@@ -35,7 +52,12 @@ class TemplateSpec(BaseModel):
 
 
 def build_workflow_router(
-    submissions: SubmissionService, store: WorkflowStore, authorizer: Authorizer
+    submissions: SubmissionService,
+    store: WorkflowStore,
+    authorizer: Authorizer,
+    configs: ConfigService,
+    task_logs: TaskLogs,
+    clock: Clock = utc_now,
 ) -> APIRouter:
     router = APIRouter(tags=["workflows"])
 
@@ -97,11 +119,87 @@ def build_workflow_router(
     @router.get("/api/workflow/{workflow_id}")
     def query(caller: Caller, workflow_id: str, verbose: bool = False) -> dict[str, Any]:
         """A workflow, its groups and tasks; ``verbose=true`` adds each group's manifests."""
+        return _workflow_view(readable(caller, workflow_id), verbose=verbose)
+
+    @router.post("/api/workflow/{workflow_id}/cancel")
+    def cancel(caller: Caller, workflow_id: str) -> dict[str, Any]:
+        """Ask the lifecycle controller to cancel: the submitter, or whoever may
+        ``workflow:Cancel`` on the workflow's pool. 409 once finished or already canceling."""
+        workflow = store.get(workflow_id)
+        if caller.username != workflow.submitted_by:
+            authorizer.check(caller, "workflow:Cancel", f"pool/{workflow.pool}")
+        if not store.request_cancel(workflow_id, caller.username):
+            raise ConflictError(_not_cancelable(store.get(workflow_id)))
+        return {
+            "workflow_id": workflow_id,
+            "message": f"Cancel requested for workflow {workflow_id}; its tasks will be "
+            "stopped and it will end FAILED_CANCELED.",
+        }
+
+    @router.get("/api/workflow/{workflow_id}/logs", response_class=PlainTextResponse)
+    def logs(caller: Caller, workflow_id: str, task: str | None = None) -> PlainTextResponse:
+        """One task's latest attempt's log as text; without ``task``, every task's, each under
+        a ``==> <task> (retry N) <==`` header."""
+        workflow = readable(caller, workflow_id)
+        tasks = [t for group in workflow.groups for t in group.tasks]
+        if task is None:
+            sections = [
+                f"==> {t.name} (retry {t.retry_id}) <==\n{_task_log(workflow, t, task_logs)}"
+                for t in tasks
+            ]
+            return PlainTextResponse("\n".join(sections))
+        for candidate in tasks:
+            if candidate.name == task:
+                return PlainTextResponse(_task_log(workflow, candidate, task_logs))
+        raise NotFoundError(
+            f"Workflow {workflow_id} has no task {task}. Its tasks: "
+            f"{', '.join(t.name for t in tasks)}."
+        )
+
+    @router.get("/api/workflow/{workflow_id}/explain")
+    def explain(caller: Caller, workflow_id: str) -> dict[str, Any]:
+        """Per group: its status and, in one line, why it is there."""
+        workflow = readable(caller, workflow_id)
+        pool = configs.state()[ConfigType.POOL].get(workflow.pool) or {}
+        found = explain_workflow(
+            workflow, clock(), pool_in_maintenance=bool(pool.get("enable_maintenance"))
+        )
+        return {
+            "workflow_id": found.workflow_id,
+            "status": found.status,
+            "summary": found.summary,
+            "groups": [
+                {"name": g.name, "status": g.status, "reason": g.reason} for g in found.groups
+            ],
+        }
+
+    def readable(caller: Principal, workflow_id: str) -> StoredWorkflow:
+        """The workflow (404), if the caller may ``workflow:Read`` on its pool (403)."""
         workflow = store.get(workflow_id)
         authorizer.check(caller, "workflow:Read", f"pool/{workflow.pool}")
-        return _workflow_view(workflow, verbose=verbose)
+        return workflow
 
     return router
+
+
+def _not_cancelable(workflow: StoredWorkflow) -> str:
+    if workflow.status in {status.value for status in WorkflowStatus if status.alive}:
+        return (
+            f"Workflow {workflow.workflow_id} is already being canceled "
+            f"(requested by {workflow.cancel_requested_by})."
+        )
+    return (
+        f"Workflow {workflow.workflow_id} already finished ({workflow.status}); "
+        "there is nothing to cancel."
+    )
+
+
+def _task_log(workflow: StoredWorkflow, task: StoredTask, task_logs: TaskLogs) -> str:
+    """The task's log ending with a newline; a note line when it has not started."""
+    if task.started_at is None:
+        return f"corral: task {task.name} has not started ({task.status})\n"
+    text = task_logs(workflow, task)
+    return text if not text or text.endswith("\n") else text + "\n"
 
 
 def _dry_run(outcome: SubmitOutcome) -> dict[str, Any]:
@@ -151,6 +249,10 @@ def _workflow_view(workflow: StoredWorkflow, *, verbose: bool) -> dict[str, Any]
         "exec_timeout_s": workflow.exec_timeout_s,
         "queue_timeout_s": workflow.queue_timeout_s,
         "spec": workflow.spec,
+        "started_at": _iso(workflow.started_at),
+        "ended_at": _iso(workflow.ended_at),
+        "cancel_requested_by": workflow.cancel_requested_by,
+        "message": workflow.message,
         "groups": [_stored_group(group, verbose=verbose) for group in workflow.groups],
     }
 
@@ -162,6 +264,11 @@ def _stored_group(group: StoredGroup, *, verbose: bool) -> dict[str, Any]:
         "status": group.status,
         "upstream": group.upstream,
         "resource_kinds": group.resource_kinds,
+        "domains": dict(sorted((group.domains or {}).items())),
+        "scheduling_at": _iso(group.scheduling_at),
+        "started_at": _iso(group.started_at),
+        "ended_at": _iso(group.ended_at),
+        "pending_reason": group.pending_reason,
         "tasks": [
             {
                 "name": t.name,
@@ -171,6 +278,11 @@ def _stored_group(group: StoredGroup, *, verbose: bool) -> dict[str, Any]:
                 "lead": t.lead,
                 "status": t.status,
                 "retry_id": t.retry_id,
+                "node": t.node,
+                "exit_code": t.exit_code,
+                "started_at": _iso(t.started_at),
+                "ended_at": _iso(t.ended_at),
+                "message": t.message,
             }
             for t in group.tasks
         ],
@@ -178,3 +290,7 @@ def _stored_group(group: StoredGroup, *, verbose: bool) -> dict[str, Any]:
     if verbose:
         view["manifests"] = group.manifests
     return view
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.astimezone(UTC).isoformat() if moment else None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from corral.cli import config_cmd, pool_cmd, user_cmd, workflow_cmd
+from corral.cli import config_cmd, pool_cmd, resource_cmd, user_cmd, workflow_cmd
 from corral.cli.server_cmd import server
 
 app = typer.Typer(
@@ -16,6 +16,7 @@ app = typer.Typer(
 app.command()(server)
 app.add_typer(config_cmd.app, name="config")
 app.add_typer(pool_cmd.app, name="pool")
+app.add_typer(resource_cmd.app, name="resource")
 app.add_typer(user_cmd.app, name="user")
 app.add_typer(user_cmd.profile_app, name="profile")
 app.add_typer(workflow_cmd.app, name="workflow")

@@ -1,5 +1,6 @@
 """``corral pool ...``: views of a pool.
 
+``pool list`` prints OSMO's GPU quota table (``GET /api/pool_quota``, docs/resources.md).
 ``pool topology`` lists the topology keys workflows may use. ``pool render`` asks the server
 (``GET /api/pool/{pool}/render``) to merge and render one platform of a pool for a sample task,
 and prints the result: the pod template, which template set each field, the default variables,
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from enum import StrEnum
 from typing import Annotated, Any
 from urllib.parse import quote
 
@@ -32,22 +34,88 @@ app = typer.Typer(
 # ------------------------------------------------------------------------------------ list
 
 
+class Mode(StrEnum):
+    used = "used"
+    free = "free"
+
+
+ModeOption = Annotated[
+    Mode,
+    typer.Option(
+        "--mode",
+        "-m",
+        case_sensitive=False,
+        help="used: what is used out of what there is; free: what is left.",
+    ),
+]
+
+#: The GPU columns of ``pool list`` per mode: (header, resource_usage field).
+QUOTA_COLUMNS = {
+    Mode.used: (
+        ("Quota Used", "quota_used"),
+        ("Quota Limit", "quota_limit"),
+        ("Total Usage", "total_usage"),
+        ("Total Capacity", "total_capacity"),
+    ),
+    Mode.free: (("Quota Free", "quota_free"), ("Total Free", "total_free")),
+}
+SHARED_SUFFIX = " (shared)"
+
+
 @app.command("list")
 @handle_errors
-def list_pools(output: FormatOption = OutputFormat.text) -> None:
-    """The pools you may submit to."""
-    found = Client().get("/api/pool")
+def list_pools(
+    pools: Annotated[
+        list[str] | None,
+        typer.Option("--pool", "-p", help="Only this pool (repeat for several)."),
+    ] = None,
+    mode: ModeOption = Mode.used,
+    output: FormatOption = OutputFormat.text,
+) -> None:
+    """GPU quota and usage of the pools you may use, grouped by the nodes they share
+    (``GET /api/pool_quota``; see docs/resources.md)."""
+    wanted = list(pools or [])
+    found = Client().get("/api/pool_quota", pools=wanted or None)
     if output is OutputFormat.json:
         print_json(found)
+    else:
+        print_quota_table(found, mode, wanted)
+    shown = {pool["name"] for node_set in found["node_sets"] for pool in node_set["pools"]}
+    missing = [name for name in dict.fromkeys(wanted) if name not in shown]
+    if missing and shown:
+        typer.echo(f"Pools {', '.join(missing)} not found", err=True)
+
+
+def print_quota_table(found: Mapping[str, Any], mode: Mode, wanted: Sequence[str]) -> None:
+    """OSMO's pool table: a two-line header, one row per pool (the pools of a node set
+    together, the shared capacity marked on all but the first), a separator and the sums."""
+    node_sets = found["node_sets"]
+    if not any(node_set["pools"] for node_set in node_sets):
+        echo(
+            f"Pools {', '.join(dict.fromkeys(wanted))} not found"
+            if wanted
+            else "No pools available"
+        )
         return
-    if not found["pools"]:
-        echo("No pool is open to you: ask an admin for a role that grants one.")
-        return
-    rows = [
-        [p["name"], p["status"], p["default_platform"] or "", p["description"]]
-        for p in found["pools"]
-    ]
-    print_table(["Pool", "Status", "Default platform", "Description"], rows)
+    columns = QUOTA_COLUMNS[mode]
+    rows = []
+    for node_set in node_sets:
+        for index, pool in enumerate(node_set["pools"]):
+            usage = pool["resource_usage"]
+            cells = [str(usage[key]) for _, key in columns]
+            if index:
+                cells[-1] += SHARED_SUFFIX
+            rows.append([pool["name"], pool["description"] or "", pool["status"], *cells])
+    total = found["resource_sum"]
+    lines = columns_text(
+        [
+            ["Pool", "Description", "Status", "GPU [#]"] + [""] * (len(columns) - 1),
+            ["", "", "", *(title for title, _ in columns)],
+        ],
+        rows,
+        ["", "", "", *(str(total[key]) for _, key in columns)],
+    )
+    echo("\n".join(lines))
 
 
 # ---------------------------------------------------------------------------------- render
@@ -133,6 +201,33 @@ def heading(title: str) -> None:
 def section(title: str) -> None:
     echo()
     Console(highlight=False).print(Text(title, style="bold"))
+
+
+def columns_text(
+    header: Sequence[Sequence[str]],
+    rows: Sequence[Sequence[str]],
+    total: Sequence[str] | None = None,
+    gap: int = 3,
+) -> list[str]:
+    """OSMO's plain table layout: left-aligned columns ``gap`` spaces apart, the header lines,
+    a line of ``=``, the rows and, with ``total``, another line of ``=`` and the sum row.
+    Plain text without borders, so scripts written against OSMO's output keep working."""
+    every = [*header, *rows, *([total] if total is not None else [])]
+    count = max(len(line) for line in every)
+    widths = [
+        max((len(line[i]) for line in every if i < len(line)), default=0) for i in range(count)
+    ]
+    separator = "=" * (sum(widths) + gap * (count - 1))
+
+    def line(cells: Sequence[str]) -> str:
+        padded = [cell.ljust(width) for cell, width in zip(cells, widths, strict=False)]
+        return (" " * gap).join(padded).rstrip()
+
+    lines = [line(cells) for cells in header]
+    lines += [separator, *(line(cells) for cells in rows)]
+    if total is not None:
+        lines += [separator, line(total)]
+    return lines
 
 
 def print_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:

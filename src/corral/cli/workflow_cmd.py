@@ -1,4 +1,4 @@
-"""``corral workflow ...``: submit, dry-run, validate, query and list workflows.
+"""``corral workflow ...``: submit, dry-run, validate, query, list, cancel, logs and explain.
 
 The pool is ``--pool``, else the user's default pool, else the only pool they may use
 (OSMO's order). The server renders and checks everything; errors point into the file.
@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote
 
+import httpx
 import typer
 import yaml
 
-from corral.cli.client import Client
+from corral.cli.client import ApiError, Client
 from corral.cli.output import (
     FormatOption,
     OutputFormat,
@@ -122,25 +123,7 @@ def query(
     if output is OutputFormat.json:
         print_json(found)
         return
-    echo(f"Workflow ID : {found['name']}")
-    echo(f"Status      : {found['status']}")
-    echo(f"Pool        : {found['pool']}")
-    echo(f"Priority    : {found['priority']}")
-    echo(f"Submitted by: {found['submitted_by']} at {local_time(found['submitted_at'])}")
-    echo()
-    rows = [
-        [
-            group["name"],
-            group["status"],
-            task["name"],
-            task["status"],
-            task["platform"],
-            "yes" if task["lead"] else "",
-        ]
-        for group in found["groups"]
-        for task in group["tasks"]
-    ]
-    print_table(["Group", "Group status", "Task", "Task status", "Platform", "Lead"], rows)
+    print_workflow(found)
     if verbose:
         for group in found["groups"]:
             echo()
@@ -180,7 +163,130 @@ def list_workflows(
     print_table(["Workflow ID", "Pool", "Status", "Priority", "Submitted by", "Submitted"], rows)
 
 
+IdArgument = Annotated[str, typer.Argument(metavar="ID", help="The workflow id.")]
+
+
+@app.command()
+@handle_errors
+def cancel(workflow_id: IdArgument, output: FormatOption = OutputFormat.text) -> None:
+    """Cancel a workflow: its running tasks are stopped, it ends FAILED_CANCELED."""
+    found = Client().request("POST", f"{_path(workflow_id)}/cancel")
+    if output is OutputFormat.json:
+        print_json(found)
+        return
+    echo(found["message"])
+
+
+@app.command()
+@handle_errors
+def logs(
+    workflow_id: IdArgument,
+    task: Annotated[
+        str | None, typer.Option("--task", help="Only this task [default: every task].")
+    ] = None,
+) -> None:
+    """Print what the tasks' latest attempts printed, as raw text."""
+    typer.echo(_get_text(Client(), f"{_path(workflow_id)}/logs", task=task), nl=False)
+
+
+@app.command()
+@handle_errors
+def explain(workflow_id: IdArgument, output: FormatOption = OutputFormat.text) -> None:
+    """Say, per group, why it is where it is: waiting for what, queued why, running where,
+    ended how."""
+    found = Client().get(f"{_path(workflow_id)}/explain")
+    if output is OutputFormat.json:
+        print_json(found)
+        return
+    echo(f"Workflow ID : {found['workflow_id']}")
+    echo(f"Status      : {found['status']} ({found['summary']})")
+    echo()
+    for group in found["groups"]:
+        echo(f"{group['name']} [{group['status']}]: {group['reason']}")
+
+
 # ------------------------------------------------------------------------------- helpers
+
+
+def _path(workflow_id: str) -> str:
+    return f"/api/workflow/{quote(workflow_id, safe='')}"
+
+
+def _get_text(client: Client, path: str, **params: str | None) -> str:
+    """A text answer (the JSON ``Client`` reads error bodies only)."""
+    headers = {"Authorization": f"Bearer {client.token}"} if client.token else {}
+    query = {key: value for key, value in params.items() if value is not None}
+    try:
+        response = httpx.get(f"{client.url}{path}", params=query, headers=headers, timeout=30.0)
+    except httpx.HTTPError as err:
+        raise ApiError(
+            0,
+            {
+                "message": f"cannot reach corral at {client.url}: {err}. Is "
+                "`corral server` running? Set CORRAL_URL to point elsewhere."
+            },
+        ) from None
+    if response.status_code >= 400:
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            body = {"message": response.text or f"HTTP {response.status_code}"}
+        raise ApiError(response.status_code, body)
+    return response.text
+
+
+def print_workflow(found: dict[str, Any]) -> None:
+    """The workflow's header, its groups (status, domain) and its tasks (where, how, when)."""
+    echo(f"Workflow ID : {found['name']}")
+    echo(f"Status      : {found['status']}")
+    echo(f"Pool        : {found['pool']}")
+    echo(f"Priority    : {found['priority']}")
+    echo(f"Submitted by: {found['submitted_by']} at {local_time(found['submitted_at'])}")
+    if found.get("started_at"):
+        echo(f"Started     : {local_time(found['started_at'])}")
+    if found.get("ended_at"):
+        echo(f"Ended       : {local_time(found['ended_at'])}")
+    if found.get("cancel_requested_by"):
+        echo(f"Canceled by : {found['cancel_requested_by']}")
+    if found.get("message"):
+        echo(f"Message     : {found['message']}")
+    echo()
+    print_table(
+        ["Group", "Status", "Domain", "Upstream"],
+        [
+            [
+                group["name"],
+                group["status"],
+                domain_text(group.get("domains") or {}),
+                ", ".join(group["upstream"]) or "-",
+            ]
+            for group in found["groups"]
+        ],
+    )
+    echo()
+    rows = [
+        [
+            task["name"],
+            group["name"],
+            task["status"],
+            task.get("node") or "-",
+            "-" if task.get("exit_code") is None else str(task["exit_code"]),
+            str(task["retry_id"]),
+            local_time(task["started_at"]) if task.get("started_at") else "-",
+            local_time(task["ended_at"]) if task.get("ended_at") else "-",
+        ]
+        for group in found["groups"]
+        for task in group["tasks"]
+    ]
+    print_table(["Task", "Group", "Status", "Node", "Exit code", "Retry", "Started", "Ended"], rows)
+
+
+def domain_text(domains: dict[str, str]) -> str:
+    """The group's own domain, then each subgroup's (``set: domain``); ``-`` before placement."""
+    own = [domains[""]] if domains.get("") else []
+    return ", ".join(own + [f"{name}: {domains[name]}" for name in domains if name]) or "-"
 
 
 def default_pool(client: Client) -> str:

@@ -1,0 +1,175 @@
+"""``corral resource ...``: the nodes behind the pools, and what their pods use.
+
+``resource list`` prints OSMO's resource table (``GET /api/resources``): one row per node, pool
+and platform, the node and its type on its first row, ``used/capacity`` per resource (or what
+is free with ``--mode free``) and a sum row that counts each node once. ``resource info NODE``
+shows one node (``GET /api/resources/{node}``). See docs/resources.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any
+from urllib.parse import quote
+
+import typer
+
+from corral.cli.client import Client
+from corral.cli.output import FormatOption, OutputFormat, echo, handle_errors, print_json
+from corral.cli.pool_cmd import Mode, ModeOption, columns_text
+
+app = typer.Typer(
+    help="Inspect the nodes of the pools: what they have and what their pods use.",
+    no_args_is_help=True,
+)
+
+#: The resource columns: header and the key of the API's amounts, in OSMO's order.
+RESOURCE_COLUMNS = (
+    ("Storage [Gi]", "storage"),
+    ("CPU [#]", "cpu"),
+    ("Memory [Gi]", "memory"),
+    ("GPU [#]", "gpu"),
+)
+NO_POOL = "-"
+EMPTY = "There are no available resources."
+
+
+@app.command("list")
+@handle_errors
+def list_resources(
+    pools: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--pool", "-p", help="Only this pool (repeat for several; default: all yours)."
+        ),
+    ] = None,
+    platforms: Annotated[
+        list[str] | None,
+        typer.Option("--platform", "-pl", help="Only this platform (repeat for several)."),
+    ] = None,
+    include_all: Annotated[
+        bool, typer.Option("--all", "-a", help="Also list the nodes no pool uses.")
+    ] = False,
+    mode: ModeOption = Mode.used,
+    output: FormatOption = OutputFormat.text,
+) -> None:
+    """The nodes of your pools: one row per node, pool and platform."""
+    found = Client().get(
+        "/api/resources",
+        pools=list(pools or []) or None,
+        platforms=list(platforms or []) or None,
+        all="true" if include_all else None,
+    )
+    if output is OutputFormat.json:
+        print_json(found)
+        return
+    if not found["resources"]:
+        echo(EMPTY)
+        return
+    echo("\n".join(resource_table(found, mode)))
+
+
+def resource_table(found: Mapping[str, Any], mode: Mode) -> list[str]:
+    """The lines of the ``resource list`` table."""
+    rows = []
+    for node in found["resources"]:
+        cells = amount_cells(node, mode)
+        placements = [(p["pool"], p["platform"]) for p in node["pools"]] or [(NO_POOL, NO_POOL)]
+        for index, (pool, platform) in enumerate(placements):
+            first = index == 0
+            rows.append(
+                [
+                    node["node"] if first else "",
+                    pool,
+                    platform,
+                    node["type"] if first else "",
+                    *cells,
+                ]
+            )
+    total = ["", "", "", "", *amount_cells(found["resource_sum"], mode)]
+    header = ["Node", "Pool", "Platform", "Type", *(title for title, _ in RESOURCE_COLUMNS)]
+    return columns_text([header], rows, total)
+
+
+def amount_cells(amounts: Mapping[str, Any], mode: Mode) -> list[str]:
+    """``used/capacity`` or ``free`` per resource; ``0`` where there is none."""
+    cells = []
+    for _, key in RESOURCE_COLUMNS:
+        used, capacity = amounts["used"][key], amounts["capacity"][key]
+        if capacity <= 0:
+            cells.append("0")
+        elif mode is Mode.used:
+            cells.append(f"{used}/{capacity}")
+        else:
+            cells.append(str(capacity - used))
+    return cells
+
+
+@app.command()
+@handle_errors
+def info(
+    node: Annotated[str, typer.Argument(metavar="NODE", help="The node to show.")],
+    pools: Annotated[
+        list[str] | None,
+        typer.Option("--pool", "-p", help="Only this pool (repeat for several)."),
+    ] = None,
+    platforms: Annotated[
+        list[str] | None,
+        typer.Option("--platform", "-pl", help="Only this platform (repeat for several)."),
+    ] = None,
+    output: FormatOption = OutputFormat.text,
+) -> None:
+    """One node: the pools and platforms it serves, its resources, and what the platforms
+    allow (host network, privileged, mounts)."""
+    found = Client().get(f"/api/resources/{quote(node, safe='')}")
+    served = [
+        entry
+        for entry in found["pools"]
+        if (not pools or entry["pool"] in pools)
+        and (not platforms or entry["platform"] in platforms)
+    ]
+    found = {**found, "pools": served}
+    if output is OutputFormat.json:
+        print_json(found)
+        return
+    echo("\n".join(info_text(found)))
+
+
+def info_text(found: Mapping[str, Any]) -> list[str]:
+    lines = [f"Node {found['node']} ({found['type']})", ""]
+    if found["pools"]:
+        lines += columns_text(
+            [["Pool", "Platform"]], [[p["pool"], p["platform"]] for p in found["pools"]]
+        )
+    else:
+        lines.append("No pool of yours uses this node.")
+    lines.append("")
+    lines += columns_text(
+        [["Resource", "Used", "Capacity", "Free"]],
+        [
+            [
+                title,
+                str(found["used"][key]),
+                str(found["capacity"][key]),
+                str(found["free"][key]),
+            ]
+            for title, key in RESOURCE_COLUMNS
+        ],
+    )
+    for entry in found["pools"]:
+        lines += ["", f"Platform {entry['platform']} of pool {entry['pool']}"]
+        lines += [
+            f"  Host network allowed: {yes_no(entry['host_network_allowed'])}",
+            f"  Privileged allowed:   {yes_no(entry['privileged_allowed'])}",
+            f"  Default mounts:       {listing(entry['default_mounts'])}",
+            f"  Allowed mounts:       {listing(entry['allowed_mounts'])}",
+        ]
+    return lines
+
+
+def yes_no(value: bool) -> str:
+    return "yes" if value else "no"
+
+
+def listing(values: Sequence[str]) -> str:
+    return ", ".join(values) or "-"

@@ -1,0 +1,271 @@
+"""The pool quota table: how many GPUs each pool uses, may use, and could use (OSMO §8.3).
+
+OSMO's ``calculate_pool_quotas``, given
+
+* the pools (their configs: ``resources.gpu.guarantee`` is the quota, -1 = no quota),
+* the running tasks (their pool, GPUs and priority: corral's pods bound to a node), and
+* the nodes (GPUs allocatable and in use, and the pools each node serves),
+
+answers per pool:
+
+``quota_used``
+    GPUs of the pool's running HIGH and NORMAL tasks. LOW tasks are preemptible: they may borrow
+    GPUs beyond the quota and do not count against it.
+``quota_limit``
+    the pool's ``guarantee``; with -1 (no quota) the capacity of the pool's node set.
+``quota_free``
+    ``quota_limit - quota_used``; below 0 while HIGH/NORMAL tasks run above the guarantee
+    (KAI lets a queue go over its quota up to ``maximum`` when others leave GPUs idle).
+``total_usage``
+    GPUs of all the pool's running tasks, LOW included.
+``total_capacity`` / ``total_free``
+    allocatable GPUs of the pool's *node set*, and those not taken by any pod (whatever its pool).
+
+A node set is a group of pools that share nodes, transitively: if a and b share a node and b and
+c do, a, b and c form one set, and their capacity is that of the union of their nodes — counted
+once, in the sum row too. A pool without nodes is a set of its own with capacity 0.
+Everything here is pure; :mod:`corral.api.resource_routes` gathers the inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+#: What ``resources.gpu`` is when a pool does not set it (OSMO's defaults: no quota).
+UNLIMITED = -1
+#: The priority whose tasks do not count against the quota.
+PREEMPTIBLE = "LOW"
+#: The fields of ``resource_usage`` in the order OSMO's API gives them.
+USAGE_FIELDS = (
+    "quota_used",
+    "quota_free",
+    "quota_limit",
+    "total_usage",
+    "total_capacity",
+    "total_free",
+)
+#: The PoolMinimal fields of the JSON answer, in OSMO's order.
+POOL_FIELDS = (
+    "name",
+    "description",
+    "status",
+    "backend",
+    "default_platform",
+    "download_type",
+    "enable_maintenance",
+    "default_exec_timeout",
+    "default_queue_timeout",
+    "max_exec_timeout",
+    "max_queue_timeout",
+    "default_exit_actions",
+    "resources",
+    "topology_keys",
+    "platforms",
+)
+PLATFORM_FIELDS = (
+    "description",
+    "host_network_allowed",
+    "privileged_allowed",
+    "allowed_mounts",
+    "default_mounts",
+)
+
+
+@dataclass(frozen=True)
+class RunningTask:
+    """One running task (a pod bound to a node): its pool (None if unknown), GPUs, priority."""
+
+    pool: str | None
+    gpu: int
+    priority: str = "NORMAL"
+
+
+@dataclass(frozen=True)
+class NodeGpus:
+    """A node's allocatable GPUs, the GPUs its pods take, and the pools it serves."""
+
+    name: str
+    allocatable: int
+    usage: int
+    pools: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ResourceUsage:
+    quota_used: int
+    quota_free: int
+    quota_limit: int
+    total_usage: int
+    total_capacity: int
+    total_free: int
+
+    def as_json(self) -> dict[str, str]:
+        """As OSMO's API answers it: every value a string."""
+        return {name: str(getattr(self, name)) for name in USAGE_FIELDS}
+
+
+@dataclass(frozen=True)
+class PoolQuota:
+    name: str
+    usage: ResourceUsage
+
+
+@dataclass(frozen=True)
+class NodeSet:
+    """Pools sharing nodes (first pool first) and the GPUs of their nodes, counted once."""
+
+    pools: tuple[PoolQuota, ...]
+    capacity: int
+    free: int
+
+
+@dataclass(frozen=True)
+class QuotaReport:
+    node_sets: tuple[NodeSet, ...]
+    total: ResourceUsage
+
+
+def status_of(pool: Mapping[str, Any]) -> str:
+    """``MAINTENANCE`` when the pool is in maintenance; otherwise ``ONLINE`` (the embedded
+    backend is part of the server, so it is always up)."""
+    return "MAINTENANCE" if pool.get("enable_maintenance") else "ONLINE"
+
+
+def gpu_quota(pool: Mapping[str, Any]) -> dict[str, int]:
+    """``resources.gpu`` with OSMO's defaults for what is missing (-1, -1, 1)."""
+    gpu = (pool.get("resources") or {}).get("gpu") or {}
+    return {
+        "guarantee": int(gpu.get("guarantee", UNLIMITED)),
+        "maximum": int(gpu.get("maximum", UNLIMITED)),
+        "weight": int(gpu.get("weight", 1)),
+    }
+
+
+def node_sets(pool_names: Sequence[str], nodes: Iterable[NodeGpus]) -> list[list[str]]:
+    """The pools grouped by shared nodes, transitively (connected components), in the order of
+    ``pool_names``; pools with no node each form their own set. Unknown pools are skipped."""
+    known = set(pool_names)
+    neighbours: dict[str, set[str]] = {name: set() for name in pool_names}
+    for node in nodes:
+        served = [pool for pool in dict.fromkeys(node.pools) if pool in known]
+        for pool in served:
+            neighbours[pool].update(served)
+    seen: set[str] = set()
+    sets: list[list[str]] = []
+    for start in pool_names:
+        if start in seen:
+            continue
+        component, frontier = [], [start]
+        seen.add(start)
+        while frontier:
+            pool = frontier.pop()
+            component.append(pool)
+            for other in sorted(neighbours[pool] - seen):
+                seen.add(other)
+                frontier.append(other)
+        order = {name: index for index, name in enumerate(pool_names)}
+        sets.append(sorted(component, key=order.__getitem__))
+    return sets
+
+
+def calculate_pool_quotas(
+    pools: Mapping[str, Mapping[str, Any]],
+    tasks: Iterable[RunningTask],
+    nodes: Iterable[NodeGpus],
+) -> QuotaReport:
+    """Per pool and node set, the quota and capacity figures of the module docstring.
+
+    ``pools`` (name -> config) are the pools to report, in that order; tasks of other pools
+    and nodes' other pools are ignored. Nodes with the same name count once (the last wins)."""
+    names = list(pools)
+    by_name = {node.name: node for node in nodes}
+    used = dict.fromkeys(names, 0)
+    quota_used = dict.fromkeys(names, 0)
+    for task in tasks:
+        if task.pool not in used:
+            continue
+        used[task.pool] += task.gpu
+        if task.priority.upper() != PREEMPTIBLE:
+            quota_used[task.pool] += task.gpu
+    found: list[NodeSet] = []
+    for members in node_sets(names, by_name.values()):
+        member_set = set(members)
+        set_nodes = [n for n in by_name.values() if member_set.intersection(n.pools)]
+        capacity = sum(node.allocatable for node in set_nodes)
+        free = capacity - sum(node.usage for node in set_nodes)
+        quotas = []
+        for name in members:
+            guarantee = gpu_quota(pools[name])["guarantee"]
+            limit = capacity if guarantee == UNLIMITED else guarantee
+            usage = ResourceUsage(
+                quota_used=quota_used[name],
+                quota_free=limit - quota_used[name],
+                quota_limit=limit,
+                total_usage=used[name],
+                total_capacity=capacity,
+                total_free=free,
+            )
+            quotas.append(PoolQuota(name, usage))
+        found.append(NodeSet(tuple(quotas), capacity, free))
+    every = [pool.usage for node_set in found for pool in node_set.pools]
+    total = ResourceUsage(
+        quota_used=sum(u.quota_used for u in every),
+        quota_free=sum(u.quota_free for u in every),
+        quota_limit=sum(u.quota_limit for u in every),
+        total_usage=sum(u.total_usage for u in every),
+        total_capacity=sum(s.capacity for s in found),
+        total_free=sum(s.free for s in found),
+    )
+    return QuotaReport(tuple(found), total)
+
+
+def pool_minimal(
+    pool: Mapping[str, Any], default_mounts: Mapping[str, list[str]]
+) -> dict[str, Any]:
+    """OSMO's PoolMinimal view of a stored pool; ``default_mounts`` per platform name."""
+    view: dict[str, Any] = {}
+    for field in POOL_FIELDS:
+        if field == "status":
+            view[field] = status_of(pool)
+        elif field == "resources":
+            view[field] = {"gpu": gpu_quota(pool)}
+        elif field == "platforms":
+            view[field] = {
+                name: {
+                    "description": platform.get("description", ""),
+                    "host_network_allowed": bool(platform.get("host_network_allowed")),
+                    "privileged_allowed": bool(platform.get("privileged_allowed")),
+                    "allowed_mounts": list(platform.get("allowed_mounts") or []),
+                    "default_mounts": list(default_mounts.get(name, [])),
+                }
+                for name, platform in (pool.get("platforms") or {}).items()
+            }
+        else:
+            view[field] = pool.get(field)
+    return view
+
+
+def quota_json(
+    report: QuotaReport,
+    pools: Mapping[str, Mapping[str, Any]],
+    default_mounts: Mapping[str, Mapping[str, list[str]]],
+) -> dict[str, Any]:
+    """The answer of ``GET /api/pool_quota``: ``node_sets`` of PoolMinimal + ``resource_usage``,
+    and ``resource_sum`` (values as strings, as OSMO)."""
+    return {
+        "node_sets": [
+            {
+                "pools": [
+                    {
+                        **pool_minimal(pools[quota.name], default_mounts.get(quota.name, {})),
+                        "resource_usage": quota.usage.as_json(),
+                    }
+                    for quota in node_set.pools
+                ]
+            }
+            for node_set in report.node_sets
+        ],
+        "resource_sum": report.total.as_json(),
+    }

@@ -1,0 +1,159 @@
+# ruff: noqa: E501 - the expected tables are as wide as the real ones
+"""``corral pool list`` (OSMO's quota table) and ``corral resource list|info`` against a real
+``corral server --demo``: the exact text, the JSON, and the empty and error cases."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import httpx
+
+from tests.cli.results import failed, succeeded
+from tests.conftest import LiveServer
+
+JETSON = "robotics-inference-jetson"
+
+POOL_USED = """\
+Pool                        Description                               Status   GPU [#]
+                                                                               Quota Used   Quota Limit   Total Usage   Total Capacity
+======================================================================================================================================
+my-pool                                                               ONLINE   0            0             0             0
+robotics-inference-jetson   NVIDIA Jetsons pool for model inference   ONLINE   0            4             0             4
+======================================================================================================================================
+                                                                               0            4             0             4
+"""
+POOL_FREE = """\
+Pool                        Description                               Status   GPU [#]
+                                                                               Quota Free   Total Free
+======================================================================================================
+robotics-inference-jetson   NVIDIA Jetsons pool for model inference   ONLINE   4            4
+======================================================================================================
+                                                                               4            4
+"""
+RESOURCES_USED = """\
+Node     Pool                        Platform               Type       Storage [Gi]   CPU [#]   Memory [Gi]   GPU [#]
+=====================================================================================================================
+thor-0   robotics-inference-jetson   jetson-thor-platform   RESERVED   0/900          0/14      0/120         0/1
+thor-1   robotics-inference-jetson   jetson-thor-platform   RESERVED   0/900          0/14      0/120         0/1
+thor-2   robotics-inference-jetson   jetson-thor-platform   RESERVED   0/900          0/14      0/120         0/1
+thor-3   robotics-inference-jetson   jetson-thor-platform   RESERVED   0/900          0/14      0/120         0/1
+=====================================================================================================================
+                                                                       0/3600         0/56      0/480         0/4
+"""
+RESOURCES_FREE_TAIL = """\
+thor-3   robotics-inference-jetson   jetson-thor-platform   RESERVED   900            14        120           1
+=====================================================================================================================
+                                                                       3600           56        480           4
+"""
+SHARED_ROWS = """\
+a100-0   heterogeneous_pool                a100_platform   SHARED   0/1800         0/64      0/500         0/4
+         shared_simulation_training_pool   a100_platform            0/1800         0/64      0/500         0/4
+"""
+INFO = """\
+Node thor-0 (RESERVED)
+
+Pool                        Platform
+================================================
+robotics-inference-jetson   jetson-thor-platform
+
+Resource       Used   Capacity   Free
+=====================================
+Storage [Gi]   0      900        900
+CPU [#]        0      14         14
+Memory [Gi]    0      120        120
+GPU [#]        0      1          1
+
+Platform jetson-thor-platform of pool robotics-inference-jetson
+  Host network allowed: no
+  Privileged allowed:   no
+  Default mounts:       -
+  Allowed mounts:       -
+"""
+
+
+def together(server: LiveServer, *calls: Sequence[str]) -> list[subprocess.CompletedProcess[str]]:
+    with ThreadPoolExecutor(max_workers=len(calls)) as pool:
+        return list(pool.map(lambda args: server.cli(*args), calls))
+
+
+def api(server: LiveServer, path: str, **params: Any) -> Any:
+    response = httpx.get(
+        f"{server.url}{path}", params=params, headers={"Authorization": f"Bearer {server.token}"}
+    )
+    response.raise_for_status()
+    return response.json()
+
+
+def test_pool_list_and_resource_views(live_server: LiveServer) -> None:
+    server = live_server
+    (
+        used,
+        free,
+        as_json,
+        missing,
+        partly,
+        resources,
+        resources_free,
+        resources_json,
+        shared,
+        empty,
+        info,
+        info_json,
+    ) = together(
+        server,
+        ["pool", "list", "-p", JETSON, "--pool", "my-pool"],
+        ["pool", "list", "-p", JETSON, "--mode", "free"],
+        ["pool", "list", "-p", JETSON, "--format", "json"],
+        ["pool", "list", "-p", "nope", "-p", "other"],
+        ["pool", "list", "-p", JETSON, "-p", "nope", "-m", "free"],
+        ["resource", "list", "-p", JETSON],
+        ["resource", "list", "--pool", JETSON, "--mode", "free"],
+        ["resource", "list", "-p", JETSON, "-pl", "jetson-thor-platform", "--format", "json"],
+        ["resource", "list", "-p", "heterogeneous_pool", "-p", "shared_simulation_training_pool"],
+        ["resource", "list", "-p", "my-pool"],
+        ["resource", "info", "thor-0"],
+        ["resource", "info", "a100-0", "-p", "heterogeneous_pool", "--format", "json"],
+    )
+    assert succeeded(used) == POOL_USED
+    assert succeeded(free) == POOL_FREE
+    body = json.loads(succeeded(as_json))
+    assert body == api(server, "/api/pool_quota", pools=[JETSON])
+    assert body["node_sets"][0]["pools"][0]["resource_usage"]["total_capacity"] == "4"
+    assert succeeded(missing) == "Pools nope, other not found\n"
+    assert succeeded(partly) == POOL_FREE
+    assert partly.stderr == "Pools nope not found\n"
+
+    assert succeeded(resources) == RESOURCES_USED
+    assert succeeded(resources_free).endswith(RESOURCES_FREE_TAIL)
+    assert json.loads(succeeded(resources_json)) == api(
+        server, "/api/resources", pools=[JETSON], platforms=["jetson-thor-platform"]
+    )
+    assert SHARED_ROWS in succeeded(shared)
+    assert succeeded(empty) == "There are no available resources.\n"
+    assert succeeded(info) == INFO
+    found = json.loads(succeeded(info_json))
+    assert [p["pool"] for p in found["pools"]] == ["heterogeneous_pool"]
+    assert found["type"] == "SHARED"
+
+
+def test_resource_errors(live_server: LiveServer) -> None:
+    unknown_pool, unknown_node, unknown_platform = together(
+        live_server,
+        ["resource", "list", "-p", "nope"],
+        ["resource", "info", "nope"],
+        ["resource", "list", "-p", JETSON, "--platform", "h100"],
+    )
+    assert failed(unknown_pool) == (
+        "error: Pool nope does not exist! `corral pool list` shows the pools you may use."
+    )
+    assert failed(unknown_node) == (
+        "error: Node nope does not exist! `corral resource list --all` lists the nodes."
+    )
+    assert failed(unknown_platform) == (
+        "error: Platform h100 does not exist in the pools listed! Their platforms: "
+        "jetson-thor-platform"
+    )
