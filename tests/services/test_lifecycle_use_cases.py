@@ -3,23 +3,7 @@ through the API, placed by the scheduler on the example cluster, run (simulated)
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-
-from corral.files import read_bundle_directory
-from tests.conftest import REPO, Api
-from tests.services.lifecycle_world import CLIQUE, RACK, SPINE, ZONE, Clock, World, simulate
-
-
-@pytest.fixture
-def world(api: Api) -> Iterator[World]:
-    bundle, _ = read_bundle_directory(REPO / "examples" / "configs")
-    status, body = api.call("POST", "/api/configs/apply", json={"bundle": bundle})
-    assert status == 200, body
-    simulate(api)
-    clock = Clock()
-    yield World(api, clock, api.runtime.lifecycle(clock))
+from tests.services.lifecycle_world import CLIQUE, RACK, SPINE, ZONE, World
 
 
 def nodes_by_task(world: World, workflow_id: str) -> dict[str, str]:

@@ -43,6 +43,16 @@ class Client:
     def request(
         self, method: str, path: str, *, json: Any = None, params: dict[str, Any] | None = None
     ) -> Any:
+        response = self._send(method, path, json=json, params=params)
+        return response.json() if response.content else None
+
+    def get_text(self, path: str, **params: Any) -> str:
+        """A plain-text answer (logs)."""
+        return self._send("GET", path, params=_present(params)).text
+
+    def _send(
+        self, method: str, path: str, *, json: Any = None, params: dict[str, Any] | None = None
+    ) -> httpx.Response:
         headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
         try:
             response = self._http.request(method, path, json=json, params=params, headers=headers)
@@ -56,12 +66,14 @@ class Client:
             ) from None
         if response.status_code >= 400:
             raise ApiError(response.status_code, _error_body(response, self))
-        return response.json() if response.content else None
+        return response
 
     def get(self, path: str, **params: Any) -> Any:
-        return self.request(
-            "GET", path, params={k: v for k, v in params.items() if v is not None} or None
-        )
+        return self.request("GET", path, params=_present(params))
+
+
+def _present(params: dict[str, Any]) -> dict[str, Any] | None:
+    return {k: v for k, v in params.items() if v is not None} or None
 
 
 def _error_body(response: httpx.Response, client: Client) -> dict[str, Any]:

@@ -11,11 +11,10 @@ from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote
 
-import httpx
 import typer
 import yaml
 
-from corral.cli.client import ApiError, Client
+from corral.cli.client import Client
 from corral.cli.output import (
     FormatOption,
     OutputFormat,
@@ -186,7 +185,7 @@ def logs(
     ] = None,
 ) -> None:
     """Print what the tasks' latest attempts printed, as raw text."""
-    typer.echo(_get_text(Client(), f"{_path(workflow_id)}/logs", task=task), nl=False)
+    typer.echo(Client().get_text(f"{_path(workflow_id)}/logs", task=task), nl=False)
 
 
 @app.command()
@@ -210,31 +209,6 @@ def explain(workflow_id: IdArgument, output: FormatOption = OutputFormat.text) -
 
 def _path(workflow_id: str) -> str:
     return f"/api/workflow/{quote(workflow_id, safe='')}"
-
-
-def _get_text(client: Client, path: str, **params: str | None) -> str:
-    """A text answer (the JSON ``Client`` reads error bodies only)."""
-    headers = {"Authorization": f"Bearer {client.token}"} if client.token else {}
-    query = {key: value for key, value in params.items() if value is not None}
-    try:
-        response = httpx.get(f"{client.url}{path}", params=query, headers=headers, timeout=30.0)
-    except httpx.HTTPError as err:
-        raise ApiError(
-            0,
-            {
-                "message": f"cannot reach corral at {client.url}: {err}. Is "
-                "`corral server` running? Set CORRAL_URL to point elsewhere."
-            },
-        ) from None
-    if response.status_code >= 400:
-        try:
-            body = response.json()
-        except ValueError:
-            body = None
-        if not isinstance(body, dict):
-            body = {"message": response.text or f"HTTP {response.status_code}"}
-        raise ApiError(response.status_code, body)
-    return response.text
 
 
 def print_workflow(found: dict[str, Any]) -> None:
