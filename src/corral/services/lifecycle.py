@@ -64,16 +64,6 @@ class TickReport:
     cleaned_groups: int = 0
     finished_workflows: list[str] = field(default_factory=list)
 
-    @property
-    def idle(self) -> bool:
-        return not (
-            self.created_groups
-            or self.placed_groups
-            or self.finished_tasks
-            or self.cleaned_groups
-            or self.finished_workflows
-        )
-
 
 class LifecycleController:
     def __init__(
