@@ -22,6 +22,7 @@ warnings.filterwarnings("ignore", message=".*httpx2.*")
 from fastapi.testclient import TestClient  # noqa: E402
 
 from corral.api.app import create_app  # noqa: E402
+from corral.files import read_bundle_directory  # noqa: E402
 from corral.services.runtime import Runtime, open_runtime  # noqa: E402
 from corral.store.database import scratch_postgres_database  # noqa: E402
 
@@ -73,6 +74,15 @@ def api(runtime: Runtime) -> Api:
     token = runtime.tokens.create(name="test-admin", username="admin", roles=["osmo-admin"])
     client = TestClient(create_app(runtime), raise_server_exceptions=False)
     return Api(client, token, runtime)
+
+
+@pytest.fixture
+def examples(api: Api) -> Api:
+    """The API with the example configs applied."""
+    bundle, _ = read_bundle_directory(REPO / "examples" / "configs")
+    status, body = api.call("POST", "/api/configs/apply", json={"bundle": bundle})
+    assert status == 200, body
+    return api
 
 
 def free_port() -> int:

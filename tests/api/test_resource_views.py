@@ -5,23 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
-from corral.files import read_bundle_directory
+from corral.domain.pool_quota import USAGE_FIELDS
 from corral.store.cluster_objects import ClusterObjectStore
 from tests.conftest import REPO, Api
 
 WORKFLOWS = REPO / "examples" / "workflows"
 NVL72_NODES = [f"gb200-zone-a-s0-r0-g0-{i:02d}" for i in range(4)]
 OTHER_RACK = [f"gb200-zone-a-s0-r1-g0-{i:02d}" for i in range(4)]
-
-
-@pytest.fixture
-def examples(api: Api) -> Api:
-    bundle, _ = read_bundle_directory(REPO / "examples" / "configs")
-    status, body = api.call("POST", "/api/configs/apply", json={"bundle": bundle})
-    assert status == 200, body
-    return api
 
 
 def run_on(api: Api, example: str, pool: str, nodes: list[str], priority: str = "NORMAL") -> None:
@@ -194,17 +184,7 @@ def test_a_user_sees_only_the_pools_it_may_use(examples: Api) -> None:
     _, named = examples.call("GET", "/api/pool_quota", params={"pools": ["nvl72"]}, headers=bob)
     assert named == {
         "node_sets": [],
-        "resource_sum": dict.fromkeys(
-            [
-                "quota_used",
-                "quota_free",
-                "quota_limit",
-                "total_usage",
-                "total_capacity",
-                "total_free",
-            ],
-            "0",
-        ),
+        "resource_sum": dict.fromkeys(USAGE_FIELDS, "0"),
     }
 
     _, listed = examples.call("GET", "/api/resources", headers=bob)

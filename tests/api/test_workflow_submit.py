@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from corral.files import read_bundle_directory
 from tests.conftest import REPO, Api
 from tests.k8s_schemas import manifest_problems
 
@@ -19,14 +18,6 @@ ZONE = "topology.kubernetes.io/zone"
 SPINE = "topology.kubernetes.io/spine"
 RACK = "topology.kubernetes.io/rack"
 CLIQUE = "nvidia.com/gpu-clique"
-
-
-@pytest.fixture
-def examples(api: Api) -> Api:
-    bundle, _ = read_bundle_directory(REPO / "examples" / "configs")
-    status, body = api.call("POST", "/api/configs/apply", json={"bundle": bundle})
-    assert status == 200, body
-    return api
 
 
 def post(

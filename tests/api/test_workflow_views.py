@@ -9,23 +9,12 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import pytest
-
-from corral.files import read_bundle_directory
 from corral.store.workflows import Changes, StoredWorkflow
 from tests.conftest import REPO, Api
 
 WORKFLOWS = REPO / "examples" / "workflows"
 POOL = "heterogeneous_pool"
 CLIQUE = "zone-a.zone-a-spine-0.zone-a-spine-0-rack-1.clique-zone-a-s0-r1"
-
-
-@pytest.fixture
-def examples(api: Api) -> Api:
-    bundle, _ = read_bundle_directory(REPO / "examples" / "configs")
-    status, body = api.call("POST", "/api/configs/apply", json={"bundle": bundle})
-    assert status == 200, body
-    return api
 
 
 def submit(

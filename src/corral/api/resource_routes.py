@@ -28,13 +28,11 @@ from corral.domain.resource_listing import (
     pool_layout,
     resources_json,
 )
+from corral.domain.workflow_plan import POOL_LABEL, PRIORITY_LABEL
 from corral.errors import NotFoundError
 from corral.scheduler.resources import Demand, capacity, pod_demand
 from corral.services.config_service import ConfigService
 from corral.store.cluster_objects import ClusterObject, ClusterObjectStore
-
-POOL_LABEL = "osmo.pool"
-PRIORITY_LABEL = "osmo.priority"
 
 Names = Annotated[list[str], Query()]
 

@@ -15,10 +15,10 @@ from corral.api.auth import Authorizer, Principal
 from corral.api.config_routes import Caller
 from corral.domain.config_types import ConfigType
 from corral.domain.explain_workflow import explain_workflow
-from corral.domain.statuses import WorkflowStatus
 from corral.domain.workflow_plan import PlannedGroup
 from corral.errors import ConflictError, NotFoundError
 from corral.services.config_service import ConfigService
+from corral.services.runtime import Clock, utc_now
 from corral.services.submission import (
     Mode,
     SubmissionService,
@@ -26,17 +26,18 @@ from corral.services.submission import (
     SubmitRequest,
     SubmittingUser,
 )
-from corral.store.workflows import StoredGroup, StoredTask, StoredWorkflow, WorkflowStore
+from corral.store.workflows import (
+    ALIVE,
+    StoredGroup,
+    StoredTask,
+    StoredWorkflow,
+    WorkflowStore,
+)
 
 VALIDATED = "Workflow validation succeeded."
 
 #: What the latest attempt of a task printed ("" before it started): ``Runtime.task_logs``.
 TaskLogs = Callable[[StoredWorkflow, StoredTask], str]
-Clock = Callable[[], datetime]
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 class TemplateSpec(BaseModel):
@@ -183,7 +184,7 @@ def build_workflow_router(
 
 
 def _not_cancelable(workflow: StoredWorkflow) -> str:
-    if workflow.status in {status.value for status in WorkflowStatus if status.alive}:
+    if workflow.status in ALIVE:
         return (
             f"Workflow {workflow.workflow_id} is already being canceled "
             f"(requested by {workflow.cancel_requested_by})."

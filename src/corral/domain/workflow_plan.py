@@ -52,6 +52,9 @@ from corral.domain.workflow_template import substitute_tokens
 from corral.errors import UserError
 
 PRIORITIES = ("HIGH", "NORMAL", "LOW")
+#: Pod labels naming the pool and (lowercase) priority, read back for queue and quota usage.
+POOL_LABEL = "osmo.pool"
+PRIORITY_LABEL = "osmo.priority"
 #: Where task files are mounted from (one Secret per group, one key per file).
 FILES_VOLUME = "corral-files"
 
@@ -391,9 +394,9 @@ class _GroupRenderer:
 
     def _pod_labels(self, task: TaskIdentity) -> dict[str, str]:
         labels = {
-            "osmo.pool": self.submitter.pool,
+            POOL_LABEL: self.submitter.pool,
             "osmo.platform": task.platform,
-            "osmo.priority": self.submitter.priority.lower(),
+            PRIORITY_LABEL: self.submitter.priority.lower(),
         }
         return {k: v for k, v in labels.items() if label_value_problem(v) is None}
 

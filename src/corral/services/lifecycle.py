@@ -65,6 +65,15 @@ class TickReport:
     finished_workflows: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class Waiting:
+    """A group for the scheduling pass, with the workflow and group it belongs to."""
+
+    candidate: WaitingGroup
+    workflow: StoredWorkflow
+    group: StoredGroup
+
+
 class LifecycleController:
     def __init__(
         self,
@@ -86,34 +95,30 @@ class LifecycleController:
     def tick(self) -> TickReport:
         report = TickReport()
         state = self.state()
+        executors: dict[str, TaskExecutor] = {}  # one per backend and tick: settings read once
+        waiting: list[Waiting] = []
         for workflow_id in self.workflows.alive_ids():
-            _Advance(self, self.workflows.get(workflow_id), state, report).run()
-        self._schedule(state, report)
+            workflow = self.workflows.get(workflow_id)
+            if workflow.backend not in executors:
+                executors[workflow.backend] = self.executor_for(workflow.backend)
+            advance = _Advance(self, workflow, state, report, executors[workflow.backend])
+            advance.run()
+            waiting.extend(advance.waiting(_levels(state, workflow.pool)))
+        self._schedule(state, waiting, report)
         self._clean_up(report)
         return report
 
     # -- scheduling -------------------------------------------------------------------------
 
-    def _schedule(self, state: Mapping[ConfigType, Any], report: TickReport) -> None:
-        waiting: list[WaitingGroup] = []
-        owners: dict[str, tuple[StoredWorkflow, StoredGroup]] = {}
-        for workflow_id in self.workflows.alive_ids():
-            workflow = self.workflows.get(workflow_id)
-            if workflow.cancel_requested_by:
-                continue
-            levels = _levels(state, workflow.pool)
-            for position, group in enumerate(workflow.groups):
-                if group.status == TaskStatus.SCHEDULING:
-                    age = (group.scheduling_at, workflow.submitted_at, workflow_id, position)
-                    waiting.append(
-                        WaitingGroup(group.uuid, levels, workflow.priority, age, group.manifests)
-                    )
-                    owners[group.uuid] = (workflow, group)
+    def _schedule(
+        self, state: Mapping[ConfigType, Any], waiting: Sequence[Waiting], report: TickReport
+    ) -> None:
         if not waiting:
             return
+        owners = {entry.candidate.key: entry for entry in waiting}
         scheduling = SchedulingPass(self.nodes(), self.objects.bound_pods(), pool_queues(state))
-        for candidate in scheduling.order(waiting):
-            workflow, group = owners[candidate.key]
+        for candidate in scheduling.order([entry.candidate for entry in waiting]):
+            workflow, group = owners[candidate.key].workflow, owners[candidate.key].group
             result = scheduling.place(candidate)
             changes = Changes()
             if isinstance(result, Placement):
@@ -198,6 +203,7 @@ class _Advance:
         workflow: StoredWorkflow,
         state: Mapping[ConfigType, Any],
         report: TickReport,
+        executor: TaskExecutor,
     ) -> None:
         self.c = controller
         self.workflow = workflow
@@ -206,7 +212,7 @@ class _Advance:
         self.pool: Mapping[str, Any] = state.get(ConfigType.POOL, {}).get(workflow.pool) or {}
         self.pool_actions = pool_exit_actions(self.pool.get("default_exit_actions") or {})
         self.max_retry = int(state.get(ConfigType.WORKFLOW, {}).get("max_retry_per_task", 0))
-        self.executor = controller.executor_for(workflow.backend)
+        self.executor = executor
         self.changes = Changes()
         self.group_status = {g.name: TaskStatus(g.status) for g in workflow.groups}
         self.task_status = {t.uuid: TaskStatus(t.status) for g in workflow.groups for t in g.tasks}
@@ -227,6 +233,21 @@ class _Advance:
         self._start_ready_groups()
         self._aggregate()
         self.c.workflows.commit(self.changes)
+
+    def waiting(self, levels: tuple[str, ...]) -> list[Waiting]:
+        """The workflow's groups in SCHEDULING after this step, for the scheduling pass."""
+        if self.workflow.cancel_requested_by is not None:
+            return []
+        found = []
+        for position, group in enumerate(self.workflow.groups):
+            if self.group_status[group.name] is TaskStatus.SCHEDULING:
+                since = group.scheduling_at or self.now  # created in this step
+                age = (since, self.workflow.submitted_at, self.workflow.workflow_id, position)
+                candidate = WaitingGroup(
+                    group.uuid, levels, self.workflow.priority, age, group.manifests
+                )
+                found.append(Waiting(candidate, self.workflow, group))
+        return found
 
     # -- ending -----------------------------------------------------------------------------
 

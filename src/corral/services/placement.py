@@ -18,6 +18,7 @@ import structlog
 from corral.domain.config_types import ConfigType
 from corral.domain.nodes import Node
 from corral.domain.topology import QUEUE_LABEL, queue_name
+from corral.domain.workflow_plan import PRIORITY_LABEL
 from corral.scheduler import Binding, ClusterSnapshot, Pending, Placement, Queue, QueueUsage
 from corral.scheduler.gang import place_group
 from corral.scheduler.resources import pod_demand
@@ -26,7 +27,6 @@ from corral.store.cluster_objects import ClusterObject
 log = structlog.get_logger("corral.placement")
 
 PRIORITY_RANK = {"HIGH": 0, "NORMAL": 1, "LOW": 2}
-PRIORITY_LABEL = "osmo.priority"
 POD_GROUP_KIND = ("scheduling.run.ai/v2alpha2", "PodGroup")
 
 
