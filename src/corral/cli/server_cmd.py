@@ -98,7 +98,8 @@ def server(
     database_url: Annotated[
         str | None,
         typer.Option(
-            help="Use this database instead of SQLite, e.g. postgresql+psycopg://user@host/db."
+            envvar="CORRAL_DATABASE_URL",
+            help="Use this database instead of SQLite, e.g. postgresql+psycopg://user@host/db.",
         ),
     ] = None,
     demo: Annotated[bool, typer.Option(help="Load the example configs at start.")] = False,

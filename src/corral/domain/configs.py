@@ -394,6 +394,34 @@ class Execution(StrictModel):
         return text
 
 
+class KubernetesAccess(StrictModel):
+    """corral only: the real cluster a ``kubernetes`` backend drives (docs/kubernetes.md).
+
+    A reference, never credentials: the kubeconfig file lives on the server's disk (or the
+    server's service account is used), so no secret is stored in the config database."""
+
+    kubeconfig: str = ""
+    context: str = ""
+    in_cluster: bool = False
+    api_timeout: str = "30s"
+
+    @field_validator("api_timeout")
+    @classmethod
+    def _duration(cls, text: str) -> str:
+        parse_duration(text)
+        return text
+
+    @model_validator(mode="after")
+    def _one_source(self) -> KubernetesAccess:
+        if self.in_cluster and (self.kubeconfig or self.context):
+            raise ValueError(
+                "in_cluster uses the server's service account; remove kubeconfig and context"
+            )
+        if not self.in_cluster and not self.kubeconfig:
+            raise ValueError("set kubeconfig (a kubeconfig file on the server) or in_cluster: true")
+        return self
+
+
 _BACKEND_READ_ONLY = ("version", "last_heartbeat", "created_date", "online")
 
 #: Scheduler types that understand topology constraints (KAI's Topology CRD).
@@ -412,6 +440,8 @@ class Backend(StrictModel):
     scheduler_settings: SchedulerSettings = SchedulerSettings()
     node_conditions: NodeConditions = NodeConditions()
     execution: Execution = Execution()
+    #: Set: the backend is a real cluster; unset: the embedded (simulated) cluster.
+    kubernetes: KubernetesAccess | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -20,6 +20,7 @@ A tick, in order:
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,11 +30,16 @@ from typing import Any
 import structlog
 
 from corral.backends.execution import TaskExecutor, TaskRun
+from corral.backends.kubernetes.backend import KubernetesBackend
+from corral.backends.kubernetes.rbac import Rule, extra_rbac_rules_yaml
+from corral.backends.port import BackendError, ClusterBackend
 from corral.domain.config_types import ConfigType
 from corral.domain.exit_actions import exit_outcome, pool_exit_actions
 from corral.domain.group_order import GroupState, failed_downstream, ready_groups
+from corral.domain.kai_objects import queue_manifests, topology_manifests
 from corral.domain.statuses import TaskState, TaskStatus, group_status, workflow_status
 from corral.scheduler import Placement
+from corral.services.cluster_backends import Backends
 from corral.services.placement import SchedulingPass, WaitingGroup, pool_queues
 from corral.store.cluster_objects import GROUP_LABEL, ClusterObjectStore
 from corral.store.workflows import (
@@ -48,6 +54,10 @@ from corral.store.workflows import (
 log = structlog.get_logger("corral.lifecycle")
 
 UPSTREAM_FAILED_CODE = 3000
+WORKFLOW_LABEL = "osmo.workflow_uuid"
+#: Ticks in a row a transient error may stop a group's objects from being created before the
+#: group fails (a restart starts counting again).
+MAX_CREATE_ATTEMPTS = 5
 #: Statuses a task or group ends in; cleanup runs for groups in one of them.
 FINISHED = tuple(s.value for s in TaskStatus if s.group_finished)
 #: A task in one of these holds a node (and may have a process to stop).
@@ -72,6 +82,7 @@ class Waiting:
     candidate: WaitingGroup
     workflow: StoredWorkflow
     group: StoredGroup
+    backend: ClusterBackend
 
 
 class LifecycleController:
@@ -82,60 +93,113 @@ class LifecycleController:
         objects: ClusterObjectStore,
         state: Callable[[], Mapping[ConfigType, Any]],
         nodes: Callable[[], Sequence[Any]],
-        executor: Callable[[str], TaskExecutor],
+        backends: Backends,
         clock: Callable[[], datetime],
     ) -> None:
         self.workflows = workflows
         self.objects = objects
         self.state = state
         self.nodes = nodes
-        self.executor_for = executor
+        self.backends = backends
         self.clock = clock
+        #: Group uuid -> ticks its objects failed to be created with a transient error.
+        self.create_failures: dict[str, int] = {}
 
     def tick(self) -> TickReport:
         report = TickReport()
         state = self.state()
-        executors: dict[str, TaskExecutor] = {}  # one per backend and tick: settings read once
+        self._sync_scheduler_objects(state)
+        backends: dict[str, tuple[ClusterBackend, TaskExecutor]] = {}  # one per tick
         waiting: list[Waiting] = []
         for workflow_id in self.workflows.alive_ids():
             workflow = self.workflows.get(workflow_id)
-            if workflow.backend not in executors:
-                executors[workflow.backend] = self.executor_for(workflow.backend)
-            advance = _Advance(self, workflow, state, report, executors[workflow.backend])
-            advance.run()
+            try:
+                if workflow.backend not in backends:
+                    backend = self.backends.get(workflow.backend, state)
+                    backends[workflow.backend] = (backend, backend.executor())
+                backend, executor = backends[workflow.backend]
+                advance = _Advance(self, workflow, state, report, backend, executor)
+                advance.run()
+            except BackendError as err:
+                # The database still holds the step's start: the next tick does it again.
+                log.warning("backend step failed", workflow_id=workflow_id, error=err.message)
+                continue
             waiting.extend(advance.waiting(_levels(state, workflow.pool)))
         self._schedule(state, waiting, report)
         self._clean_up(report)
         return report
+
+    def _sync_scheduler_objects(self, state: Mapping[ConfigType, Any]) -> None:
+        """Each Kubernetes backend's KAI Queues and Topologies, as the pools say now."""
+        for backend in self.backends.kubernetes(state):
+            desired = [
+                *queue_manifests(state, backend.name),
+                *topology_manifests(state, backend.name),
+            ]
+            try:
+                backend.sync_scheduler_objects(desired)
+            except BackendError as err:
+                log.warning("queue sync failed", backend=backend.name, error=err.message)
 
     # -- scheduling -------------------------------------------------------------------------
 
     def _schedule(
         self, state: Mapping[ConfigType, Any], waiting: Sequence[Waiting], report: TickReport
     ) -> None:
-        if not waiting:
+        embedded = [entry for entry in waiting if not entry.backend.schedules_itself]
+        for entry in waiting:
+            if isinstance(entry.backend, KubernetesBackend):
+                self._observe(entry, entry.backend, report)
+        if not embedded:
             return
-        owners = {entry.candidate.key: entry for entry in waiting}
+        owners = {entry.candidate.key: entry for entry in embedded}
         scheduling = SchedulingPass(self.nodes(), self.objects.bound_pods(), pool_queues(state))
-        for candidate in scheduling.order([entry.candidate for entry in waiting]):
+        for candidate in scheduling.order([entry.candidate for entry in embedded]):
             workflow, group = owners[candidate.key].workflow, owners[candidate.key].group
             result = scheduling.place(candidate)
-            changes = Changes()
             if isinstance(result, Placement):
-                self._bind(workflow, group, result, changes)
+                nodes = result.nodes()
+                bind = functools.partial(
+                    ClusterObjectStore.bind,
+                    backend=workflow.backend,
+                    namespace=workflow.namespace,
+                    nodes=nodes,
+                )
+                self._bind(group, nodes, dict(result.domains), also=bind)
                 report.placed_groups += 1
-            elif result.reason != group.pending_reason:
-                changes.group(group.uuid, pending_reason=result.reason)
-                self.workflows.commit(changes)
+            else:
+                self._wait(group, result.reason)
+
+    def _observe(self, entry: Waiting, backend: KubernetesBackend, report: TickReport) -> None:
+        """A group KAI places: bound once every pod has a node; else KAI's reason."""
+        group = entry.group
+        pod_group = _pod_group_name(group.manifests)
+        pods = [task.pod_name for task in group.tasks]
+        result = backend.placement(entry.workflow.namespace, pods, pod_group)
+        if isinstance(result, dict):
+            self._bind(group, result, {})
+            report.placed_groups += 1
+        elif result is not None:
+            self._wait(group, result)
+
+    def _wait(self, group: StoredGroup, reason: str) -> None:
+        if reason != group.pending_reason:
+            changes = Changes()
+            changes.group(group.uuid, pending_reason=reason)
+            self.workflows.commit(changes)
 
     def _bind(
-        self, workflow: StoredWorkflow, group: StoredGroup, placed: Placement, changes: Changes
+        self,
+        group: StoredGroup,
+        nodes: Mapping[str, str],
+        domains: dict[str, str],
+        also: Callable[[Any], None] | None = None,
     ) -> None:
-        nodes = placed.nodes()
+        changes = Changes()
         changes.group(
             group.uuid,
             status=TaskStatus.INITIALIZING.value,
-            domains=dict(placed.domains),
+            domains=domains,
             pending_reason=None,
         )
         for task in group.tasks:
@@ -143,21 +207,21 @@ class LifecycleController:
                 changes.task(
                     task.uuid, status=TaskStatus.INITIALIZING.value, node=nodes[task.pod_name]
                 )
-        self.workflows.commit(
-            changes,
-            also=lambda connection: ClusterObjectStore.bind(
-                connection, workflow.backend, workflow.namespace, nodes
-            ),
-        )
+        self.workflows.commit(changes, also=also)
 
     # -- cleanup ----------------------------------------------------------------------------
 
     def _clean_up(self, report: TickReport) -> None:
         for group in self.workflows.uncleaned_groups(FINISHED):
-            for api_version, kind in deletion_order(group.kinds):
-                self.objects.delete_collection(
-                    group.backend, api_version, kind, group.namespace, {GROUP_LABEL: group.uuid}
-                )
+            labels = {WORKFLOW_LABEL: group.workflow_uuid, GROUP_LABEL: group.uuid}
+            try:
+                backend = self.backends.get(group.backend)
+                for api_version, kind in deletion_order(group.kinds):
+                    backend.delete_collection(api_version, kind, group.namespace, labels)
+            except BackendError as err:
+                log.warning("cleanup failed; retrying", group_uuid=group.uuid, error=err.message)
+                continue
+            self.create_failures.pop(group.uuid, None)
             changes = Changes()
             changes.group(group.uuid, cleaned=True)
             self.workflows.commit(changes)
@@ -189,6 +253,26 @@ def deletion_order(kinds: Sequence[Sequence[str]]) -> list[tuple[str, str]]:
     return sorted(ordered, key=lambda pair: pair != ("v1", "Pod"))
 
 
+def permission_message(backend: str, namespace: str, missing: Sequence[Rule]) -> str:
+    """The error for missing RBAC permissions, with the rules to add (seed 000's shape)."""
+    kinds = ", ".join(
+        f"{'/'.join(r.api_groups) or 'core'} {'/'.join(r.resources)}" for r in missing
+    )
+    return (
+        f"corral's service account on backend {backend} may not create, delete, list and "
+        f"patch {kinds} in namespace {namespace}. Add these rules to its Role "
+        f"(extraRBACRules; see docs/deploy.md#permissions):\n"
+        f"{extra_rbac_rules_yaml(missing)}"
+    )
+
+
+def _pod_group_name(manifests: Sequence[Mapping[str, Any]]) -> str | None:
+    for manifest in manifests:
+        if manifest["kind"] == "PodGroup":
+            return str(manifest["metadata"]["name"])
+    return None
+
+
 def _levels(state: Mapping[ConfigType, Any], pool: str) -> tuple[str, ...]:
     keys = (state.get(ConfigType.POOL, {}).get(pool) or {}).get("topology_keys") or []
     return tuple(str(key["label"]) for key in keys)
@@ -203,9 +287,11 @@ class _Advance:
         workflow: StoredWorkflow,
         state: Mapping[ConfigType, Any],
         report: TickReport,
+        backend: ClusterBackend,
         executor: TaskExecutor,
     ) -> None:
         self.c = controller
+        self.backend = backend
         self.workflow = workflow
         self.report = report
         self.now = controller.clock()
@@ -246,7 +332,7 @@ class _Advance:
                 candidate = WaitingGroup(
                     group.uuid, levels, self.workflow.priority, age, group.manifests
                 )
-                found.append(Waiting(candidate, self.workflow, group))
+                found.append(Waiting(candidate, self.workflow, group, self.backend))
         return found
 
     # -- ending -----------------------------------------------------------------------------
@@ -325,7 +411,11 @@ class _Advance:
             max_retry=self.max_retry,
         )
         message = " ".join(part for part in (ended.message, outcome.message) if part)
-        if outcome.status is TaskStatus.RESCHEDULED:
+        status = outcome.status
+        if status is TaskStatus.RESCHEDULED and self.backend.schedules_itself:
+            status = TaskStatus.FAILED  # docs/kubernetes.md#not-yet
+            message = f"{message} RESCHEDULE is not supported on Kubernetes backends yet.".strip()
+        if status is TaskStatus.RESCHEDULED:
             # Runs again on the node it holds: the group keeps its placement.
             self.task_status[task.uuid] = TaskStatus.INITIALIZING
             self.changes.task(
@@ -337,8 +427,8 @@ class _Advance:
                 started_at=None,
             )
             return
-        self._end_task(task, outcome.status, message=message, code=ended.code)
-        self._apply_sibling_rules(group, task, outcome.status)
+        self._end_task(task, status, message=message, code=ended.code)
+        self._apply_sibling_rules(group, task, status)
 
     def _apply_sibling_rules(
         self, group: StoredGroup, task: StoredTask, status: TaskStatus
@@ -385,16 +475,48 @@ class _Advance:
             self._create_group(group)
 
     def _create_group(self, group: StoredGroup) -> None:
-        """Apply the group's objects in their stored order (group templates first), then hand
-        the group to the scheduler. A crash in between re-applies: existing objects stay."""
-        for manifest in group.manifests:
-            self.c.objects.apply(self.workflow.backend, manifest, self.workflow.namespace)
+        """Check corral may manage the group's kinds, apply the group's objects in their stored
+        order (group templates first), then hand the group to the scheduler. A crash or an
+        error in between re-applies: existing objects stay as they are."""
+        namespace = self.workflow.namespace
+        try:
+            missing = self.backend.missing_rules(group.resource_kinds, namespace)
+            if missing:
+                message = permission_message(self.backend.name, namespace, missing)
+                self._end_group(group, TaskStatus.FAILED_BACKEND_ERROR, message)
+                return
+            for manifest in group.manifests:
+                self.backend.apply(manifest, namespace)
+        except BackendError as err:
+            self._creation_failed(group, err)
+            return
+        self.c.create_failures.pop(group.uuid, None)
         self.group_status[group.name] = TaskStatus.SCHEDULING
         self.changes.group(group.uuid, status=TaskStatus.SCHEDULING.value, scheduling_at=self.now)
         for task in group.tasks:
             self.task_status[task.uuid] = TaskStatus.SCHEDULING
             self.changes.task(task.uuid, status=TaskStatus.SCHEDULING.value)
         self.report.created_groups += 1
+
+    def _creation_failed(self, group: StoredGroup, err: BackendError) -> None:
+        """Retry a transient error on the next ticks; fail the group on any other, or when
+        retries are used up (cleanup then deletes whatever was made)."""
+        attempts = self.c.create_failures.get(group.uuid, 0) + 1
+        self.c.create_failures[group.uuid] = attempts
+        log.warning(
+            "creating a group's objects failed",
+            group_uuid=group.uuid,
+            attempt=attempts,
+            transient=err.transient,
+            error=err.message,
+        )
+        if err.transient and attempts < MAX_CREATE_ATTEMPTS:
+            if self.group_status[group.name] is TaskStatus.SUBMITTING:
+                self._set_group(group, TaskStatus.WAITING)
+            return
+        tries = f" after {attempts} attempts" if err.transient else ""
+        message = f"The cluster refused the group's objects{tries}: {err.message}"
+        self._end_group(group, TaskStatus.FAILED_BACKEND_ERROR, message)
 
     # -- the workflow -----------------------------------------------------------------------
 

@@ -16,9 +16,10 @@ from typing import Any
 import structlog
 
 from corral.domain.config_types import ConfigType
+from corral.domain.kai_objects import queue_manifests
 from corral.domain.nodes import Node
-from corral.domain.topology import QUEUE_LABEL, queue_name
-from corral.domain.workflow_plan import PRIORITY_LABEL
+from corral.domain.topology import QUEUE_LABEL
+from corral.domain.workflow_plan import POOL_LABEL, PRIORITY_LABEL
 from corral.scheduler import Binding, ClusterSnapshot, Pending, Placement, Queue, QueueUsage
 from corral.scheduler.gang import place_group
 from corral.scheduler.resources import pod_demand
@@ -47,22 +48,27 @@ class WaitingGroup:
 
 
 def pool_queues(state: Mapping[ConfigType, Any]) -> list[Queue]:
-    """One queue per pool, named as the submission pipeline names the PodGroups' queue."""
-    backends = state.get(ConfigType.BACKEND, {})
-    queues = []
-    for name, pool in state.get(ConfigType.POOL, {}).items():
-        namespace = (backends.get(pool.get("backend")) or {}).get("k8s_namespace", "default")
-        gpu = (pool.get("resources") or {}).get("gpu") or {}
-        maximum = int(gpu.get("maximum", -1))
-        queues.append(
-            Queue(
-                queue_name(namespace, name),
-                gpu_guarantee=max(int(gpu.get("guarantee", -1)), 0),
-                gpu_maximum=None if maximum < 0 else maximum,
-                weight=int(gpu.get("weight", 1)),
-            )
-        )
-    return queues
+    """The pool queues of every backend, read from the Queue manifests the Kubernetes backend
+    syncs (``domain/kai_objects.py``); the parent queues are unlimited and not needed here."""
+    backends = {str(pool.get("backend")) for pool in state.get(ConfigType.POOL, {}).values()}
+    return [
+        queue_of(manifest)
+        for backend in sorted(backends)
+        for manifest in queue_manifests(state, backend)
+        if POOL_LABEL in manifest["metadata"]["labels"]
+    ]
+
+
+def queue_of(manifest: Mapping[str, Any]) -> Queue:
+    """The scheduler's view of a queue manifest (-1 means none / unlimited)."""
+    gpu = manifest["spec"]["resources"]["gpu"]
+    limit = int(gpu["limit"])
+    return Queue(
+        manifest["metadata"]["name"],
+        gpu_guarantee=max(int(gpu["quota"]), 0),
+        gpu_maximum=None if limit < 0 else limit,
+        weight=int(gpu["overQuotaWeight"]),
+    )
 
 
 class SchedulingPass:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -19,6 +19,7 @@ from corral.domain.defaults import initial_bundle
 from corral.domain.durations import parse_duration
 from corral.errors import UserError
 from corral.files import read_bundle_directory
+from corral.services.cluster_backends import Backends
 from corral.services.config_service import ConfigService, WriteMeta, WriteResult
 from corral.services.lifecycle import LifecycleController
 from corral.services.submission import SubmissionService
@@ -49,9 +50,17 @@ class Runtime:
     objects: ClusterObjectStore
     #: Where local-process tasks get their work directories and logs.
     work_dir: Path
+    #: The cluster behind each BACKEND config (embedded, or a connected Kubernetes cluster).
+    backends: Backends = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.backends = Backends(self.configs.state, self.objects, self.embedded_executor)
 
     def executor(self, backend: str) -> TaskExecutor:
-        """How ``backend`` runs tasks, per its BACKEND ``execution`` setting."""
+        return self.backends.get(backend).executor()
+
+    def embedded_executor(self, backend: str) -> TaskExecutor:
+        """How ``backend`` runs tasks on the embedded cluster, per its ``execution`` setting."""
         settings = self.configs.state().get(ConfigType.BACKEND, {}).get(backend) or {}
         execution = Execution.model_validate(settings.get("execution") or {})
         if execution.mode == "local_processes":
@@ -73,7 +82,7 @@ class Runtime:
             objects=self.objects,
             state=self.configs.state,
             nodes=lambda: self.cluster.nodes,
-            executor=self.executor,
+            backends=self.backends,
             clock=clock,
         )
 

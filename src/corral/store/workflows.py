@@ -53,6 +53,7 @@ class Changes:
 @dataclass(frozen=True)
 class UncleanedGroup:
     uuid: str
+    workflow_uuid: str
     backend: str
     namespace: str
     #: ``[apiVersion, kind]`` of every object the group was given, in creation order.
@@ -211,6 +212,7 @@ class WorkflowStore:
             select(
                 workflows.c.backend,
                 workflows.c.namespace,
+                workflows.c.uuid,
                 workflow_groups.c.group_uuid,
                 workflow_groups.c.resource_kinds,
             )
@@ -221,7 +223,7 @@ class WorkflowStore:
         with self._engine.connect() as connection:
             rows = connection.execute(query).all()
         return [
-            UncleanedGroup(row.group_uuid, row.backend, row.namespace, row.resource_kinds)
+            UncleanedGroup(row.group_uuid, row.uuid, row.backend, row.namespace, row.resource_kinds)
             for row in rows
         ]
 

@@ -1,0 +1,302 @@
+"""The ``kubernetes`` backend: a group's stored manifests applied to a real cluster, the KAI
+scheduler placing them, and the pods' states read back into task statuses (docs/kubernetes.md).
+
+It offers the lifecycle controller the same operations as the embedded cluster — apply an
+object, delete a group's objects by kind and label, run tasks — plus what only a real cluster
+has: its scheduler's decisions, its permissions, its nodes and its queues.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import structlog
+
+from corral.backends.execution import Exit, TaskRun
+from corral.backends.kubernetes.api import Kind, KubeApi, KubeError
+from corral.backends.kubernetes.informer import Informer
+from corral.backends.kubernetes.pod_status import deleted_exit, node_of, pending_reason, pod_exit
+from corral.backends.kubernetes.rbac import GROUP_TEMPLATE_VERBS, Rule, group_template_rule
+from corral.domain.kai_objects import NAMESPACE_LABEL, QUEUE_KIND, TOPOLOGY_KIND
+from corral.domain.nodes import Node, Taint
+
+log = structlog.get_logger("corral.kubernetes")
+
+#: Keeps a finished pod (and its exit code) until corral has read it and cleans up.
+CLEANUP_FINALIZER = "corral.dev/cleanup"
+POD = ("v1", "Pod")
+NODE = ("v1", "Node")
+POD_GROUP = ("scheduling.run.ai/v2alpha2", "PodGroup")
+GROUP_LABEL = "osmo.group_uuid"
+_PERMISSION_TTL_S = 60.0
+_RESYNC_S = 300.0
+_ALLOCATABLE = ("cpu", "memory", "ephemeral-storage", "nvidia.com/gpu")
+_IMMUTABLE_KINDS = ("Topology",)
+
+
+@dataclass(frozen=True)
+class BoundPod:
+    """A pod that holds resources on a node (scheduled and not finished)."""
+
+    name: str
+    namespace: str
+    node: str
+    labels: dict[str, str]
+    body: dict[str, Any]
+
+
+class KubernetesBackend:
+    schedules_itself = True
+
+    def __init__(self, name: str, api: KubeApi, watch_api: KubeApi, namespace: str) -> None:
+        self.name = name
+        self.api = api
+        self._watch_api = watch_api
+        self.namespace = namespace
+        self.pods = Informer(watch_api, api.kind(*POD), None)
+        self.nodes_informer = Informer(watch_api, api.kind(*NODE), None)
+        self.pod_groups = Informer(watch_api, api.kind(*POD_GROUP), namespace)
+        self._permissions: dict[tuple[str, str, str, str], tuple[bool, float]] = {}
+        self._synced_scheduler_objects: tuple[str, float] | None = None
+
+    def start(self) -> None:
+        for informer in self._informers():
+            informer.start()
+
+    def close(self) -> None:
+        for informer in self._informers():
+            informer.stop()
+        self._watch_api.close()  # ends blocked watches
+        for informer in self._informers():
+            informer.join(5.0)
+        self.api.close()
+
+    def wait_synced(self, timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        return all(
+            informer.wait_synced(max(deadline - time.monotonic(), 0.0))
+            for informer in self._informers()
+        )
+
+    def _informers(self) -> tuple[Informer, ...]:
+        return (self.pods, self.nodes_informer, self.pod_groups)
+
+    # -- a group's objects --------------------------------------------------------------------
+
+    def apply(self, manifest: Mapping[str, Any], namespace: str) -> None:
+        """Create (or leave as it is) one object; returns once the API server accepted it."""
+        if (manifest["apiVersion"], manifest["kind"]) == POD:
+            manifest = _with_finalizer(manifest, CLEANUP_FINALIZER)
+        self.api.apply(manifest, namespace)
+
+    def delete_collection(
+        self, api_version: str, kind: str, namespace: str, labels: Mapping[str, str]
+    ) -> int:
+        """Delete every object of one kind with ``labels``, removing corral's finalizer first;
+        how many there were. Objects already gone are not an error."""
+        found = self.api.kind(api_version, kind)
+        scope = namespace if found.namespaced else None
+        items, _ = self.api.list(found, scope, labels)
+        for item in items:
+            name = item["metadata"]["name"]
+            if CLEANUP_FINALIZER in (item["metadata"].get("finalizers") or []):
+                self.api.remove_finalizer(found, scope, name, CLEANUP_FINALIZER)
+            self.api.delete(found, scope, name)
+        return len(items)
+
+    # -- permissions --------------------------------------------------------------------------
+
+    def missing_rules(self, kinds: Sequence[Sequence[str]], namespace: str) -> list[Rule]:
+        """The RBAC rules corral lacks to create, list, patch and delete ``kinds`` in
+        ``namespace`` (SelfSubjectAccessReview; answers are kept for a minute)."""
+        missing = []
+        for api_version, kind_name in kinds:
+            kind = self.api.kind(api_version, kind_name)
+            scope = namespace if kind.namespaced else None
+            if not all(self._allowed(verb, kind, scope) for verb in GROUP_TEMPLATE_VERBS):
+                missing.append(group_template_rule(kind.group, kind.plural))
+        return missing
+
+    def _allowed(self, verb: str, kind: Kind, namespace: str | None) -> bool:
+        key = (verb, kind.group, kind.plural, namespace or "")
+        now = time.monotonic()
+        cached = self._permissions.get(key)
+        if cached is not None and now - cached[1] < _PERMISSION_TTL_S:
+            return cached[0]
+        allowed = self.api.allowed(verb, kind.group, kind.plural, namespace)
+        self._permissions[key] = (allowed, now)
+        return allowed
+
+    # -- what the cluster's scheduler did -----------------------------------------------------
+
+    def placement(
+        self, namespace: str, pod_names: Sequence[str], pod_group: str | None
+    ) -> dict[str, str] | str | None:
+        """Pod -> node once every pod of the group is bound; otherwise the scheduler's reason
+        for waiting, or None when it has said nothing yet."""
+        pods = [self.pods.get(namespace, name) for name in pod_names]
+        nodes = {name: node_of(pod) for name, pod in zip(pod_names, pods, strict=True) if pod}
+        if len(nodes) == len(pod_names) and all(nodes.values()):
+            return {name: str(node) for name, node in nodes.items()}
+        group = self.pod_groups.get(namespace, pod_group) if pod_group else None
+        return pending_reason(group, [pod for pod in pods if pod is not None])
+
+    # -- tasks --------------------------------------------------------------------------------
+
+    def executor(self) -> KubernetesExecution:
+        return KubernetesExecution(self)
+
+    def pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The pod from the watch, or from the API server when the watch has not shown it."""
+        found = self.pods.get(namespace, name)
+        if found is None:
+            found = self.api.get(self.api.kind(*POD), namespace, name)
+        return found
+
+    # -- capacity -----------------------------------------------------------------------------
+
+    def nodes(self) -> list[Node]:
+        return sorted((_node(item) for item in self.nodes_informer.items()), key=_name)
+
+    def bound_pods(self) -> list[BoundPod]:
+        bound = []
+        for pod in self.pods.items():
+            node = node_of(pod)
+            phase = (pod.get("status") or {}).get("phase")
+            if node is None or phase in ("Succeeded", "Failed"):
+                continue
+            metadata = pod["metadata"]
+            bound.append(
+                BoundPod(
+                    metadata["name"],
+                    metadata.get("namespace", ""),
+                    node,
+                    dict(metadata.get("labels") or {}),
+                    pod,
+                )
+            )
+        return bound
+
+    # -- KAI queues and topologies ------------------------------------------------------------
+
+    def sync_scheduler_objects(self, desired: Sequence[Mapping[str, Any]]) -> bool:
+        """Make the cluster's Queues and Topologies labelled with this backend's namespace
+        equal ``desired`` (``osmo-topology.md`` A3.3); True if it talked to the cluster.
+
+        Skipped while ``desired`` is what was synced less than five minutes ago."""
+        fingerprint = hashlib.sha256(json.dumps(desired, sort_keys=True).encode()).hexdigest()
+        last = self._synced_scheduler_objects
+        if last is not None and last[0] == fingerprint and time.monotonic() - last[1] < _RESYNC_S:
+            return False
+        for api_version, kind in (QUEUE_KIND, TOPOLOGY_KIND):
+            targets = [m for m in desired if m["kind"] == kind]
+            self._sync_kind(api_version, kind, targets)
+        self._synced_scheduler_objects = (fingerprint, time.monotonic())
+        return True
+
+    def _sync_kind(
+        self, api_version: str, kind_name: str, targets: Sequence[Mapping[str, Any]]
+    ) -> None:
+        try:
+            kind = self.api.kind(api_version, kind_name)
+            existing, _ = self.api.list(kind, None, {NAMESPACE_LABEL: self.namespace})
+        except KubeError as err:
+            if not err.not_found:
+                raise
+            log.warning("scheduler kind not installed; not synced", kind=kind_name)
+            return
+        current = {item["metadata"]["name"]: item for item in existing}
+        for target in targets:
+            name = target["metadata"]["name"]
+            found = current.get(name)
+            if found is not None and kind_name in _IMMUTABLE_KINDS:
+                if _same_immutable(found, target):
+                    continue
+                log.info("recreating changed immutable object", kind=kind_name, name=name)
+                self.api.delete(kind, None, name)
+            self.api.apply(target, None)
+        wanted = {target["metadata"]["name"] for target in targets}
+        for name in sorted(set(current) - wanted):
+            log.info("deleting orphaned scheduler object", kind=kind_name, name=name)
+            self.api.delete(kind, None, name)
+
+
+class KubernetesExecution:
+    """Tasks are the pods themselves: KAI binds them and the kubelet runs them, so starting is
+    nothing; ending is reading the pod's container state; stopping is deleting the pod."""
+
+    def __init__(self, backend: KubernetesBackend) -> None:
+        self.backend = backend
+
+    def start(self, run: TaskRun) -> None:
+        del run
+
+    def poll(self, run: TaskRun, now: datetime) -> Exit | None:
+        del now
+        namespace, name = _pod_key(run)
+        pod = self.backend.pod(namespace, name)
+        if pod is None:
+            return deleted_exit()
+        return pod_exit(pod)
+
+    def stop(self, run: TaskRun) -> None:
+        namespace, name = _pod_key(run)
+        kind = self.backend.api.kind(*POD)
+        self.backend.api.remove_finalizer(kind, namespace, name, CLEANUP_FINALIZER)
+        self.backend.api.delete(kind, namespace, name)
+
+    def logs(self, run: TaskRun) -> str:
+        namespace, name = _pod_key(run)
+        return self.backend.api.pod_log(namespace, name)
+
+
+def _pod_key(run: TaskRun) -> tuple[str, str]:
+    metadata = run.pod["metadata"]
+    return str(metadata.get("namespace") or ""), str(metadata["name"])
+
+
+def _with_finalizer(manifest: Mapping[str, Any], finalizer: str) -> dict[str, Any]:
+    metadata = dict(manifest.get("metadata") or {})
+    finalizers = list(metadata.get("finalizers") or [])
+    if finalizer not in finalizers:
+        finalizers.append(finalizer)
+    metadata["finalizers"] = finalizers
+    return {**manifest, "metadata": metadata}
+
+
+def _same_immutable(found: Mapping[str, Any], target: Mapping[str, Any]) -> bool:
+    """OSMO's equality for immutable kinds: apiVersion, kind and spec equal, and every target
+    label present with the same value (server metadata and extra labels ignored)."""
+    labels = (found.get("metadata") or {}).get("labels") or {}
+    wanted = (target.get("metadata") or {}).get("labels") or {}
+    return (
+        found.get("apiVersion") == target.get("apiVersion")
+        and found.get("kind") == target.get("kind")
+        and found.get("spec") == target.get("spec")
+        and all(labels.get(key) == value for key, value in wanted.items())
+    )
+
+
+def _node(item: Mapping[str, Any]) -> Node:
+    metadata = item.get("metadata") or {}
+    spec = item.get("spec") or {}
+    allocatable = (item.get("status") or {}).get("allocatable") or {}
+    return Node(
+        name=str(metadata["name"]),
+        labels=dict(metadata.get("labels") or {}),
+        taints=tuple(
+            Taint(str(t["key"]), str(t["effect"]), str(t.get("value") or ""))
+            for t in spec.get("taints") or []
+        ),
+        allocatable={key: str(allocatable[key]) for key in _ALLOCATABLE if key in allocatable},
+    )
+
+
+def _name(node: Node) -> str:
+    return node.name

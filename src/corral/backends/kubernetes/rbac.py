@@ -1,0 +1,69 @@
+"""The permissions the Kubernetes backend needs, as RBAC rules (docs/kubernetes.md#permissions).
+
+The same rules are granted by ``deploy/kubernetes`` and checked at run time with
+``SelfSubjectAccessReview`` before a group's objects are made, so a missing one is reported with
+the exact rule to add, in the shape of OSMO's ``extraRBACRules`` Helm value (seed 000).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import yaml
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One RBAC ``PolicyRule``: ``verbs`` on ``resources`` of ``api_groups``."""
+
+    api_groups: tuple[str, ...]
+    resources: tuple[str, ...]
+    verbs: tuple[str, ...]
+
+    def as_dict(self) -> dict[str, list[str]]:
+        return {
+            "apiGroups": list(self.api_groups),
+            "resources": list(self.resources),
+            "verbs": list(self.verbs),
+        }
+
+
+#: What a group-template kind needs at least (seed 000: list and patch for label injection and
+#: cleanup tracking, create and delete to make and remove the object).
+GROUP_TEMPLATE_VERBS = ("create", "delete", "list", "patch")
+#: Watching and reading back what was made.
+_READ_VERBS = ("get", "list", "watch")
+_WRITE_VERBS = ("create", "delete", "patch", "update")
+
+#: Granted in the workflow namespace (a Role): a group's own objects.
+NAMESPACED_RULES: tuple[Rule, ...] = (
+    Rule(("",), ("pods", "services", "secrets"), (*_READ_VERBS, *_WRITE_VERBS)),
+    Rule(("",), ("pods/log",), ("get",)),
+    Rule(("scheduling.run.ai",), ("podgroups",), (*_READ_VERBS, *_WRITE_VERBS)),
+)
+
+#: Granted cluster-wide (a ClusterRole): capacity, and KAI's cluster-scoped queues/topologies.
+CLUSTER_RULES: tuple[Rule, ...] = (
+    Rule(("",), ("nodes",), _READ_VERBS),
+    Rule(("",), ("pods",), _READ_VERBS),
+    Rule(("scheduling.run.ai",), ("queues",), (*_READ_VERBS, *_WRITE_VERBS)),
+    Rule(("kai.scheduler",), ("topologies",), (*_READ_VERBS, *_WRITE_VERBS)),
+    Rule(("authorization.k8s.io",), ("selfsubjectaccessreviews",), ("create",)),
+)
+
+
+def group_template_rule(api_group: str, resource: str) -> Rule:
+    """The rule a group template of ``resource`` (plural, in ``api_group``) needs."""
+    return Rule((api_group,), (resource,), GROUP_TEMPLATE_VERBS)
+
+
+def extra_rbac_rules_yaml(rules: Iterable[Rule]) -> str:
+    """``rules`` as the ``extraRBACRules`` list an admin pastes into the chart values."""
+    return yaml.safe_dump(
+        [rule.as_dict() for rule in rules], default_flow_style=None, sort_keys=False
+    )
+
+
+def verbs_missing(allowed: Sequence[str], needed: Sequence[str]) -> list[str]:
+    return [verb for verb in needed if verb not in allowed and "*" not in allowed]

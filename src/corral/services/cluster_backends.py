@@ -1,0 +1,139 @@
+"""Which cluster each BACKEND config names: the embedded one (the default), or a real
+Kubernetes cluster when the backend has a ``kubernetes`` section (docs/kubernetes.md).
+
+Kubernetes backends are connected once and kept (their watches run in the background); a
+change of the backend's access settings or namespace reconnects it.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import structlog
+
+from corral.backends.execution import TaskExecutor
+from corral.backends.kubernetes.api import connect
+from corral.backends.kubernetes.backend import KubernetesBackend
+from corral.backends.kubernetes.rbac import Rule
+from corral.backends.port import BackendError, ClusterBackend
+from corral.domain.config_types import ConfigType
+from corral.domain.configs import KubernetesAccess
+from corral.errors import UserError
+from corral.store.cluster_objects import ClusterObjectStore
+
+log = structlog.get_logger("corral.backends")
+
+State = Mapping[ConfigType, Any]
+
+
+class EmbeddedBackend:
+    """The embedded cluster: objects in the database, placed by corral's scheduling pass."""
+
+    schedules_itself = False
+
+    def __init__(self, name: str, objects: ClusterObjectStore, executor: TaskExecutor) -> None:
+        self.name = name
+        self._objects = objects
+        self._executor = executor
+
+    def apply(self, manifest: Mapping[str, Any], namespace: str) -> None:
+        self._objects.apply(self.name, manifest, namespace)
+
+    def delete_collection(
+        self, api_version: str, kind: str, namespace: str, labels: Mapping[str, str]
+    ) -> int:
+        return self._objects.delete_collection(self.name, api_version, kind, namespace, labels)
+
+    def executor(self) -> TaskExecutor:
+        return self._executor
+
+    def missing_rules(self, kinds: Sequence[Sequence[str]], namespace: str) -> list[Rule]:
+        del kinds, namespace  # nothing to be refused by
+        return []
+
+
+def kubernetes_access(state: State, backend: str) -> KubernetesAccess | None:
+    settings = state.get(ConfigType.BACKEND, {}).get(backend) or {}
+    section = settings.get("kubernetes")
+    return None if section is None else KubernetesAccess.model_validate(section)
+
+
+Connector = Callable[[str, KubernetesAccess, str], KubernetesBackend]
+
+
+def connect_backend(name: str, access: KubernetesAccess, namespace: str) -> KubernetesBackend:
+    """A started backend for the cluster ``access`` names (two clients: one for requests, one
+    whose blocked watches are ended by closing it)."""
+    backend = KubernetesBackend(
+        name, connect(access, namespace), connect(access, namespace), namespace
+    )
+    backend.start()
+    return backend
+
+
+class Backends:
+    """The backends of the current configuration, built on demand."""
+
+    def __init__(
+        self,
+        state: Callable[[], State],
+        objects: ClusterObjectStore,
+        embedded_executor: Callable[[str], TaskExecutor],
+        connector: Connector = connect_backend,
+    ) -> None:
+        self._state = state
+        self._objects = objects
+        self._embedded_executor = embedded_executor
+        self._connector = connector
+        self._connected: dict[str, tuple[str, KubernetesBackend]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, name: str, state: State | None = None) -> ClusterBackend:
+        """The backend named ``name``; :class:`BackendError` if its cluster cannot be used."""
+        state = self._state() if state is None else state
+        try:
+            access = kubernetes_access(state, name)
+        except ValueError as err:
+            raise BackendError(f"backend {name}: {err}", transient=False) from None
+        if access is None:
+            return EmbeddedBackend(name, self._objects, self._embedded_executor(name))
+        namespace = str((state.get(ConfigType.BACKEND, {}).get(name) or {}).get("k8s_namespace"))
+        return self._kubernetes(name, access, namespace or "default")
+
+    def kubernetes(self, state: State) -> list[KubernetesBackend]:
+        """Every backend of ``state`` that is a Kubernetes cluster, connected."""
+        found = []
+        for name in sorted(state.get(ConfigType.BACKEND, {})):
+            try:
+                backend = self.get(name, state)
+            except BackendError as err:
+                log.warning("backend unavailable", backend=name, error=err.message)
+                continue
+            if isinstance(backend, KubernetesBackend):
+                found.append(backend)
+        return found
+
+    def _kubernetes(self, name: str, access: KubernetesAccess, namespace: str) -> KubernetesBackend:
+        key = json.dumps([access.model_dump(), namespace], sort_keys=True)
+        with self._lock:
+            known = self._connected.get(name)
+            if known is not None and known[0] == key:
+                return known[1]
+            if known is not None:
+                known[1].close()
+                del self._connected[name]
+            try:
+                backend = self._connector(name, access, namespace)
+            except UserError as err:
+                raise BackendError(f"backend {name}: {err}", transient=False) from None
+            self._connected[name] = (key, backend)
+            return backend
+
+    def close(self) -> None:
+        with self._lock:
+            for _, backend in self._connected.values():
+                backend.close()
+            self._connected.clear()
