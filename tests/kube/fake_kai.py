@@ -85,7 +85,7 @@ class FakeKai:
         group: Mapping[str, Any],
         members: list[dict[str, Any]],
     ) -> Placement | None:
-        topology = ((group["spec"].get("topologyConstraint") or {}).get("topology")) or ""
+        topology = _topology_name(group["spec"])
         levels: tuple[str, ...] = ()
         if topology:
             found = self.server.get_object(*TOPOLOGY, None, topology)
@@ -186,3 +186,10 @@ def _finished(pod: Mapping[str, Any]) -> bool:
 
 def _deleting(pod: Mapping[str, Any]) -> bool:
     return bool(pod["metadata"].get("deletionTimestamp"))
+
+
+def _topology_name(spec: Mapping[str, Any]) -> str:
+    """The Topology the PodGroup's constraints name (on the group or on any subgroup)."""
+    constraints = [spec.get("topologyConstraint") or {}]
+    constraints += [sub.get("topologyConstraint") or {} for sub in spec.get("subGroups") or []]
+    return next((str(c["topology"]) for c in constraints if c.get("topology")), "")

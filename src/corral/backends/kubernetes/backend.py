@@ -70,11 +70,11 @@ class KubernetesBackend:
             informer.start()
 
     def close(self) -> None:
+        """Stop the watches (each thread ends at its next event or reconnect; they are daemon
+        threads, so nothing waits for them) and close both clients."""
         for informer in self._informers():
             informer.stop()
-        self._watch_api.close()  # ends blocked watches
-        for informer in self._informers():
-            informer.join(5.0)
+        self._watch_api.close()
         self.api.close()
 
     def wait_synced(self, timeout_s: float) -> bool:

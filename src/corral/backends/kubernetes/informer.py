@@ -74,10 +74,6 @@ class Informer:
         """Ask the thread to end; the owner closes the API client to end a blocked watch."""
         self._stop.set()
 
-    def join(self, timeout_s: float) -> None:
-        if self._thread is not None:
-            self._thread.join(timeout_s)
-
     def _run(self) -> None:
         failures = 0
         while not self._stop.is_set():
