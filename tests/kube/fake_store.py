@@ -1214,6 +1214,8 @@ class Store:
         else:
             meta.update(uid=str(uuid.uuid4()), creationTimestamp=now(), generation=1)
         key = self._key(rtype, namespace, meta["name"])
+        if old is not None and _unchanged(obj, old):
+            return old  # as the real server: a no-op write stores nothing, keeps the version
         if (
             old is not None
             and old["metadata"].get("deletionTimestamp")
@@ -1370,3 +1372,11 @@ def _apply_conflict(conflicts: list[tuple[str, FieldPath]], api_version: str) ->
             ]
         },
     )
+
+
+def _unchanged(new: Obj, old: Obj) -> bool:
+    def content(obj: Obj) -> Obj:
+        meta = {k: v for k, v in obj["metadata"].items() if k != "resourceVersion"}
+        return {**obj, "metadata": meta}
+
+    return content(new) == content(old)
