@@ -184,3 +184,4 @@ def server(
     finally:
         stop.set()
         controller.join(timeout=10)
+        runtime.backends.close()  # Kubernetes watches and clients

@@ -1,4 +1,4 @@
-"""The permissions the Kubernetes backend needs, as RBAC rules (docs/kubernetes.md#permissions).
+"""The permissions the Kubernetes backend needs, as RBAC rules (docs/deploy.md#permissions).
 
 The same rules are granted by ``deploy/kubernetes`` and checked at run time with
 ``SelfSubjectAccessReview`` before a group's objects are made, so a missing one is reported with
