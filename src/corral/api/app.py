@@ -48,9 +48,7 @@ def create_app(runtime: Runtime, auth: AuthSettings | None = None) -> FastAPI:
 
     app.include_router(build_router(runtime.configs, authorizer, count_write))
     app.include_router(build_pool_router(runtime.configs, authorizer))
-    app.include_router(
-        build_resource_router(runtime.configs, authorizer, runtime.cluster, runtime.objects)
-    )
+    app.include_router(build_resource_router(runtime.configs, authorizer, runtime.capacity))
     app.include_router(
         build_workflow_router(
             runtime.submissions, runtime.workflows, authorizer, runtime.configs, runtime.task_logs

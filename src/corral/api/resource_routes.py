@@ -1,20 +1,21 @@
 """``/api/pool_quota`` and ``/api/resources``: GPU quotas per pool, and resources per node.
 
-Both read the same inputs: the pools as configured now, the nodes of the embedded cluster, and
-the pods bound to them (the running tasks). A caller sees only the pools it may use
-(``workflow:Create`` on ``pool/<name>``, as ``GET /api/pool``). See docs/resources.md.
+Both read the same inputs: the pools as configured now and, per cluster (the embedded one, each
+Kubernetes backend: :mod:`corral.services.capacity`), its nodes and the pods holding resources on
+them; a pool's platforms are matched only against the nodes of its backend. A caller sees only
+the pools it may use (``workflow:Create`` on ``pool/<name>``, as ``GET /api/pool``). See
+docs/resources.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
 from corral.api.auth import Authorizer, Principal
 from corral.api.config_routes import Caller
-from corral.domain.cluster import Cluster
 from corral.domain.config_types import ConfigType
 from corral.domain.pool_quota import (
     NodeGpus,
@@ -22,17 +23,19 @@ from corral.domain.pool_quota import (
     calculate_pool_quotas,
     quota_json,
 )
+from corral.domain.resolved_pool import State
 from corral.domain.resource_listing import (
     list_resources,
     node_info_json,
     pool_layout,
     resources_json,
 )
-from corral.domain.workflow_plan import POOL_LABEL, PRIORITY_LABEL
+from corral.domain.workflow_plan import PRIORITY_LABEL
 from corral.errors import NotFoundError
-from corral.scheduler.resources import Demand, capacity, pod_demand
+from corral.scheduler.resources import Demand, pod_demand
+from corral.scheduler.resources import capacity as capacity_of_node
+from corral.services.capacity import ClusterCapacity, RunningPod
 from corral.services.config_service import ConfigService
-from corral.store.cluster_objects import ClusterObject, ClusterObjectStore
 
 Names = Annotated[list[str], Query()]
 
@@ -40,9 +43,10 @@ Names = Annotated[list[str], Query()]
 def build_resource_router(
     service: ConfigService,
     authorizer: Authorizer,
-    cluster: Cluster,
-    objects: ClusterObjectStore,
+    capacity: Callable[[State], list[ClusterCapacity]],
 ) -> APIRouter:
+    """``capacity`` gives, for a config state, each cluster's nodes, pods and pools
+    (:func:`corral.services.capacity.read_capacity`)."""
     router = APIRouter(tags=["resources"])
 
     def visible(caller: Principal, pools: Mapping[str, Any]) -> list[str]:
@@ -62,25 +66,35 @@ def build_resource_router(
         names = visible(caller, configured)
         if pools:
             names = [name for name in names if name in set(pools)]
-        layout = pool_layout(state, cluster.nodes)
-        bound = _on_known_nodes(objects.bound_pods(), cluster)
-        gpus = _gpus_per_node(bound)
-        nodes = [
-            NodeGpus(node.name, capacity(node.allocatable).gpu, gpus.get(node.name, 0), pools_of)
-            for node in cluster.nodes
-            if (pools_of := layout.pools_of(node.name))
-        ]
-        tasks = [
-            RunningTask(
-                pod.labels.get(POOL_LABEL),
-                pod_demand(pod.body.get("spec") or {}).gpu,
-                pod.labels.get(PRIORITY_LABEL, "NORMAL"),
+        nodes: list[NodeGpus] = []
+        tasks: list[RunningTask] = []
+        mounts: dict[str, Mapping[str, list[str]]] = {}
+        for cluster in capacity(state):
+            layout = pool_layout(state, cluster.nodes, cluster.pools)
+            mounts.update(layout.default_mounts)
+            gpus = _gpus_per_node(cluster.pods)
+            nodes.extend(
+                # Qualified by cluster: a node name of two clusters is two nodes.
+                NodeGpus(
+                    f"{cluster.backend}/{node.name}",
+                    capacity_of_node(node.allocatable).gpu,
+                    gpus.get(node.name, 0),
+                    pools_of,
+                )
+                for node in cluster.nodes
+                if (pools_of := layout.pools_of(node.name))
             )
-            for pod in bound
-        ]
+            tasks.extend(
+                RunningTask(
+                    cluster.pool_of(pod),
+                    pod_demand(pod.spec).gpu,
+                    pod.labels.get(PRIORITY_LABEL, "NORMAL"),
+                )
+                for pod in cluster.pods
+            )
         selected = {name: configured[name] for name in names}
         report = calculate_pool_quotas(selected, tasks, nodes)
-        return quota_json(report, selected, layout.default_mounts)
+        return quota_json(report, selected, mounts)
 
     @router.get("/api/resources")
     def resources(
@@ -97,32 +111,43 @@ def build_resource_router(
         configured = state.get(ConfigType.POOL, {})
         names = _named_pools(authorizer, caller, configured, pools) or visible(caller, configured)
         _check_platforms(configured, names, platforms)
-        layout = pool_layout(state, cluster.nodes)
-        listed = list_resources(
-            layout,
-            cluster.nodes,
-            _demand_per_node(_on_known_nodes(objects.bound_pods(), cluster)),
-            pools=names,
-            platforms=platforms,
-            include_unused=include_all,
-        )
-        return resources_json(listed)
+        listed = []
+        for cluster in capacity(state):
+            listed.extend(
+                list_resources(
+                    pool_layout(state, cluster.nodes, cluster.pools),
+                    cluster.nodes,
+                    _demand_per_node(cluster.pods),
+                    pools=names,
+                    platforms=platforms,
+                    include_unused=include_all,
+                )
+            )
+        return resources_json(sorted(listed, key=lambda node: node.name))
 
     @router.get("/api/resources/{name}")
     def node_info(caller: Caller, name: str) -> dict[str, Any]:
         """One node: labels, taints, capacity and use, and the pools and platforms (of those
-        the caller may use) it serves."""
+        the caller may use) it serves. A name of several clusters: the first whose node serves
+        a pool the caller may use, else the first (embedded, then Kubernetes backends by
+        name)."""
         authorizer.check(caller, "resources:Read")
-        node = cluster.node(name)
-        if node is None:
-            raise NotFoundError(
-                f"Node {name} does not exist! `corral resource list --all` lists the nodes."
-            )
         state = service.state()
         configured = state.get(ConfigType.POOL, {})
         shown = {pool: configured[pool] for pool in visible(caller, configured)}
-        demand = _demand_per_node(_on_known_nodes(objects.bound_pods(), cluster)).get(name)
-        return node_info_json(pool_layout(state, cluster.nodes), node, demand, shown)
+        found = []
+        for cluster in capacity(state):
+            node = cluster.node(name)
+            if node is None:
+                continue
+            demand = _demand_per_node(cluster.pods).get(name)
+            layout = pool_layout(state, cluster.nodes, cluster.pools)
+            found.append(node_info_json(layout, node, demand, shown))
+        if not found:
+            raise NotFoundError(
+                f"Node {name} does not exist! `corral resource list --all` lists the nodes."
+            )
+        return next((info for info in found if info["pools"]), found[0])
 
     return router
 
@@ -157,18 +182,12 @@ def _check_platforms(
             )
 
 
-def _on_known_nodes(bound: list[ClusterObject], cluster: Cluster) -> list[ClusterObject]:
-    """Pods of nodes the cluster still has (a shrunk cluster description leaves others)."""
-    return [pod for pod in bound if pod.node is not None and cluster.node(pod.node) is not None]
-
-
-def _demand_per_node(bound: list[ClusterObject]) -> dict[str, Demand]:
+def _demand_per_node(bound: Iterable[RunningPod]) -> dict[str, Demand]:
     found: dict[str, Demand] = {}
     for pod in bound:
-        assert pod.node is not None
-        found[pod.node] = found.get(pod.node, Demand()) + pod_demand(pod.body.get("spec") or {})
+        found[pod.node] = found.get(pod.node, Demand()) + pod_demand(pod.spec)
     return found
 
 
-def _gpus_per_node(bound: list[ClusterObject]) -> dict[str, int]:
+def _gpus_per_node(bound: Iterable[RunningPod]) -> dict[str, int]:
     return {node: demand.gpu for node, demand in _demand_per_node(bound).items()}

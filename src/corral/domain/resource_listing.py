@@ -25,7 +25,7 @@ amounts round up and capacities down, used never shows above capacity, and ``fre
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Protocol
@@ -108,11 +108,18 @@ class PoolLayout:
         return UNUSED if served == 0 else RESERVED if served == 1 else SHARED
 
 
-def pool_layout(state: State, nodes: Sequence[Node]) -> PoolLayout:
-    """Match every platform of every pool against the nodes, as the submission pipeline does."""
+def pool_layout(
+    state: State, nodes: Sequence[Node], pools: Collection[str] | None = None
+) -> PoolLayout:
+    """Match every platform of every pool against the nodes, as the submission pipeline does.
+
+    ``pools`` (default: every pool configured) keeps only those pools: the pools whose backend
+    has ``nodes``, so that a node's type counts only the pools that could use it."""
     platforms: dict[tuple[str, str], tuple[str, ...]] = {}
     mounts: dict[str, dict[str, list[str]]] = {}
     for pool_name, pool in state.get(ConfigType.POOL, {}).items():
+        if pools is not None and pool_name not in pools:
+            continue
         mounts[pool_name] = {}
         for platform_name in pool.get("platforms") or {}:
             resolved = resolve_platform(state, pool_name, platform_name)

@@ -17,9 +17,11 @@ from corral.domain.config_types import ConfigType
 from corral.domain.configs import Execution
 from corral.domain.defaults import initial_bundle
 from corral.domain.durations import parse_duration
+from corral.domain.nodes import Node
 from corral.errors import UserError
 from corral.files import read_bundle_directory
-from corral.services.cluster_backends import Backends
+from corral.services.capacity import ClusterCapacity, backend_nodes, read_capacity
+from corral.services.cluster_backends import Backends, State
 from corral.services.config_service import ConfigService, WriteMeta, WriteResult
 from corral.services.lifecycle import LifecycleController
 from corral.services.submission import SubmissionService
@@ -86,6 +88,14 @@ class Runtime:
             clock=clock,
         )
 
+    def capacity(self, state: State) -> list[ClusterCapacity]:
+        """Per cluster of ``state``: its nodes, the pods holding resources and its pools."""
+        return read_capacity(state, self.cluster, self.objects, self.backends)
+
+    def nodes_of(self, backend: str) -> list[Node]:
+        """The nodes the pools of ``backend`` run on (the submission's node checks)."""
+        return backend_nodes(self.configs.state(), self.cluster, self.backends, backend)
+
     def database_ok(self) -> bool:
         try:
             with self.engine.connect() as connection:
@@ -132,7 +142,7 @@ def open_runtime(
         UserStore(engine, clock),
         nodes,
         workflows,
-        SubmissionService(configs, workflows, lambda _backend: nodes.nodes),
+        SubmissionService(configs, workflows, lambda backend: runtime.nodes_of(backend)),
         ClusterObjectStore(engine, clock),
         work_dir or Path(platformdirs.user_data_dir("corral")) / "tasks",
     )

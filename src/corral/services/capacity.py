@@ -1,0 +1,167 @@
+"""Which nodes each pool's backend has, and the pods that hold resources on them: the inputs of
+``resource list``, ``pool list`` and the submission's node checks (docs/resources.md).
+
+There is one entry per cluster:
+
+* the embedded cluster — the nodes of the cluster description and the pods the database binds
+  to them — shared by every backend without a ``kubernetes`` section (and by pools naming a
+  backend that is not configured);
+* one per Kubernetes backend — the Nodes and the bound, unfinished Pods (everyone's, not only
+  corral's) of its watches. A backend that cannot be connected has no nodes (and a warning is
+  logged), so its pools show no capacity and its submissions fit no node.
+
+A node of one cluster never counts for a pool of another; a node name present in two clusters
+is two nodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from corral.backends.kubernetes.backend import KubernetesBackend
+from corral.backends.port import BackendError
+from corral.domain.cluster import Cluster
+from corral.domain.config_types import ConfigType
+from corral.domain.nodes import Node
+from corral.domain.workflow_plan import POOL_LABEL
+from corral.services.cluster_backends import Backends, State
+from corral.store.cluster_objects import ClusterObjectStore
+
+log = structlog.get_logger("corral.capacity")
+
+#: The ``backend`` of the embedded cluster's entry.
+EMBEDDED = ""
+#: How long a read waits for a Kubernetes backend's first list of nodes and pods.
+SYNC_WAIT_S = 2.0
+
+
+@dataclass(frozen=True)
+class RunningPod:
+    """A pod holding resources on a node (bound, not finished), of any cluster."""
+
+    name: str
+    namespace: str
+    node: str
+    labels: Mapping[str, str]
+    body: Mapping[str, Any]
+
+    @property
+    def spec(self) -> Mapping[str, Any]:
+        spec = self.body.get("spec")
+        return spec if isinstance(spec, Mapping) else {}
+
+
+@dataclass(frozen=True)
+class ClusterCapacity:
+    """The nodes of one cluster, the pods on them, and the pools (config order) running there."""
+
+    #: ``EMBEDDED``, or the name of the Kubernetes backend.
+    backend: str
+    nodes: tuple[Node, ...]
+    #: Only pods on one of ``nodes``.
+    pods: tuple[RunningPod, ...]
+    pools: tuple[str, ...]
+    #: Where corral puts its pods (a Kubernetes backend's ``k8s_namespace``); None: anywhere.
+    namespace: str | None = None
+    _by_name: Mapping[str, Node] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_name", {node.name: node for node in self.nodes})
+
+    def node(self, name: str) -> Node | None:
+        return self._by_name.get(name)
+
+    def pool_of(self, pod: RunningPod) -> str | None:
+        """The pool ``pod`` is a task of: its ``osmo.pool`` label when that names a pool of this
+        cluster and the pod is in corral's namespace; None for anyone else's pod."""
+        if self.namespace is not None and pod.namespace != self.namespace:
+            return None
+        pool = pod.labels.get(POOL_LABEL)
+        return pool if pool in self.pools else None
+
+
+def pool_backend(pool: Mapping[str, Any]) -> str:
+    """The backend a pool config names (as the submission pipeline reads it)."""
+    return str(pool.get("backend", ""))
+
+
+def kubernetes_backends(state: State) -> set[str]:
+    """The configured backends with a ``kubernetes`` section (valid or not)."""
+    return {
+        name
+        for name, settings in state.get(ConfigType.BACKEND, {}).items()
+        if (settings or {}).get("kubernetes") is not None
+    }
+
+
+def read_capacity(
+    state: State, cluster: Cluster, objects: ClusterObjectStore, backends: Backends
+) -> list[ClusterCapacity]:
+    """Every cluster the configuration uses: the embedded one first (left out when every
+    configured backend is a Kubernetes one and no pool runs on it), then the Kubernetes
+    backends by name."""
+    kubernetes = kubernetes_backends(state)
+    pools: dict[str, list[str]] = {}
+    for name, pool in state.get(ConfigType.POOL, {}).items():
+        backend = pool_backend(pool)
+        pools.setdefault(backend if backend in kubernetes else EMBEDDED, []).append(name)
+    found = []
+    configured = set(state.get(ConfigType.BACKEND, {}))
+    if EMBEDDED in pools or not configured or configured - kubernetes:
+        known = {node.name for node in cluster.nodes}
+        bound = tuple(
+            RunningPod(pod.name, pod.namespace, pod.node, pod.labels, pod.body)
+            for pod in objects.bound_pods()
+            if pod.node is not None and pod.node in known
+        )
+        found.append(
+            ClusterCapacity(EMBEDDED, cluster.nodes, bound, tuple(pools.get(EMBEDDED, ())))
+        )
+    for name in sorted(kubernetes):
+        connected = _connected(backends, state, name)
+        nodes: tuple[Node, ...] = ()
+        running: tuple[RunningPod, ...] = ()
+        namespace = None
+        if connected is not None:
+            nodes = tuple(connected.nodes())
+            known = {node.name for node in nodes}
+            running = tuple(
+                RunningPod(pod.name, pod.namespace, pod.node, pod.labels, pod.body)
+                for pod in connected.bound_pods()
+                if pod.node in known
+            )
+            namespace = connected.namespace
+        found.append(ClusterCapacity(name, nodes, running, tuple(pools.get(name, ())), namespace))
+    return found
+
+
+def backend_nodes(state: State, cluster: Cluster, backends: Backends, backend: str) -> list[Node]:
+    """The nodes the pools of ``backend`` run on (the submission's node checks)."""
+    if backend not in kubernetes_backends(state):
+        return list(cluster.nodes)
+    connected = _connected(backends, state, backend)
+    return [] if connected is None else connected.nodes()
+
+
+def _connected(backends: Backends, state: State, name: str) -> KubernetesBackend | None:
+    """The Kubernetes backend ``name`` with its watches listed; None (with a warning) when it
+    cannot be connected."""
+    try:
+        found = backends.get(name, state)
+    except BackendError as err:
+        log.warning(
+            "backend unavailable; its nodes are not counted", backend=name, error=err.message
+        )
+        return None
+    if not isinstance(found, KubernetesBackend):
+        return None
+    if not all(
+        informer.synced or informer.wait_synced(SYNC_WAIT_S)
+        for informer in (found.nodes_informer, found.pods)
+    ):
+        log.warning("backend's nodes or pods not listed yet; counting what is known", backend=name)
+    return found
