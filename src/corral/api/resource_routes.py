@@ -16,6 +16,7 @@ from fastapi import APIRouter, Query
 
 from corral.api.auth import Authorizer, Principal
 from corral.api.config_routes import Caller
+from corral.backends.kubernetes.backend import BoundPod
 from corral.domain.config_types import ConfigType
 from corral.domain.pool_quota import (
     NodeGpus,
@@ -34,7 +35,7 @@ from corral.domain.workflow_plan import PRIORITY_LABEL
 from corral.errors import NotFoundError
 from corral.scheduler.resources import Demand, pod_demand
 from corral.scheduler.resources import capacity as capacity_of_node
-from corral.services.capacity import ClusterCapacity, RunningPod
+from corral.services.capacity import ClusterCapacity
 from corral.services.config_service import ConfigService
 
 Names = Annotated[list[str], Query()]
@@ -182,12 +183,12 @@ def _check_platforms(
             )
 
 
-def _demand_per_node(bound: Iterable[RunningPod]) -> dict[str, Demand]:
+def _demand_per_node(bound: Iterable[BoundPod]) -> dict[str, Demand]:
     found: dict[str, Demand] = {}
     for pod in bound:
         found[pod.node] = found.get(pod.node, Demand()) + pod_demand(pod.spec)
     return found
 
 
-def _gpus_per_node(bound: Iterable[RunningPod]) -> dict[str, int]:
+def _gpus_per_node(bound: Iterable[BoundPod]) -> dict[str, int]:
     return {node: demand.gpu for node, demand in _demand_per_node(bound).items()}

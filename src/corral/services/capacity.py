@@ -22,7 +22,7 @@ from typing import Any
 
 import structlog
 
-from corral.backends.kubernetes.backend import KubernetesBackend
+from corral.backends.kubernetes.backend import BoundPod, KubernetesBackend
 from corral.backends.port import BackendError
 from corral.domain.cluster import Cluster
 from corral.domain.config_types import ConfigType
@@ -40,22 +40,6 @@ SYNC_WAIT_S = 2.0
 
 
 @dataclass(frozen=True)
-class RunningPod:
-    """A pod holding resources on a node (bound, not finished), of any cluster."""
-
-    name: str
-    namespace: str
-    node: str
-    labels: Mapping[str, str]
-    body: Mapping[str, Any]
-
-    @property
-    def spec(self) -> Mapping[str, Any]:
-        spec = self.body.get("spec")
-        return spec if isinstance(spec, Mapping) else {}
-
-
-@dataclass(frozen=True)
 class ClusterCapacity:
     """The nodes of one cluster, the pods on them, and the pools (config order) running there."""
 
@@ -63,7 +47,7 @@ class ClusterCapacity:
     backend: str
     nodes: tuple[Node, ...]
     #: Only pods on one of ``nodes``.
-    pods: tuple[RunningPod, ...]
+    pods: tuple[BoundPod, ...]
     pools: tuple[str, ...]
     #: Where corral puts its pods (a Kubernetes backend's ``k8s_namespace``); None: anywhere.
     namespace: str | None = None
@@ -75,7 +59,7 @@ class ClusterCapacity:
     def node(self, name: str) -> Node | None:
         return self._by_name.get(name)
 
-    def pool_of(self, pod: RunningPod) -> str | None:
+    def pool_of(self, pod: BoundPod) -> str | None:
         """The pool ``pod`` is a task of: its ``osmo.pool`` label when that names a pool of this
         cluster and the pod is in corral's namespace; None for anyone else's pod."""
         if self.namespace is not None and pod.namespace != self.namespace:
@@ -114,7 +98,7 @@ def read_capacity(
     if EMBEDDED in pools or not configured or configured - kubernetes:
         known = {node.name for node in cluster.nodes}
         bound = tuple(
-            RunningPod(pod.name, pod.namespace, pod.node, pod.labels, pod.body)
+            BoundPod(pod.name, pod.namespace, pod.node, pod.labels, pod.body)
             for pod in objects.bound_pods()
             if pod.node is not None and pod.node in known
         )
@@ -124,16 +108,12 @@ def read_capacity(
     for name in sorted(kubernetes):
         connected = _connected(backends, state, name)
         nodes: tuple[Node, ...] = ()
-        running: tuple[RunningPod, ...] = ()
+        running: tuple[BoundPod, ...] = ()
         namespace = None
         if connected is not None:
             nodes = tuple(connected.nodes())
             known = {node.name for node in nodes}
-            running = tuple(
-                RunningPod(pod.name, pod.namespace, pod.node, pod.labels, pod.body)
-                for pod in connected.bound_pods()
-                if pod.node in known
-            )
+            running = tuple(pod for pod in connected.bound_pods() if pod.node in known)
             namespace = connected.namespace
         found.append(ClusterCapacity(name, nodes, running, tuple(pools.get(name, ())), namespace))
     return found

@@ -42,13 +42,18 @@ _IMMUTABLE_KINDS = ("Topology",)
 
 @dataclass(frozen=True)
 class BoundPod:
-    """A pod that holds resources on a node (scheduled and not finished)."""
+    """A pod that holds resources on a node (bound, not finished), of any cluster."""
 
     name: str
     namespace: str
     node: str
-    labels: dict[str, str]
-    body: dict[str, Any]
+    labels: Mapping[str, str]
+    body: Mapping[str, Any]
+
+    @property
+    def spec(self) -> Mapping[str, Any]:
+        spec = self.body.get("spec")
+        return spec if isinstance(spec, Mapping) else {}
 
 
 class KubernetesBackend:
