@@ -106,7 +106,9 @@ class Backends:
     def kubernetes(self, state: State) -> list[KubernetesBackend]:
         """Every backend of ``state`` that is a Kubernetes cluster, connected."""
         found = []
-        for name in sorted(state.get(ConfigType.BACKEND, {})):
+        for name, settings in sorted(state.get(ConfigType.BACKEND, {}).items()):
+            if (settings or {}).get("kubernetes") is None:
+                continue
             try:
                 backend = self.get(name, state)
             except BackendError as err:
