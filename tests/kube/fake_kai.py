@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from corral.domain.nodes import Node, Taint
+from corral.backends.kubernetes.backend import node_from_object
+from corral.domain.nodes import Node
 from corral.domain.topology import POD_GROUP_ANNOTATION
 from corral.scheduler import Binding, ClusterSnapshot, Placement
 from corral.scheduler.gang import place_group
@@ -35,18 +36,6 @@ def node_manifest(node: Node) -> dict[str, Any]:
     }
 
 
-def _node(obj: Mapping[str, Any]) -> Node:
-    return Node(
-        name=obj["metadata"]["name"],
-        labels=dict(obj["metadata"].get("labels") or {}),
-        taints=tuple(
-            Taint(t["key"], t["effect"], t.get("value", ""))
-            for t in (obj.get("spec") or {}).get("taints") or []
-        ),
-        allocatable=dict((obj.get("status") or {}).get("allocatable") or {}),
-    )
-
-
 class FakeKai:
     """One scheduling cycle per :meth:`schedule`; placements with corral's own gang scheduler
     over the API server's Nodes and Topologies, as KAI would decide them."""
@@ -58,7 +47,7 @@ class FakeKai:
 
     def schedule(self) -> int:
         """Place every PodGroup whose pods are all unbound; how many were placed."""
-        nodes = [_node(obj) for obj in self.server.objects("v1", "Node")]
+        nodes = [node_from_object(obj) for obj in self.server.objects("v1", "Node")]
         pods = [p for p in self.server.objects("v1", "Pod") if not _deleting(p)]
         bound = [
             Binding(p["metadata"]["name"], p["spec"]["nodeName"], pod_demand(p["spec"]))

@@ -28,7 +28,7 @@ from corral.domain.cluster import Cluster
 from corral.domain.config_types import ConfigType
 from corral.domain.nodes import Node
 from corral.domain.workflow_plan import POOL_LABEL
-from corral.services.cluster_backends import Backends, State
+from corral.services.cluster_backends import Backends, State, kubernetes_backends
 from corral.store.cluster_objects import ClusterObjectStore
 
 log = structlog.get_logger("corral.capacity")
@@ -71,15 +71,6 @@ class ClusterCapacity:
 def pool_backend(pool: Mapping[str, Any]) -> str:
     """The backend a pool config names (as the submission pipeline reads it)."""
     return str(pool.get("backend", ""))
-
-
-def kubernetes_backends(state: State) -> set[str]:
-    """The configured backends with a ``kubernetes`` section (valid or not)."""
-    return {
-        name
-        for name, settings in state.get(ConfigType.BACKEND, {}).items()
-        if (settings or {}).get("kubernetes") is not None
-    }
 
 
 def read_capacity(

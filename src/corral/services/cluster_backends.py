@@ -21,6 +21,7 @@ from corral.backends.kubernetes.rbac import Rule
 from corral.backends.port import BackendError, ClusterBackend
 from corral.domain.config_types import ConfigType
 from corral.domain.configs import KubernetesAccess
+from corral.domain.kai_objects import backend_namespace
 from corral.errors import UserError
 from corral.store.cluster_objects import ClusterObjectStore
 
@@ -53,6 +54,15 @@ class EmbeddedBackend:
     def missing_rules(self, kinds: Sequence[Sequence[str]], namespace: str) -> list[Rule]:
         del kinds, namespace  # nothing to be refused by
         return []
+
+
+def kubernetes_backends(state: State) -> set[str]:
+    """The configured backends with a ``kubernetes`` section (valid or not)."""
+    return {
+        name
+        for name, settings in state.get(ConfigType.BACKEND, {}).items()
+        if (settings or {}).get("kubernetes") is not None
+    }
 
 
 def kubernetes_access(state: State, backend: str) -> KubernetesAccess | None:
@@ -100,15 +110,12 @@ class Backends:
             raise BackendError(f"backend {name}: {err}", transient=False) from None
         if access is None:
             return EmbeddedBackend(name, self._objects, self._embedded_executor(name))
-        namespace = str((state.get(ConfigType.BACKEND, {}).get(name) or {}).get("k8s_namespace"))
-        return self._kubernetes(name, access, namespace or "default")
+        return self._kubernetes(name, access, backend_namespace(state, name))
 
     def kubernetes(self, state: State) -> list[KubernetesBackend]:
         """Every backend of ``state`` that is a Kubernetes cluster, connected."""
         found = []
-        for name, settings in sorted(state.get(ConfigType.BACKEND, {}).items()):
-            if (settings or {}).get("kubernetes") is None:
-                continue
+        for name in sorted(kubernetes_backends(state)):
             try:
                 backend = self.get(name, state)
             except BackendError as err:

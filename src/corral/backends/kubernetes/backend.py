@@ -167,7 +167,7 @@ class KubernetesBackend:
     # -- capacity -----------------------------------------------------------------------------
 
     def nodes(self) -> list[Node]:
-        return sorted((_node(item) for item in self.nodes_informer.items()), key=_name)
+        return sorted((node_from_object(item) for item in self.nodes_informer.items()), key=_name)
 
     def bound_pods(self) -> list[BoundPod]:
         bound = []
@@ -288,7 +288,8 @@ def _same_immutable(found: Mapping[str, Any], target: Mapping[str, Any]) -> bool
     )
 
 
-def _node(item: Mapping[str, Any]) -> Node:
+def node_from_object(item: Mapping[str, Any]) -> Node:
+    """A Kubernetes Node object as corral's :class:`Node` (scheduling resources only)."""
     metadata = item.get("metadata") or {}
     spec = item.get("spec") or {}
     allocatable = (item.get("status") or {}).get("allocatable") or {}

@@ -42,8 +42,6 @@ class Informer:
         self._synced = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        #: Bumped on every change; tests wait on it.
-        self.generation = 0
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -104,7 +102,6 @@ class Informer:
         items, version = self._api.list(self.kind, self._namespace, self._labels)
         with self._lock:
             self._objects = {_key(item): item for item in items}
-            self.generation += 1
         self._synced.set()
         return version
 
@@ -120,7 +117,6 @@ class Informer:
                     self._objects.pop(_key(event.object), None)
                 elif event.type in ("ADDED", "MODIFIED"):
                     self._objects[_key(event.object)] = event.object
-                self.generation += 1
 
 
 def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
