@@ -124,16 +124,20 @@ class FakeKai:
 
 
 class FakeKubelet:
-    """Ends running pods: the task container exits with ``code_of(pod)``."""
+    """Ends running pods (those ``only`` picks): the task container exits with ``code_of(pod)``."""
 
     def __init__(self, server: FakeKubeServer) -> None:
         self.server = server
 
-    def finish(self, code_of: Callable[[Mapping[str, Any]], int] = lambda _pod: 0) -> int:
+    def finish(
+        self,
+        code_of: Callable[[Mapping[str, Any]], int] = lambda _pod: 0,
+        only: Callable[[Mapping[str, Any]], bool] = lambda _pod: True,
+    ) -> int:
         ended = 0
         for pod in self.server.objects("v1", "Pod"):
             status = pod.get("status") or {}
-            if status.get("phase") != "Running":
+            if status.get("phase") != "Running" or not only(pod):
                 continue
             code = code_of(pod)
             containers = [

@@ -107,6 +107,29 @@ def test_exit_codes_and_logs_come_from_the_pods(kube_world: KubeWorld) -> None:
     assert w.workflow(workflow_id).status == "FAILED"
 
 
+def test_logs_outlive_the_pods(kube_world: KubeWorld) -> None:
+    """A task that ended by itself and one stopped by its lead's end keep their logs after
+    cleanup deleted every pod."""
+    w = kube_world
+    workflow_id = w.submit_example("nvl72-single-rack.yaml")
+    w.run_cycles(lambda: w.workflow(workflow_id).status == "RUNNING")
+    [group] = w.workflow(workflow_id).groups
+    lead = next(t for t in group.tasks if t.lead)
+    for task in group.tasks:
+        w.fake.set_pod_log(NAMESPACE, task.pod_name, f"{task.name} says hello\n")
+    w.kubelet.finish(lambda pod: 0, only=lambda pod: pod["metadata"]["name"] == lead.pod_name)
+    w.settle()
+    w.run_cycles(lambda: w.workflow(workflow_id).status == "COMPLETED" and not w.group_objects())
+    assert w.fake.objects("v1", "Pod") == []
+    for task in group.tasks:
+        response = w.api.client.get(
+            f"/api/workflow/{workflow_id}/logs",
+            params={"task": task.name},
+            headers={"Authorization": f"Bearer {w.api.token}"},
+        )
+        assert (response.status_code, response.text) == (200, f"{task.name} says hello\n")
+
+
 def test_a_pod_deleted_outside_corral_ends_its_task(kube_world: KubeWorld) -> None:
     w = kube_world
     workflow_id = w.submit_example("nvl72-single-rack.yaml")

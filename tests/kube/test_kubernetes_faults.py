@@ -107,7 +107,9 @@ def test_a_failed_delete_is_retried_until_nothing_is_left(kube_world: KubeWorld)
     workflow_id = w.submit_example("nvl72-single-rack.yaml")
     w.run_cycles(lambda: w.workflow(workflow_id).status == "RUNNING")
     w.fake.inject_fault("delete", kind="Pod", status=500, times=2)
-    w.kubelet.finish()
+    [group] = w.workflow(workflow_id).groups
+    lead = next(t for t in group.tasks if t.lead)
+    w.kubelet.finish(only=lambda pod: pod["metadata"]["name"] == lead.pod_name)
     w.settle()
     # The lead's end stops its siblings (deletes their pods): refused, the step is redone on
     # the next tick; then the group's cleanup deletes what is left.

@@ -106,6 +106,20 @@ def test_the_lead_ending_ends_its_group(world: World) -> None:
     assert server.message == "Lead task lead ended COMPLETED."
 
 
+def test_a_task_ending_in_the_same_tick_as_its_lead_keeps_its_own_exit(world: World) -> None:
+    tasks = [task("lead", lead=True, seconds=4), task("helper", seconds=4, code=1)]
+    workflow_id = world.submit(workflow_yaml([{"name": "g", "tasks": tasks}]))
+    world.finish(workflow_id)
+    assert statuses(world, workflow_id) == {
+        "workflow": "COMPLETED",
+        "g": "COMPLETED",
+        "lead": ("COMPLETED", 0),
+        "helper": ("FAILED", 1),
+    }
+    helper = world.workflow(workflow_id).groups[0].tasks[1]
+    assert helper.message is None  # not "Lead task lead ended COMPLETED."
+
+
 def test_a_non_lead_failure_counts_only_without_ignore_non_lead_status(world: World) -> None:
     tasks = [task("lead", lead=True, seconds=10), task("helper", seconds=2, code=1)]
     strict = world.submit(

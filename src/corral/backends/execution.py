@@ -17,6 +17,8 @@ from corral.domain.durations import parse_duration
 CONTROL_CONTAINER = "osmo-ctrl"
 DURATION_ENV = "CORRAL_SIMULATED_DURATION"
 EXIT_CODE_ENV = "CORRAL_SIMULATED_EXIT_CODE"
+#: ``logs`` returns at most the end of a task's log, this long.
+LOG_TAIL_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,10 @@ class Exit:
 
 
 class TaskExecutor(Protocol):
+    #: Whether ``logs`` still answers once the attempt ended and its objects were deleted.
+    #: When not (a Kubernetes pod takes its log with it), the lifecycle keeps the log itself.
+    keeps_logs: bool
+
     def start(self, run: TaskRun) -> None:
         """Start the attempt; starting one that was started before does nothing."""
 
@@ -47,6 +53,14 @@ class TaskExecutor(Protocol):
 
     def logs(self, run: TaskRun) -> str:
         """What the attempt printed so far."""
+
+
+def log_tail(data: bytes) -> str:
+    """The last ``LOG_TAIL_BYTES`` of a log as text, with a note line when it was cut."""
+    if len(data) <= LOG_TAIL_BYTES:
+        return data.decode("utf-8", errors="replace")
+    tail = data[-LOG_TAIL_BYTES:].decode("utf-8", errors="replace")
+    return f"corral: log truncated, showing the last {LOG_TAIL_BYTES} of {len(data)} bytes\n{tail}"
 
 
 def task_container(pod: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -67,6 +81,8 @@ def container_env(pod: Mapping[str, Any]) -> dict[str, str]:
 class SimulatedExecution:
     """Tasks that take ``duration`` (or their ``CORRAL_SIMULATED_DURATION``) and exit 0 (or
     their ``CORRAL_SIMULATED_EXIT_CODE``), for what-if runs of large clusters."""
+
+    keeps_logs = True
 
     def __init__(self, duration: timedelta) -> None:
         self.duration = duration

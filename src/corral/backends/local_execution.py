@@ -27,7 +27,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from corral.backends.execution import Exit, TaskRun
+from corral.backends.execution import LOG_TAIL_BYTES, Exit, TaskRun
 from corral.backends.local_processes import process_spec
 from corral.backends.task_runner import (
     EXIT_CODE,
@@ -45,8 +45,6 @@ from corral.backends.task_runner import (
 #: OSMO's exit code for a failure of the backend rather than of the task.
 BACKEND_ERROR = 3001
 RUNNER_DIED = "the task's runner process ended without an exit code"
-#: ``logs`` returns at most the end of the log, this long.
-LOG_TAIL_BYTES = 1 << 20
 #: The runner forks into the background at once; its first process exits within this.
 _SPAWN_TIMEOUT = 10.0
 _TICK = 0.02
@@ -54,6 +52,8 @@ _TICK = 0.02
 
 class LocalProcessExecution:
     """Runs each attempt's task container as a local process, under ``root``."""
+
+    keeps_logs = True
 
     def __init__(self, root: Path, stop_wait_seconds: float = 2.0) -> None:
         self.root = root

@@ -355,12 +355,20 @@ class _Advance:
         self._set_group(group, status)
 
     def _end_task(
-        self, task: StoredTask, status: TaskStatus, *, message: str = "", code: int | None = None
+        self,
+        task: StoredTask,
+        status: TaskStatus,
+        *,
+        message: str = "",
+        code: int | None = None,
+        stop: bool = True,
     ) -> None:
         if self.task_status[task.uuid].group_finished:
             return
-        if self.task_status[task.uuid] in _RUNNING_STATES:
-            self.executor.stop(self._run(task))  # idempotent, also for a never-started attempt
+        if stop and self.task_status[task.uuid] in _RUNNING_STATES:
+            run = self._run(task)
+            self.keep_log(task, run)  # before stopping: a stopped pod takes its log with it
+            self.executor.stop(run)  # idempotent, also for a never-started attempt
         self.task_status[task.uuid] = status
         values: dict[str, Any] = {"status": status.value, "ended_at": self.now}
         if message:
@@ -383,11 +391,26 @@ class _Advance:
 
     # -- running tasks ----------------------------------------------------------------------
 
+    def keep_log(self, task: StoredTask, run: TaskRun) -> None:
+        """Keep an ending attempt's log in the database when the backend's copy goes away
+        with its objects (a Kubernetes pod); a log that cannot be read now is not kept."""
+        if self.executor.keeps_logs or task.started_at is None:
+            return
+        try:
+            text = self.executor.logs(run)
+        except BackendError as err:
+            log.warning("could not keep a task's log", task_uuid=task.uuid, error=err.message)
+            return
+        self.changes.logs[(task.uuid, task.retry_id)] = text
+
     def _run(self, task: StoredTask, started_at: datetime | None = None) -> TaskRun:
         when = started_at or task.started_at or self.now
         return TaskRun(task.uuid, task.retry_id, pod_of(self.workflow, task), when)
 
     def _follow_tasks(self, group: StoredGroup) -> None:
+        """Start bound tasks and collect every task's own exit first; only then apply the lead
+        rules, so a task that ended in the same tick as its lead keeps its own exit code."""
+        ended: list[tuple[StoredTask, TaskStatus]] = []
         for task in group.tasks:
             status = self.task_status[task.uuid]
             if status is TaskStatus.INITIALIZING:
@@ -395,14 +418,20 @@ class _Advance:
                 self.task_status[task.uuid] = TaskStatus.RUNNING
                 self.changes.task(task.uuid, status="RUNNING", started_at=self.now)
             elif status is TaskStatus.RUNNING:
-                self._collect_exit(group, task)
+                outcome = self._collect_exit(task)
+                if outcome is not None:
+                    ended.append((task, outcome))
+        for task, outcome in ended:
+            self._apply_sibling_rules(group, task, outcome)
         states = [TaskState(self.task_status[t.uuid], t.lead) for t in group.tasks]
         self._set_group(group, group_status(states, ignore_non_lead_status=group.ignore_non_lead))
 
-    def _collect_exit(self, group: StoredGroup, task: StoredTask) -> None:
-        ended = self.executor.poll(self._run(task), self.now)
+    def _collect_exit(self, task: StoredTask) -> TaskStatus | None:
+        """The status the task ended in by itself, or None while it runs (or is rescheduled)."""
+        run = self._run(task)
+        ended = self.executor.poll(run, self.now)
         if ended is None:
-            return
+            return None
         outcome = exit_outcome(
             ended.code,
             task.exit_actions,
@@ -415,6 +444,7 @@ class _Advance:
         if status is TaskStatus.RESCHEDULED and self.backend.schedules_itself:
             status = TaskStatus.FAILED  # docs/kubernetes.md#not-yet
             message = f"{message} RESCHEDULE is not supported on Kubernetes backends yet.".strip()
+        self.keep_log(task, run)
         if status is TaskStatus.RESCHEDULED:
             # Runs again on the node it holds: the group keeps its placement.
             self.task_status[task.uuid] = TaskStatus.INITIALIZING
@@ -426,15 +456,16 @@ class _Advance:
                 message=message,
                 started_at=None,
             )
-            return
-        self._end_task(task, status, message=message, code=ended.code)
-        self._apply_sibling_rules(group, task, status)
+            return None
+        # It ended by itself: nothing to stop (on Kubernetes, stopping deletes the pod).
+        self._end_task(task, status, message=message, code=ended.code, stop=False)
+        return status
 
     def _apply_sibling_rules(
         self, group: StoredGroup, task: StoredTask, status: TaskStatus
     ) -> None:
         """OSMO §4.3: the lead's end is every task's end; a non-lead failure ends the group
-        unless ``ignoreNonleadStatus``."""
+        unless ``ignoreNonleadStatus``. Tasks that already ended keep their own status."""
         if task.lead:
             follow = TaskStatus.FAILED if status.failed else status
             reason = f"Lead task {task.name} ended {status.value}."

@@ -73,6 +73,9 @@ class Runtime:
         """What the latest attempt of ``task`` printed ("" before it started)."""
         if task.started_at is None:
             return ""
+        kept = self.workflows.kept_log(task.uuid, task.retry_id)
+        if kept is not None:
+            return kept
         pod = pod_of(workflow, task)
         run = TaskRun(task.uuid, task.retry_id, pod, task.started_at)
         return self.executor(workflow.backend).logs(run)

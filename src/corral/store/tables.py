@@ -71,6 +71,9 @@ users = Table(
     Column("default_pool", String(256), nullable=True),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("created_by", String(256), nullable=False),
+    #: New for every user created: a session names it, so a session minted before a user was
+    #: deleted does not work for a new user of the same name.
+    Column("user_id", String(32), nullable=False),
 )
 
 #: One row per accepted workflow; ``workflow_id`` is ``<name>-<number>``.
@@ -179,4 +182,28 @@ cluster_objects = Table(
     ),
     Index("ix_cluster_objects_group", "group_uuid"),
     Index("ix_cluster_objects_node", "node"),
+)
+
+#: What a task attempt printed, kept when the backend's own copy goes away with its pod
+#: (Kubernetes); the tail of at most ``LOG_TAIL_BYTES``.
+task_logs = Table(
+    "task_logs",
+    metadata,
+    Column("task_uuid", String(32), nullable=False),
+    Column("retry_id", Integer, nullable=False),
+    Column("text", Text, nullable=False),
+    PrimaryKeyConstraint("task_uuid", "retry_id"),
+)
+
+#: The lifecycle controller's lease: one row, held by one server at a time (docs/lifecycle.md).
+leader_lease = Table(
+    "leader_lease",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("holder", String(128), nullable=False),
+    #: Grows by one at every change of holder: fences a former leader's late writes.
+    Column("epoch", Integer, nullable=False),
+    #: Grows by one at every renewal: the others watch it move.
+    Column("renewals", Integer, nullable=False),
+    Column("renewed_at", DateTime(timezone=True), nullable=False),
 )

@@ -10,13 +10,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, Engine, func, select
+from sqlalchemy import Connection, Engine, func, or_, select
 from sqlalchemy.exc import IntegrityError
 
 from corral.domain.workflow_plan import WorkflowPlan
 from corral.domain.workflow_spec import ExitAction
 from corral.errors import ConflictError, NotFoundError
-from corral.store.tables import workflow_groups, workflow_tasks, workflows
+from corral.store.tables import task_logs, workflow_groups, workflow_tasks, workflows
 
 #: Statuses at acceptance (OSMO: workflow PENDING, groups SUBMITTING, tasks WAITING).
 WORKFLOW_ACCEPTED = "PENDING"
@@ -35,10 +35,12 @@ class Changes:
     workflows: dict[str, dict[str, Any]] = field(default_factory=dict)
     groups: dict[str, dict[str, Any]] = field(default_factory=dict)
     tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: (task uuid, retry id) -> what the attempt printed, kept in the database.
+    logs: dict[tuple[str, int], str] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
-        return not (self.workflows or self.groups or self.tasks)
+        return not (self.workflows or self.groups or self.tasks or self.logs)
 
     def workflow(self, workflow_id: str, **values: Any) -> None:
         self.workflows.setdefault(workflow_id, {}).update(values)
@@ -251,8 +253,32 @@ class WorkflowStore:
             ):
                 for identifier, values in rows.items():
                     connection.execute(table.update().where(key == identifier).values(**values))
+            for (task_uuid, retry_id), text in changes.logs.items():
+                connection.execute(
+                    task_logs.delete().where(
+                        task_logs.c.task_uuid == task_uuid, task_logs.c.retry_id == retry_id
+                    )
+                )
+                connection.execute(
+                    task_logs.insert().values(task_uuid=task_uuid, retry_id=retry_id, text=text)
+                )
             if also is not None:
                 also(connection)
+
+    def pools(self) -> list[str]:
+        """Every pool some workflow was submitted to."""
+        with self._engine.connect() as connection:
+            rows = connection.execute(select(workflows.c.pool).distinct()).all()
+        return sorted(row[0] for row in rows)
+
+    def kept_log(self, task_uuid: str, retry_id: int) -> str | None:
+        """The log kept for an attempt whose backend no longer has it, if any."""
+        with self._engine.connect() as connection:
+            return connection.execute(
+                select(task_logs.c.text).where(
+                    task_logs.c.task_uuid == task_uuid, task_logs.c.retry_id == retry_id
+                )
+            ).scalar()
 
     def list(
         self,
@@ -260,8 +286,10 @@ class WorkflowStore:
         users: Sequence[str] | None = None,
         pools: Sequence[str] | None = None,
         limit: int = 100,
+        visible_to: tuple[str, Sequence[str]] | None = None,
     ) -> list[dict[str, Any]]:
-        """Newest first; only the summary columns."""
+        """Newest first; only the summary columns. ``visible_to=(user, pools)`` keeps the
+        user's own workflows and those in ``pools``."""
         query = select(
             workflows.c.workflow_id,
             workflows.c.pool,
@@ -274,6 +302,11 @@ class WorkflowStore:
             query = query.where(workflows.c.submitted_by.in_(list(users)))
         if pools is not None:
             query = query.where(workflows.c.pool.in_(list(pools)))
+        if visible_to is not None:
+            owner, readable = visible_to
+            query = query.where(
+                or_(workflows.c.submitted_by == owner, workflows.c.pool.in_(list(readable)))
+            )
         with self._engine.connect() as connection:
             rows = connection.execute(query.limit(limit)).mappings().all()
         return [dict(row) for row in rows]

@@ -18,7 +18,7 @@ from typing import Any
 
 import structlog
 
-from corral.backends.execution import Exit, TaskRun
+from corral.backends.execution import Exit, TaskRun, log_tail
 from corral.backends.kubernetes.api import Kind, KubeApi, KubeError
 from corral.backends.kubernetes.informer import Informer
 from corral.backends.kubernetes.pod_status import deleted_exit, node_of, pending_reason, pod_exit
@@ -236,6 +236,9 @@ class KubernetesExecution:
     """Tasks are the pods themselves: KAI binds them and the kubelet runs them, so starting is
     nothing; ending is reading the pod's container state; stopping is deleting the pod."""
 
+    #: A pod's log goes with the pod: the lifecycle keeps it before the pod is deleted.
+    keeps_logs = False
+
     def __init__(self, backend: KubernetesBackend) -> None:
         self.backend = backend
 
@@ -258,7 +261,7 @@ class KubernetesExecution:
 
     def logs(self, run: TaskRun) -> str:
         namespace, name = _pod_key(run)
-        return self.backend.api.pod_log(namespace, name)
+        return log_tail(self.backend.api.pod_log(namespace, name).encode())
 
 
 def _pod_key(run: TaskRun) -> tuple[str, str]:
