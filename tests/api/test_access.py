@@ -22,7 +22,15 @@ import pytest
 from corral.api.auth import Authorizer, Principal
 from corral.services.sessions import SessionSigner
 from corral.store.database import scratch_postgres_database
-from tests.api.access_world import POOLS, USERS, World, WorldTemplate, build_template, world_from
+from tests.api.access_world import (
+    POOLS,
+    USERS,
+    World,
+    WorldTemplate,
+    allow,
+    build_template,
+    world_from,
+)
 from tests.conftest import POSTGRES_ENV
 
 ALL = POOLS
@@ -192,6 +200,33 @@ MATRIX: list[Case] = [
         "alice may not config:Read on config/pool: denied: no policy of "
         f"{ALICE} allows config:Read on config/pool.",
     ),
+    # the verbose pool view and render show the pool's templates: reading pools is not enough
+    Case("frank", "GET", "/api/configs/pool/default", 200, {"name": "default"}),
+    Case(
+        "frank",
+        "GET",
+        "/api/configs/pool/default?verbose=true",
+        403,
+        "frank may not config:Read on config/pod_template: denied: no policy of "
+        f"{FRANK} allows config:Read on config/pod_template.",
+    ),
+    Case(
+        "frank",
+        "GET",
+        "/api/configs/pool?verbose=true",
+        403,
+        "frank may not config:Read on config/pod_template: denied: no policy of "
+        f"{FRANK} allows config:Read on config/pod_template.",
+    ),
+    Case(
+        "frank",
+        "GET",
+        "/api/pool/default/render",
+        403,
+        "frank may not config:Read on config/pod_template: denied: no policy of "
+        f"{FRANK} allows config:Read on config/pod_template.",
+    ),
+    Case("erin", "GET", "/api/configs/pool/default?verbose=true", 200, {"name": "default"}),
     Case(
         "gina",
         "GET",
@@ -416,6 +451,27 @@ def test_submitting_through_http_follows_pool_access(world: World, user: str) ->
         assert body["message"].startswith(f"{user} may not workflow:Create on pool/{pool}: ")
 
 
+def test_listing_all_users_workflows_shows_only_readable_pools(world: World) -> None:
+    reader = allow(["workflow:List", "workflow:Read"], ["pool/team-a"])
+    world.ok("PUT", "/api/configs/role/team-a-reader", json={"configs": {"policies": [reader]}})
+    world.ok("POST", "/api/auth/user", json={"username": "hank", "roles": ["team-a-reader"]})
+    world.tokens["hank"] = world.ok("POST", "/api/auth/user/hank/token", json={})["token"]
+    for user, pool in (("admin", "other"), ("admin", "team-a"), ("alice", "team-b")):
+        status, body = world.call(user, "POST", f"/api/pool/{pool}/workflow", json={"file": SPEC})
+        assert status == 200, body
+    status, body = world.call("hank", "GET", "/api/workflow", params={"all_users": "true"})
+    assert (status, [(w["submitted_by"], w["pool"]) for w in body["workflows"]]) == (
+        200,
+        [("admin", "team-a")],
+    )
+    status, body = world.call(
+        "hank", "GET", "/api/workflow", params={"all_users": "true", "pool": "other"}
+    )
+    assert (status, body["workflows"]) == (200, [])
+    status, body = world.call("admin", "GET", "/api/workflow", params={"all_users": "true"})
+    assert sorted(w["pool"] for w in body["workflows"]) == ["other", "team-a", "team-b"]
+
+
 def test_unknown_pool_prefix_role_reaches_only_its_prefix(world: World) -> None:
     auth = authorizer(world)
     alice = Principal("alice", tuple(USERS["alice"]))
@@ -551,6 +607,22 @@ def test_a_session_of_a_deleted_user_is_refused(world: World) -> None:
     token = session_for(world, "bob")
     world.ok("DELETE", "/api/auth/user/bob")
     assert as_bearer(world, token)[1]["message"] == "The session's user bob no longer exists."
+
+
+def test_a_session_of_a_deleted_user_does_not_work_for_a_new_user_of_that_name(
+    world: World,
+) -> None:
+    token = session_for(world, "bob")
+    world.ok("DELETE", "/api/auth/user/bob")
+    world.ok("POST", "/api/auth/user", json={"username": "bob", "roles": ["osmo-admin"]})
+    assert as_bearer(world, token) == (
+        401,
+        {
+            "message": "The session was issued to an earlier user named bob, deleted since; "
+            "get a new session with POST /api/auth/session.",
+            "error_code": "UNAUTHORIZED",
+        },
+    )
 
 
 def test_a_jwt_from_an_untrusted_issuer_is_refused_without_oidc(world: World) -> None:

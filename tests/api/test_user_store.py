@@ -86,11 +86,12 @@ def test_the_migration_makes_users_of_token_owners(database_url: str) -> None:
                 f"revoked_at) VALUES ('{i}', 'n', '{user}', '{roles}', 'h{i}', '2024-01-01', "
                 f"{'NULL' if revoked is None else repr(revoked)})"
             )
-        command.upgrade(config, "0002")
+        command.upgrade(config, "head")  # 0002 makes the users, 0005 gives them ids
     users = UserStore(engine, lambda: None)  # type: ignore[arg-type, return-value]
     assert [(u.username, u.roles, u.created_by) for u in users.all()] == [
         ("ann", ["a", "b", "c"], "migration")
     ]
+    assert len(users.require("ann").user_id) == 32
     engine.dispose()
 
 

@@ -155,11 +155,16 @@ class Authorizer:
         return self._identity(token, self._oidc)
 
     def _session(self, token: str) -> Principal:
-        username = self.sessions.verify(token)
-        user = self._users.get(username)
+        claims = self.sessions.verify(token)
+        user = self._users.get(claims.username)
         if user is None:
-            raise UnauthorizedError(f"The session's user {username} no longer exists.")
-        return Principal(username, tuple(user.roles), "session")
+            raise UnauthorizedError(f"The session's user {claims.username} no longer exists.")
+        if user.user_id != claims.user_id:
+            raise UnauthorizedError(
+                f"The session was issued to an earlier user named {claims.username}, deleted "
+                "since; get a new session with POST /api/auth/session."
+            )
+        return Principal(claims.username, tuple(user.roles), "session")
 
     def _identity(self, token: str, verifier: OidcVerifier) -> Principal:
         """Verify the issuer's token, then sync the user's roles from its groups (§8.6)."""

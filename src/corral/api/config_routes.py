@@ -17,6 +17,19 @@ from corral.services.config_service import ConfigService, WriteMeta, WriteResult
 from corral.store.config_store import HistoryQuery, Revision
 
 REVISION_HEADER = "X-Corral-Revision"
+#: What the verbose pool view and ``pool render`` reveal besides the pool itself.
+TEMPLATE_TYPES = (
+    ConfigType.POD_TEMPLATE,
+    ConfigType.GROUP_TEMPLATE,
+    ConfigType.RESOURCE_VALIDATION,
+)
+
+
+def check_template_reads(authorizer: Authorizer, caller: Principal) -> None:
+    """A view that shows a pool's resolved templates needs read access to those templates,
+    not only to the pool (403 naming the first one the caller may not read)."""
+    for ctype in TEMPLATE_TYPES:
+        authorizer.check(caller, "config:Read", f"config/{ctype.url_segment}")
 
 
 def current_principal(request: Request) -> Principal:
@@ -140,6 +153,8 @@ def build_router(service: ConfigService, authorizer: Authorizer, on_write: Any) 
     def get_type(caller: Caller, segment: str, response: Response, verbose: bool = False) -> Any:
         ctype = config_type(segment)
         can(caller, "config:Read", ctype)
+        if verbose and ctype is ConfigType.POOL:
+            check_template_reads(authorizer, caller)
         data, revision = service.snapshot(ctype)
         response.headers[REVISION_HEADER] = str(revision)
         if verbose and ctype is ConfigType.POOL:
@@ -169,6 +184,8 @@ def build_router(service: ConfigService, authorizer: Authorizer, on_write: Any) 
     ) -> Any:
         ctype = config_type(segment)
         can(caller, "config:Read", ctype)
+        if verbose and ctype is ConfigType.POOL:
+            check_template_reads(authorizer, caller)
         _, revision = service.snapshot(ctype)
         response.headers[REVISION_HEADER] = str(revision)
         item = service.item(ctype, name)

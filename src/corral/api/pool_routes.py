@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 
 from corral.api.auth import Authorizer
-from corral.api.config_routes import Caller
+from corral.api.config_routes import Caller, check_template_reads
 from corral.domain.config_types import ConfigType
 from corral.domain.pool_render import pool_topology, render_pool
 from corral.domain.variables import parse_set_values
@@ -35,6 +35,7 @@ def build_pool_router(service: ConfigService, authorizer: Authorizer) -> APIRout
         """The platform's merged, rendered pod template with provenance, defaults, rules and
         group templates; ``set=NAME=VALUE`` (repeatable) overrides variables."""
         authorizer.check(caller, "config:Read", "config/pool")
+        check_template_reads(authorizer, caller)
         return render_pool(
             service.state(),
             pool,

@@ -90,7 +90,7 @@ def build_user_router(
         authorizer.check(caller, "auth:Refresh")
         if caller.method == "session":
             raise UserError("A session cannot be renewed with itself; use your API token.")
-        minted = authorizer.sessions.mint(caller.username)
+        minted = authorizer.sessions.mint(caller.username, users.require(caller.username).user_id)
         return {
             "token": minted.token,
             "token_type": "Bearer",

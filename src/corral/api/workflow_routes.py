@@ -106,12 +106,19 @@ def build_workflow_router(
     def list_workflows(
         caller: Caller, all_users: bool = False, pool: str | None = None, limit: int = 100
     ) -> dict[str, Any]:
-        """The caller's workflows, newest first (``all_users=true``: everyone's)."""
+        """The caller's workflows, newest first (``all_users=true``: also everyone's in the
+        pools the caller may ``workflow:Read``)."""
         authorizer.check(caller, "workflow:List")
+        readable = [
+            name
+            for name in store.pools()
+            if authorizer.allows(caller, "workflow:Read", f"pool/{name}")
+        ]
         rows = store.list(
             users=None if all_users else [caller.username],
             pools=[pool] if pool else None,
             limit=max(1, min(limit, 1000)),
+            visible_to=(caller.username, readable),
         )
         return {
             "workflows": [{**row, "submitted_at": row["submitted_at"].isoformat()} for row in rows]

@@ -150,7 +150,7 @@ def server(
 
     configure_logging()
     directory = data_dir or Path(platformdirs.user_data_dir("corral"))
-    directory.mkdir(parents=True, exist_ok=True)
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     url = database_url or sqlite_url(directory)
     runtime = _open_or_exit(url, cluster, directory / "tasks")
     if demo:

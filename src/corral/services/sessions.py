@@ -68,18 +68,29 @@ class Session:
 
 
 @dataclass(frozen=True)
+class SessionClaims:
+    """Whom a verified session token names: the user's name and the id of that user."""
+
+    username: str
+    user_id: str
+
+
+@dataclass(frozen=True)
 class SessionSigner:
     key: bytes
     ttl: timedelta = DEFAULT_TTL
     clock: Callable[[], datetime] = field(default=_utc_now)
 
-    def mint(self, username: str) -> Session:
+    def mint(self, username: str, user_id: str = "") -> Session:
+        """A session for the user ``username`` whose id is ``user_id``: it stops working when
+        that user is deleted, even if a new user of the same name is created later."""
         now = self.clock()
         expires = now + self.ttl
         claims = {
             "iss": SESSION_ISSUER,
             "aud": SESSION_AUDIENCE,
             "sub": username,
+            "uid": user_id,
             "iat": int(now.timestamp()),
             "exp": int(expires.timestamp()),
             "jti": secrets.token_hex(8),
@@ -87,8 +98,8 @@ class SessionSigner:
         token = jwt.encode(claims, self.key, algorithm="HS256")
         return Session(token, username, expires)
 
-    def verify(self, token: str) -> str:
-        """The username a session token was issued to; 401 if expired, forged or malformed."""
+    def verify(self, token: str) -> SessionClaims:
+        """Whom a session token was issued to; 401 if expired, forged or malformed."""
         try:
             claims = jwt.decode(
                 token,
@@ -109,4 +120,4 @@ class SessionSigner:
             ) from None
         except jwt.InvalidTokenError as err:
             raise UnauthorizedError(f"The session token is invalid: {err}.") from None
-        return str(claims["sub"])
+        return SessionClaims(str(claims["sub"]), str(claims.get("uid", "")))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -10,7 +12,7 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, make_url
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 
@@ -22,10 +24,28 @@ def sqlite_url(data_dir: Path) -> str:
 def make_engine(url: str) -> Engine:
     """An engine for ``url``; SQLite gets WAL, a busy timeout and real transactions."""
     if url.startswith("sqlite"):
+        _private_sqlite_files(make_url(url).database)
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
         _configure_sqlite(engine)
         return engine
     return create_engine(url, pool_pre_ping=True)
+
+
+#: The files of a SQLite database: SQLite creates the other two with the main file's mode.
+_SQLITE_SUFFIXES = ("", "-wal", "-shm", "-journal")
+
+
+def _private_sqlite_files(database: str | None) -> None:
+    """Make the database file (and its WAL and shared-memory files) readable by the server's
+    user only: it holds every token hash and workflow. Created 0600 when missing."""
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return
+    path = Path(database)
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    for suffix in _SQLITE_SUFFIXES:
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(f"{path}{suffix}", 0o600)
 
 
 def _configure_sqlite(engine: Engine) -> None:

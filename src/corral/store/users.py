@@ -8,6 +8,7 @@ lose each other.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -29,6 +30,8 @@ class User:
     default_pool: str | None
     created_at: datetime
     created_by: str
+    #: Random, new for every user created: sessions are bound to it (not to the name).
+    user_id: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -47,7 +50,12 @@ def _user(row: Any) -> User:
         row["default_pool"],
         row["created_at"],
         row["created_by"],
+        row["user_id"],
     )
+
+
+def new_user_id() -> str:
+    return secrets.token_hex(16)
 
 
 def missing(username: str) -> NotFoundError:
@@ -82,7 +90,12 @@ def ensure_user(
     if found is None:
         connection.execute(
             users.insert().values(
-                username=username, roles=wanted, default_pool=None, created_at=now, created_by=by
+                username=username,
+                roles=wanted,
+                default_pool=None,
+                created_at=now,
+                created_by=by,
+                user_id=new_user_id(),
             )
         )
     elif wanted != found.roles:
@@ -126,6 +139,7 @@ class UserStore:
                         default_pool=default_pool,
                         created_at=self._clock(),
                         created_by=by,
+                        user_id=new_user_id(),
                     )
                 )
         except IntegrityError:
