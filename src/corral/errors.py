@@ -67,3 +67,8 @@ class UnauthorizedError(CorralError):
 class ForbiddenError(CorralError):
     status_code = 403
     error_code = "FORBIDDEN"
+
+
+class PayloadTooLargeError(CorralError):
+    status_code = 413
+    error_code = "TOO_LARGE"

@@ -572,3 +572,12 @@ def test_the_documented_examples_parse(page: Any) -> None:
     assert blocks
     for block in blocks:
         assert parse_cluster(block).nodes
+
+
+def test_a_cluster_file_nested_30000_deep_is_refused_not_a_crash() -> None:
+    with pytest.raises(UserError) as refused:
+        parse_cluster("nodes: " + "[" * 30_000, source="deep.yaml")
+    assert refused.value.message == (
+        "deep.yaml:1:71: lists and mappings are nested more than 64 levels deep here; "
+        "flatten the document"
+    )

@@ -52,8 +52,9 @@ def test_locate_keys_in_json_and_yaml() -> None:
     assert locate("{not yaml: [", ["a"]) is None
 
 
+int64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    st.none() | st.booleans() | int64 | st.text(max_size=8),
     lambda children: (
         st.lists(children, max_size=4)
         | st.dictionaries(st.text(min_size=1, max_size=6), children, max_size=4)
@@ -74,3 +75,84 @@ def test_parsing_never_raises_anything_but_user_error(text: str) -> None:
             parse_document(text, name)
         except UserError as err:
             assert err.message.startswith(name)
+
+
+# ------------------------------------------------------------------ bounded before parsing
+
+BOMB = "".join(
+    f"{name}: &{name} [{', '.join([f'*{previous}'] * 10 if previous else ['x'] * 10)}]\n"
+    for previous, name in zip([None, "a", "b", "c", "d", "e"], "abcdef", strict=True)
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        # libyaml's composer overflowed the C stack on this: the process died (issue 13)
+        (
+            "deep.yaml",
+            "a: " + "[" * 30_000,
+            "deep.yaml:1:67: lists and mappings are nested more than 64 levels deep here; "
+            "flatten the document",
+        ),
+        (
+            "block.yaml",
+            "".join(f"{' ' * level}k{level}:\n" for level in range(70)) + " " * 70 + "v: 1\n",
+            "block.yaml:65:65: lists and mappings are nested more than 64 levels deep here; "
+            "flatten the document",
+        ),
+        (
+            "deep.json",
+            '{"a": ' + "[" * 30_000,
+            "deep.json:1:70: lists and mappings are nested more than 64 levels deep here; "
+            "flatten the document",
+        ),
+        (
+            "bomb.yaml",
+            BOMB,
+            "bomb.yaml:5:36: its aliases (*name) make the document more than 10 times larger "
+            "than it is written; repeat the values instead of aliasing them",
+        ),
+        (
+            "big.yaml",
+            "a:\n  b: [1, 18446744073709551616]\n",
+            "big.yaml:2:10: a.b.1: the integer 18446744073709551616 does not fit in 64 bits; "
+            "use a smaller number",
+        ),
+        (
+            "lone.json",
+            '{"a": {"b": "x\\ud800"}}',
+            "lone.json:1:8: a.b: text holds a lone surrogate code point (such as \\ud800), which "
+            "is not valid Unicode; remove it or escape the character it was meant to be",
+        ),
+    ],
+)
+def test_hostile_documents_are_refused_before_they_hurt(name: str, text: str, message: str) -> None:
+    with pytest.raises(UserError) as refused:
+        parse_document(text, name)
+    assert refused.value.message == message
+
+
+def test_a_document_longer_than_the_limit_is_not_read() -> None:
+    with pytest.raises(UserError) as refused:
+        parse_document("a: " + "x" * 100, "long.yaml", max_chars=50)
+    assert refused.value.message == (
+        "long.yaml: the document is 103 characters long; the limit is 50. Split it, or leave "
+        "out what is not needed."
+    )
+
+
+@given(depth=st.integers(min_value=1, max_value=200), as_json=st.booleans())
+def test_nesting_is_accepted_exactly_up_to_the_limit(depth: int, as_json: bool) -> None:
+    text = "[" * depth + "1" + "]" * depth
+    name = "n.json" if as_json else "n.yaml"
+    if depth <= 64:
+        assert json.dumps(parse_document(text, name), separators=(",", ":")) == text
+        return
+    with pytest.raises(UserError, match="nested more than 64 levels deep"):
+        parse_document(text, name)
+
+
+def test_aliases_that_stay_small_are_fine() -> None:
+    text = "base: &base {cpu: 1, memory: 1Gi}\na: *base\nb: *base\n"
+    assert parse_document(text, "ok.yaml")["b"] == {"cpu": 1, "memory": "1Gi"}

@@ -17,6 +17,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from corral import __version__
 from corral.api.auth import Authorizer, AuthSettings, config_roles
 from corral.api.config_routes import Caller, build_router
+from corral.api.guard import RequestGuard, RequestLimits
 from corral.api.metrics import Metrics
 from corral.api.pool_routes import build_pool_router
 from corral.api.resource_routes import build_resource_router
@@ -30,9 +31,11 @@ from corral.services.runtime import Runtime
 log = structlog.get_logger("corral.api")
 
 
-def create_app(runtime: Runtime, auth: AuthSettings | None = None) -> FastAPI:
+def create_app(
+    runtime: Runtime, auth: AuthSettings | None = None, limits: RequestLimits | None = None
+) -> FastAPI:
     """The app over ``runtime``; ``auth`` (default: from the environment, see docs/access.md)
-    holds the session key and the trusted OIDC issuer."""
+    holds the session key and the trusted OIDC issuer; ``limits`` bounds request bodies."""
     # The schema is served only to authenticated callers (below); no unauthenticated UI pages.
     app = FastAPI(
         title="corral", version=__version__, openapi_url=None, docs_url=None, redoc_url=None
@@ -78,6 +81,9 @@ def create_app(runtime: Runtime, auth: AuthSettings | None = None) -> FastAPI:
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     _install_error_handlers(app)
+    # Added before the observability middleware, so that it runs inside it: requests the
+    # guard refuses are counted and logged like any other.
+    app.add_middleware(RequestGuard, authorizer=authorizer, limits=limits or RequestLimits())
     _install_observability(app, metrics)
     return app
 
@@ -115,7 +121,9 @@ def _install_error_handlers(app: FastAPI) -> None:
 def _request_error(errors: Any, body: str) -> dict[str, Any]:
     """A malformed request body or query, in the same shape as every other user error."""
     first = errors[0]
-    location = [step for step in first["loc"] if step != "body"]
+    location = list(first["loc"])
+    if location[:1] == ["body"]:  # FastAPI's prefix; a key may be called "body" too
+        location = location[1:]
     if first["type"] == "json_invalid":
         offset = location[-1] if location and isinstance(location[-1], int) else 0
         where = position_of(body, offset)

@@ -8,7 +8,17 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Body, Depends, Query, Request, Response
 
 from corral.api.auth import Authorizer, Principal
-from corral.api.schemas import ApplyBody, DeleteBody, RollbackBody, TagsBody, WriteBody
+from corral.api.guard import guarded_principal
+from corral.api.schemas import (
+    REVISION_MAX,
+    ApplyBody,
+    DeleteBody,
+    RevisionPath,
+    RevisionQuery,
+    RollbackBody,
+    TagsBody,
+    WriteBody,
+)
 from corral.domain.bundles import parse_bundle
 from corral.domain.config_types import ConfigType
 from corral.domain.resolved_pool import verbose_pool
@@ -32,13 +42,17 @@ def check_template_reads(authorizer: Authorizer, caller: Principal) -> None:
         authorizer.check(caller, "config:Read", f"config/{ctype.url_segment}")
 
 
-def current_principal(request: Request) -> Principal:
-    """Who is calling: every config endpoint depends on this (401 without a valid token)."""
+def caller_of(request: Request) -> Principal:
+    """Who is calling: every endpoint depends on this (401 without a valid token). The request
+    guard authenticated the caller already; an app without it authenticates here."""
+    found = guarded_principal(request)
+    if found is not None:
+        return found
     authorizer: Authorizer = request.app.state.authorizer
     return authorizer.authenticate(request)
 
 
-Caller = Annotated[Principal, Depends(current_principal)]
+Caller = Annotated[Principal, Depends(caller_of)]
 
 
 def build_router(service: ConfigService, authorizer: Authorizer, on_write: Any) -> APIRouter:
@@ -75,12 +89,12 @@ def build_router(service: ConfigService, authorizer: Authorizer, on_write: Any) 
         caller: Caller,
         config_types: Annotated[list[str], Query()] = [],  # noqa: B006 - FastAPI query list
         name: str | None = None,
-        revision: int | None = None,
+        revision: RevisionQuery = None,
         tags: Annotated[list[str], Query()] = [],  # noqa: B006
         created_before: datetime | None = None,
         created_after: datetime | None = None,
         at_timestamp: datetime | None = None,
-        offset: Annotated[int, Query(ge=0)] = 0,
+        offset: Annotated[int, Query(ge=0, le=REVISION_MAX)] = 0,
         limit: Annotated[int, Query(ge=1, le=1000)] = 20,
         order: Literal["ASC", "DESC", "asc", "desc"] = "ASC",
         omit_data: bool = False,
@@ -113,14 +127,16 @@ def build_router(service: ConfigService, authorizer: Authorizer, on_write: Any) 
         return written(service.rollback(ctype, body.revision, _meta(caller, body)))
 
     @router.delete("/history/{segment}/revision/{revision}")
-    def delete_revision(caller: Caller, segment: str, revision: int) -> dict[str, Any]:
+    def delete_revision(caller: Caller, segment: str, revision: RevisionPath) -> dict[str, Any]:
         ctype = config_type(segment)
         can(caller, "config:Update", ctype)
         service.delete_revision(ctype, revision, caller.username)
         return {"message": f"Deleted revision {revision} of {ctype.value}"}
 
     @router.post("/history/{segment}/revision/{revision}/tags")
-    def set_tags(caller: Caller, segment: str, revision: int, body: TagsBody) -> dict[str, Any]:
+    def set_tags(
+        caller: Caller, segment: str, revision: RevisionPath, body: TagsBody
+    ) -> dict[str, Any]:
         ctype = config_type(segment)
         can(caller, "config:Update", ctype)
         updated = service.tag(ctype, revision, body.set_tags, body.delete_tags)
@@ -130,8 +146,8 @@ def build_router(service: ConfigService, authorizer: Authorizer, on_write: Any) 
     def diff(
         caller: Caller,
         config_type: str,
-        first_revision: int | None = None,
-        second_revision: int | None = None,
+        first_revision: RevisionQuery = None,
+        second_revision: RevisionQuery = None,
     ) -> dict[str, Any]:
         ctype = ConfigType.parse(config_type)
         can(caller, "config:Read", ctype)

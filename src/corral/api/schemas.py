@@ -2,12 +2,33 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from fastapi import Path, Query
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from corral.domain.config_types import reject_unstorable
 from corral.errors import UserError
+
+#: Revisions are stored in a 32-bit column: a larger number names no revision (and would make
+#: the database refuse the query).
+REVISION_MAX = 2**31 - 1
+RevisionQuery = Annotated[int | None, Query(ge=0, le=REVISION_MAX)]
+RevisionPath = Annotated[int, Path(ge=0, le=REVISION_MAX)]
+BaseRevision = Annotated[int | None, Field(ge=0, le=REVISION_MAX)]
+
+
+class StrictBody(BaseModel):
+    """A request body outside the config API: unknown keys refused, and nothing a database
+    cannot store (NUL characters, NaN): 400 naming the field, never a database error."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _storable(cls, data: Any) -> Any:
+        reject_unstorable(data)  # a UserError passes through pydantic: 400 with its path
+        return data
 
 
 class Body(BaseModel):
@@ -30,7 +51,7 @@ class WriteBody(Body):
     configs_dict: Any = None
     description: str | None = None
     tags: list[str] = []
-    base_revision: int | None = Field(default=None, ge=0)
+    base_revision: BaseRevision = None
 
     def document(self) -> Any:
         return self.configs if self.configs is not None else self.configs_dict
@@ -39,16 +60,16 @@ class WriteBody(Body):
 class DeleteBody(Body):
     description: str | None = None
     tags: list[str] = []
-    base_revision: int | None = Field(default=None, ge=0)
+    base_revision: BaseRevision = None
     force: bool = False
 
 
 class RollbackBody(Body):
     config_type: str
-    revision: int = Field(gt=0)
+    revision: int = Field(gt=0, le=REVISION_MAX)
     description: str | None = None
     tags: list[str] = []
-    base_revision: int | None = Field(default=None, ge=0)
+    base_revision: BaseRevision = None
 
 
 class TagsBody(Body):

@@ -13,10 +13,11 @@ import secrets
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, status
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import Field, field_validator
 
 from corral.api.auth import ADMIN_ONLY, Authorizer, Principal
 from corral.api.config_routes import Caller
+from corral.api.schemas import StrictBody
 from corral.domain.config_types import ConfigType
 from corral.errors import ForbiddenError, UserError
 from corral.services.config_service import ConfigService
@@ -26,13 +27,9 @@ from corral.store.users import User, UserStore
 USERNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,255}$")
 
 
-class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class NewUser(_Body):
+class NewUser(StrictBody):
     username: str
-    roles: list[str] = []
+    roles: list[str] = Field(default_factory=list)
     default_pool: str | None = None
 
     @field_validator("username")
@@ -45,15 +42,15 @@ class NewUser(_Body):
         return value
 
 
-class RolesBody(_Body):
+class RolesBody(StrictBody):
     roles: list[str]
 
 
-class TokenBody(_Body):
+class TokenBody(StrictBody):
     name: str | None = None
 
 
-class ProfileBody(_Body):
+class ProfileBody(StrictBody):
     default_pool: str | None
 
 

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 from fastapi.responses import PlainTextResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from corral.api.auth import Authorizer, Principal
 from corral.api.config_routes import Caller
+from corral.api.schemas import StrictBody
 from corral.domain.config_types import ConfigType
 from corral.domain.explain_workflow import explain_workflow
 from corral.domain.workflow_plan import PlannedGroup
@@ -40,14 +41,12 @@ VALIDATED = "Workflow validation succeeded."
 TaskLogs = Callable[[StoredWorkflow, StoredTask], str]
 
 
-class TemplateSpec(BaseModel):
+class TemplateSpec(StrictBody):
     """OSMO's submit body: the file and the ``--set`` / ``--set-string`` values."""
 
-    model_config = ConfigDict(extra="forbid")
-
     file: str = Field(max_length=1_000_000)
-    set_variables: list[str] = []
-    set_string_variables: list[str] = []
+    set_variables: list[str] = Field(default_factory=list)
+    set_string_variables: list[str] = Field(default_factory=list)
     uploaded_templated_spec: str | None = None
     source: str = Field(default="workflow.yaml", max_length=256)
 
@@ -104,7 +103,10 @@ def build_workflow_router(
 
     @router.get("/api/workflow")
     def list_workflows(
-        caller: Caller, all_users: bool = False, pool: str | None = None, limit: int = 100
+        caller: Caller,
+        all_users: bool = False,
+        pool: str | None = None,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     ) -> dict[str, Any]:
         """The caller's workflows, newest first (``all_users=true``: also everyone's in the
         pools the caller may ``workflow:Read``)."""
@@ -117,7 +119,7 @@ def build_workflow_router(
         rows = store.list(
             users=None if all_users else [caller.username],
             pools=[pool] if pool else None,
-            limit=max(1, min(limit, 1000)),
+            limit=limit,
             visible_to=(caller.username, readable),
         )
         return {

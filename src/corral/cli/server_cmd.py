@@ -136,6 +136,14 @@ def server(
         str,
         typer.Option(envvar="CORRAL_OIDC_GROUPS_CLAIM", help="Claim listing the user's groups."),
     ] = "groups",
+    max_body_bytes: Annotated[
+        int,
+        typer.Option(
+            envvar="CORRAL_MAX_BODY_BYTES",
+            min=1024,
+            help="Largest request body accepted, in bytes; larger ones get 413.",
+        ),
+    ] = 10 * 2**20,
 ) -> None:
     """Start the control plane (API on HOST:PORT)."""
     # Imported here so that every other `corral` verb starts without the server stack.
@@ -143,6 +151,7 @@ def server(
 
     from corral.api.app import create_app
     from corral.api.auth import AuthSettings
+    from corral.api.guard import RequestLimits
     from corral.services.lifecycle import run_until_stopped
     from corral.services.oidc import OidcSettings
     from corral.services.runtime import load_examples
@@ -180,7 +189,8 @@ def server(
     )
     controller.start()
     try:
-        uvicorn.run(create_app(runtime, auth), host=host, port=port, log_level="warning")
+        app = create_app(runtime, auth, RequestLimits(max_body_bytes=max_body_bytes))
+        uvicorn.run(app, host=host, port=port, log_level="warning")
     finally:
         stop.set()
         controller.join(timeout=10)

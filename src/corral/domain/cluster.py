@@ -63,12 +63,13 @@ class Cluster:
         return self._by_name.get(name)
 
 
+#: Longest cluster description read: ``kubectl get nodes -o yaml`` of 10,000 nodes is ~100 MB.
+MAX_CLUSTER_CHARS = 256 * 2**20
+
+
 def parse_cluster(text: str, *, source: str = "cluster.yaml") -> Cluster:
     """The cluster described by ``text`` (YAML or JSON); ``source`` names it in errors."""
-    try:
-        document = parse_document(text, source)
-    except RecursionError:
-        raise UserError(f"{source}: the document is nested too deeply") from None
+    document = parse_document(text, source, max_chars=MAX_CLUSTER_CHARS)
     reader = _Reader(text, source)
     if isinstance(document, Mapping) and "kind" in document:
         placed = _kubernetes_nodes(reader, document)

@@ -3,18 +3,38 @@
 Parsing happens on the client (CLI) and on the server (raw uploads); both use these helpers so
 that a user sees ``a100.json:13:9: ...`` for a syntax error and a line/column for a semantic
 error reported on a dotted field path.
+
+Every document is bounded *before* a C parser sees it: libyaml's composer recurses once per
+level and overflows the C stack (the process dies) on ``[[[[...`` 30,000 deep. So a text longer
+than ``max_chars`` is refused unread; YAML is first walked as a stream of parser events (libyaml's
+parser keeps its own stack and does not recurse), refusing nesting deeper than
+:data:`MAX_NESTING` and aliases that expand a document more than :data:`MAX_ALIAS_GROWTH` times
+(the "billion laughs"); JSON is parsed by Python's reader, which stops deep recursion itself.
+Every parsed value then passes :func:`check_value`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
 from corral.errors import UserError
+
+#: Deepest nesting of lists and mappings in any document or request body. A Pod template is
+#: about 12 levels deep inside a request; nothing corral reads needs more than a few dozen.
+MAX_NESTING = 64
+#: Longest document (in characters) parsed by default: configs, bundles, workflow files.
+MAX_DOCUMENT_CHARS = 8 * 2**20
+#: A YAML document's aliases may make it at most this many times bigger than it is written.
+MAX_ALIAS_GROWTH = 10
+#: Below this many values, aliases may expand a document freely.
+_ALIAS_FREE_NODES = 100_000
+#: Integers corral stores or compares must fit in 64 bits (database columns, Kubernetes).
+INT64 = (-(2**63), 2**63 - 1)
 
 _CLOSER_FOR = {"{": "}", "[": "]"}
 _KIND = {"{": "object", "[": "list"}
@@ -46,11 +66,201 @@ def looks_like_json(filename: str, text: str) -> bool:
     return text.lstrip()[:1] in ("{", "[")
 
 
-def parse_document(text: str, filename: str = "<input>") -> Any:
-    """Parse JSON or YAML text; raise UserError naming ``filename:line:column`` on bad syntax."""
+def parse_document(
+    text: str, filename: str = "<input>", *, max_chars: int = MAX_DOCUMENT_CHARS
+) -> Any:
+    """Parse JSON or YAML text; raise UserError naming ``filename:line:column`` on bad syntax,
+    and on a document longer than ``max_chars``, nested deeper than :data:`MAX_NESTING` or
+    holding what no field may hold (:func:`check_value`)."""
+    if len(text) > max_chars:
+        raise UserError(
+            f"{filename}: the document is {len(text):,} characters long; the limit is "
+            f"{max_chars:,}. Split it, or leave out what is not needed."
+        )
     if looks_like_json(filename, text):
-        return _parse_json(text, filename)
-    return _parse_yaml(text, filename)
+        return parse_json(text, filename)
+    _check_yaml_events(text, filename)
+    document = _parse_yaml(text, filename)
+    _check_parsed(document, text, filename)
+    return document
+
+
+def parse_json(text: str, filename: str) -> Any:
+    """JSON text, parsed and checked (:func:`check_value`); nesting deeper than
+    :data:`MAX_NESTING` is refused with the line and column where it goes too deep."""
+    try:
+        document = _parse_json(text, filename)
+    except RecursionError:
+        raise _too_deep_in_json(text, filename) from None
+    try:
+        _check_parsed(document, text, filename)
+    except _TooDeep:
+        raise _too_deep_in_json(text, filename) from None
+    return document
+
+
+def check_json_limits(text: str, filename: str) -> None:
+    """Refuse JSON text that is nested too deep or holds what no field may hold (as
+    :func:`parse_json`); a syntax error is left for whoever parses the text to report."""
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError:
+        return
+    except RecursionError:
+        raise _too_deep_in_json(text, filename) from None
+    try:
+        _check_parsed(document, text, filename)
+    except _TooDeep:
+        raise _too_deep_in_json(text, filename) from None
+
+
+class _TooDeep(UserError):
+    """A value nested deeper than :data:`MAX_NESTING`."""
+
+
+def _check_parsed(document: Any, text: str, filename: str) -> None:
+    try:
+        check_value(document)
+    except _TooDeep:
+        raise
+    except UserError as err:
+        where = locate(text, err.path)
+        at = f":{where}" if where else ""
+        field = f" {err.field}:" if err.field else ""
+        raise UserError(f"{filename}{at}:{field} {err.message}") from None
+
+
+def _too_deep_in_json(text: str, filename: str) -> UserError:
+    offset = _too_deep_offset(text)
+    where = f":{position_of(text, offset)}" if offset is not None else ""
+    return UserError(f"{filename}{where}: {_too_deep()}")
+
+
+def _too_deep() -> str:
+    return (
+        f"lists and mappings are nested more than {MAX_NESTING} levels deep here; "
+        "flatten the document"
+    )
+
+
+def _too_deep_offset(text: str) -> int | None:
+    """Where a JSON text opens its ``MAX_NESTING + 1``-th nested list or object."""
+    depth = 0
+    in_string = escaped = False
+    for offset, char in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in _CLOSER_FOR:
+            depth += 1
+            if depth > MAX_NESTING:
+                return offset
+        elif char in ("}", "]"):
+            depth -= 1
+    return None
+
+
+def check_value(value: Any) -> None:
+    """Refuse what would break the server further on, naming where (``UserError.path``):
+    nesting deeper than :data:`MAX_NESTING`, text that is not valid Unicode (a lone surrogate
+    such as ``"\\ud800"``, which JSON allows but no response can encode) and integers beyond
+    64 bits. Iterative: no document can make it recurse."""
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, ())]
+    while stack:
+        item, path = stack.pop()
+        if len(path) > MAX_NESTING:
+            raise _TooDeep(_too_deep(), path=path)
+        if isinstance(item, dict):
+            for key, child in item.items():
+                _check_scalar(key, path)
+                stack.append((child, (*path, key if isinstance(key, str | int) else str(key))))
+        elif isinstance(item, list):
+            stack.extend((child, (*path, index)) for index, child in enumerate(item))
+        else:
+            _check_scalar(item, path)
+
+
+def _check_scalar(value: Any, path: tuple[str | int, ...]) -> None:
+    if isinstance(value, str) and not _is_unicode(value):
+        raise UserError(
+            "text holds a lone surrogate code point (such as \\ud800), which is not "
+            "valid Unicode; remove it or escape the character it was meant to be",
+            path=path,
+        )
+    if isinstance(value, int) and not isinstance(value, bool) and not INT64[0] <= value <= INT64[1]:
+        raise UserError(
+            f"the integer {_short(value)} does not fit in 64 bits; use a smaller number",
+            path=path,
+        )
+
+
+def _is_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _short(number: int) -> str:
+    digits = (
+        str(number)
+        if abs(number) < 10**40
+        else f"{str(number)[:20]}... ({len(str(number))} digits)"
+    )
+    return digits
+
+
+def _check_yaml_events(text: str, filename: str) -> None:
+    """Walk the YAML parser's events (no recursion) before any composer sees the text: refuse
+    deep nesting and aliases that blow the document up."""
+    opened: list[tuple[int, str | None]] = []  # per open collection: ``expanded`` then, anchor
+    anchors: dict[str, int] = {}  # anchor -> how many values it stands for, aliases expanded
+    written = expanded = 0
+    try:
+        for event in _yaml_events(text):
+            if isinstance(event, yaml.CollectionStartEvent):
+                if len(opened) >= MAX_NESTING:
+                    raise UserError(f"{filename}:{_mark(event)}: {_too_deep()}")
+                opened.append((expanded, event.anchor))
+                written += 1
+                expanded += 1
+            elif isinstance(event, yaml.CollectionEndEvent):
+                began, anchor = opened.pop()
+                if anchor is not None:
+                    anchors[anchor] = expanded - began
+            elif isinstance(event, yaml.ScalarEvent):
+                written += 1
+                expanded += 1
+                if event.anchor is not None:
+                    anchors[event.anchor] = 1
+            elif isinstance(event, yaml.AliasEvent):
+                written += 1
+                expanded += anchors.get(event.anchor or "", 1)
+                if expanded > max(_ALIAS_FREE_NODES, MAX_ALIAS_GROWTH * written):
+                    raise UserError(
+                        f"{filename}:{_mark(event)}: its aliases (*name) make the document more "
+                        f"than {MAX_ALIAS_GROWTH} times larger than it is written; repeat the "
+                        "values instead of aliasing them"
+                    )
+    except yaml.YAMLError:
+        return  # a syntax error: the loader reports it with its position
+
+
+def _mark(event: yaml.Event) -> Position | str:
+    mark = event.start_mark
+    return Position(mark.line + 1, mark.column + 1) if mark else "?"
+
+
+def _yaml_events(text: str) -> Iterator[yaml.Event]:
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return iter(yaml.parse(text, Loader=loader))
 
 
 def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -173,7 +383,7 @@ def locate(text: str, path: Sequence[str | int]) -> Position | None:
     """Position of the key (or item) at ``path`` in a JSON/YAML text, if it can be found."""
     try:
         node: yaml.Node | None = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
+    except (yaml.YAMLError, RecursionError):
         return None
     found: yaml.Node | None = None
     for step in path:

@@ -1,0 +1,131 @@
+"""The gate every request passes before any route reads it (pure ASGI middleware).
+
+In this order, so that an anonymous or oversized request costs the server next to nothing:
+
+1. **Authentication first.** A request without a valid bearer token is answered 401 before its
+   body is read; the caller found is kept for the route (``request.state.principal``), which
+   does not look the token up again. ``/health`` and ``/metrics`` are public.
+2. **Size.** A body longer than ``max_body_bytes`` is answered 413: at once when its
+   ``Content-Length`` says so, else as soon as the bytes read pass the limit.
+3. **Shape.** A JSON body nested deeper than ``MAX_NESTING``, holding a lone surrogate or an
+   integer beyond 64 bits is answered 400 naming where (:func:`check_json_limits`), before any
+   recursive code sees it. Syntax errors are left to the route's own reader.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from corral.api.auth import Authorizer, Principal
+from corral.domain.documents import check_json_limits
+from corral.errors import CorralError, PayloadTooLargeError
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+App = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+PUBLIC_PATHS = frozenset({"/health", "/metrics"})
+DEFAULT_MAX_BODY_BYTES = 10 * 2**20
+_WITH_BODY = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+@dataclass(frozen=True)
+class RequestLimits:
+    """How much a request may send (``corral server --max-body-bytes``)."""
+
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+
+
+class RequestGuard:
+    def __init__(self, app: App, authorizer: Authorizer, limits: RequestLimits) -> None:
+        self.app = app
+        self.authorizer = authorizer
+        self.limits = limits
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS:
+            await self.app(scope, receive, send)
+            return
+        try:
+            principal = await run_in_threadpool(self.authorizer.authenticate, Request(scope))
+            scope.setdefault("state", {})["principal"] = principal
+            if scope["method"] in _WITH_BODY:
+                body = await self._read_body(scope, receive)
+                receive = _replay(body, receive)
+        except CorralError as err:
+            await JSONResponse(err.to_dict(), status_code=err.status_code)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    async def _read_body(self, scope: Scope, receive: Receive) -> bytes:
+        limit = self.limits.max_body_bytes
+        declared = Request(scope).headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise self._too_large(int(declared))
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                break  # the client went away; the route sees an empty body
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                raise self._too_large(None)
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        if body and _is_json(scope):
+            await run_in_threadpool(_check_json, body)
+        return body
+
+    def _too_large(self, declared: int | None) -> PayloadTooLargeError:
+        limit = self.limits.max_body_bytes
+        size = f" ({declared:,} bytes)" if declared is not None else ""
+        return PayloadTooLargeError(
+            f"The request body{size} is larger than this server's limit of {limit:,} bytes; "
+            "send less (split a bundle, leave large files out of the workflow), or ask an "
+            "admin to raise corral server --max-body-bytes."
+        )
+
+
+def guarded_principal(request: Request) -> Principal | None:
+    """The caller the guard authenticated, if it did."""
+    found = request.scope.get("state", {}).get("principal")
+    return found if isinstance(found, Principal) else None
+
+
+def _is_json(scope: Scope) -> bool:
+    content_type = Request(scope).headers.get("content-type", "")
+    return content_type == "" or "json" in content_type
+
+
+def _check_json(body: bytes) -> None:
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return  # the route's reader reports it
+    check_json_limits(text, "request body")
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that hands the route the body already read, then defers to the client."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
