@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, select
 
+from corral.store.database import writing
 from corral.store.tables import cluster_objects
 
 GROUP_LABEL = "osmo.group_uuid"
@@ -44,7 +45,7 @@ class ClusterObjectStore:
         metadata.setdefault("namespace", namespace)
         manifest = {**manifest, "metadata": metadata}
         key = _key(backend, manifest)
-        with self._engine.begin() as connection:
+        with writing(self._engine) as connection:
             if connection.execute(select(cluster_objects.c.id).where(*key)).first():
                 return False
             labels = dict(metadata.get("labels") or {})
@@ -77,7 +78,7 @@ class ClusterObjectStore:
         ``labels`` must name the group (``osmo.group_uuid``): that is how the controller finds
         a group's objects, and the column that makes it fast."""
         group_uuid = labels[GROUP_LABEL]
-        with self._engine.begin() as connection:
+        with writing(self._engine) as connection:
             rows = connection.execute(
                 select(cluster_objects.c.id, cluster_objects.c.labels).where(
                     cluster_objects.c.backend == backend,

@@ -11,6 +11,7 @@ from sqlalchemy import ColumnElement, Engine, Select, and_, func, or_, select, u
 from sqlalchemy.engine import Connection, RowMapping
 
 from corral.domain.config_types import ConfigType
+from corral.store.database import writing
 from corral.store.tables import config_revisions, config_write_lock
 
 
@@ -131,7 +132,7 @@ class ConfigStore:
         Writers are serialized (see ``config_write_lock``), so ``plan`` sees the heads that its
         revisions will follow; it may raise to abort without writing anything.
         """
-        with self._engine.begin() as connection:
+        with writing(self._engine) as connection:
             connection.execute(
                 update(config_write_lock)
                 .where(config_write_lock.c.id == 1)
@@ -193,7 +194,7 @@ class ConfigStore:
         self._update_revision(ctype, revision, tags=tags)
 
     def _update_revision(self, ctype: ConfigType, revision: int, **values: Any) -> None:
-        with self._engine.begin() as connection:
+        with writing(self._engine) as connection:
             connection.execute(
                 update(config_revisions)
                 .where(

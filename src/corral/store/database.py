@@ -6,15 +6,27 @@ import contextlib
 import os
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event, make_url
+from sqlalchemy import Connection, Engine, create_engine, event, make_url
 
 MIGRATIONS = Path(__file__).parent / "migrations"
+#: PostgreSQL advisory lock taken while migrating, so that servers starting together take turns.
+_MIGRATION_LOCK = 0x636F7272616C  # "corral"
+#: Execution option that marks a transaction as one that writes (see :func:`writing`).
+_WRITES = "corral_writes"
+
+
+def writing(engine: Engine) -> AbstractContextManager[Connection]:
+    """A transaction that will write. On SQLite it starts with ``BEGIN IMMEDIATE``: it takes
+    the write lock first, waiting (busy timeout) for other writers, instead of reading under
+    a shared lock and then failing with "database is locked" when it wants to write while
+    another writer went first. PostgreSQL needs nothing: its row locks queue writers."""
+    return engine.execution_options(**{_WRITES: True}).begin()
 
 
 def sqlite_url(data_dir: Path) -> str:
@@ -61,7 +73,8 @@ def _configure_sqlite(engine: Engine) -> None:
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
-        connection.exec_driver_sql("BEGIN")
+        writes = connection.get_execution_options().get(_WRITES, False)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if writes else "BEGIN")
 
 
 @contextmanager
@@ -87,6 +100,8 @@ def migrate(engine: Engine) -> None:
     """Bring the schema up to the newest Alembic revision."""
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
-    with engine.begin() as connection:
+    with writing(engine) as connection:  # one server at a time migrates
+        if connection.dialect.name == "postgresql":
+            connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})")
         config.attributes["connection"] = connection
         command.upgrade(config, "head")

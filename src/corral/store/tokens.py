@@ -15,6 +15,7 @@ from datetime import datetime
 
 from sqlalchemy import Engine, select, update
 
+from corral.store.database import writing
 from corral.store.tables import api_tokens, users
 from corral.store.users import ensure_user
 
@@ -47,7 +48,7 @@ class TokenStore:
         The user is created if missing and given any of ``roles`` they lack."""
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         roles = list(roles or [])
-        with self._engine.begin() as connection:
+        with writing(self._engine) as connection:
             ensure_user(connection, username, roles, by, self._clock())
             connection.execute(
                 api_tokens.insert().values(
@@ -81,7 +82,7 @@ class TokenStore:
         return TokenOwner(row["id"], row["name"], row["username"], sorted(row["user_roles"]))
 
     def revoke_named(self, name: str) -> None:
-        with self._engine.begin() as connection:
+        with writing(self._engine) as connection:
             connection.execute(
                 update(api_tokens)
                 .where(api_tokens.c.name == name, api_tokens.c.revoked_at.is_(None))

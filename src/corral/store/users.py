@@ -18,6 +18,7 @@ from sqlalchemy import Connection, Engine, delete, select, update
 from sqlalchemy.exc import IntegrityError
 
 from corral.errors import ConflictError, NotFoundError
+from corral.store.database import writing
 from corral.store.tables import api_tokens, users
 
 Clock = Callable[[], datetime]
@@ -131,7 +132,7 @@ class UserStore:
     ) -> User:
         """A new user; 409 if the name is taken."""
         try:
-            with self._engine.begin() as connection:
+            with writing(self._engine) as connection:
                 connection.execute(
                     users.insert().values(
                         username=username,
@@ -148,12 +149,12 @@ class UserStore:
 
     def ensure(self, username: str, roles: Iterable[str], by: str) -> User:
         """The user, created if missing, holding at least ``roles``."""
-        with self._engine.begin() as connection:
+        with writing(self._engine) as connection:
             return ensure_user(connection, username, roles, by, self._clock())
 
     def delete(self, username: str) -> int:
         """Remove the user and revoke their tokens; returns how many tokens were revoked."""
-        with self._engine.begin() as connection:
+        with writing(self._engine) as connection:
             _lock(connection, username)
             revoked = connection.execute(
                 update(api_tokens)
@@ -177,7 +178,7 @@ class UserStore:
     def set_roles(self, username: str, roles: Iterable[str]) -> User:
         """Replace the user's roles (IdP sync); creates the user if missing."""
         wanted = sorted(set(roles))
-        with self._engine.begin() as connection:
+        with writing(self._engine) as connection:
             found = ensure_user(connection, username, wanted, "oidc", self._clock())
             if found.roles != wanted:
                 connection.execute(
@@ -186,7 +187,7 @@ class UserStore:
             return _required(read_user(connection, username), username)
 
     def set_default_pool(self, username: str, pool: str | None) -> User:
-        with self._engine.begin() as connection:
+        with writing(self._engine) as connection:
             _lock(connection, username)
             connection.execute(
                 update(users).where(users.c.username == username).values(default_pool=pool)
@@ -194,7 +195,7 @@ class UserStore:
             return _required(read_user(connection, username), username)
 
     def _change_roles(self, username: str, change: Callable[[set[str]], set[str]]) -> User:
-        with self._engine.begin() as connection:
+        with writing(self._engine) as connection:
             found = _lock(connection, username)
             roles = sorted(change(set(found.roles)))
             if roles != found.roles:

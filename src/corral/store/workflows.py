@@ -16,6 +16,7 @@ from sqlalchemy.exc import IntegrityError
 from corral.domain.workflow_plan import WorkflowPlan
 from corral.domain.workflow_spec import ExitAction
 from corral.errors import ConflictError, NotFoundError
+from corral.store.database import writing
 from corral.store.tables import task_logs, workflow_groups, workflow_tasks, workflows
 
 #: Statuses at acceptance (OSMO: workflow PENDING, groups SUBMITTING, tasks WAITING).
@@ -139,7 +140,7 @@ class WorkflowStore:
         """Store the workflow whole; ConflictError if its id was taken meanwhile."""
         submitter = plan.submitter
         try:
-            with self._engine.begin() as connection:
+            with writing(self._engine) as connection:
                 connection.execute(
                     workflows.insert().values(
                         workflow_id=submitter.workflow_id,
@@ -231,7 +232,7 @@ class WorkflowStore:
 
     def request_cancel(self, workflow_id: str, username: str) -> bool:
         """Ask the controller to cancel; False when the workflow had already finished."""
-        with self._engine.begin() as connection:
+        with writing(self._engine) as connection:
             done = connection.execute(
                 workflows.update()
                 .where(workflows.c.workflow_id == workflow_id)
@@ -245,7 +246,7 @@ class WorkflowStore:
         """Write ``changes`` (and whatever ``also`` writes) in one transaction."""
         if changes.empty and also is None:
             return
-        with self._engine.begin() as connection:
+        with writing(self._engine) as connection:
             for table, key, rows in (
                 (workflows, workflows.c.workflow_id, changes.workflows),
                 (workflow_groups, workflow_groups.c.group_uuid, changes.groups),
