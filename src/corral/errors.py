@@ -26,6 +26,11 @@ class CorralError(Exception):
         """The dotted form of ``path`` (for messages), or None when no field is concerned."""
         return ".".join(str(step) for step in self.path) or None
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Errors cross process boundaries (the sandbox workers): rebuild without calling
+        # ``__init__``, whose keyword-only arguments differ per subclass.
+        return (_rebuild, (type(self), self.args, dict(self.__dict__)))
+
     def under(self, *prefix: str | int) -> CorralError:
         """The same error with ``prefix`` put in front of its path."""
         self.path = (*prefix, *self.path)
@@ -41,6 +46,13 @@ class CorralError(Exception):
             "field": self.field,
             "path": list(self.path),
         }
+
+
+def _rebuild(cls: type[CorralError], args: tuple[Any, ...], state: dict[str, Any]) -> CorralError:
+    error = cls.__new__(cls)
+    Exception.__init__(error, *args)
+    error.__dict__.update(state)
+    return error
 
 
 class UserError(CorralError):

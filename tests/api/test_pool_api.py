@@ -7,6 +7,9 @@ from typing import Any
 import pytest
 
 from corral.files import read_bundle_directory
+from corral.services.config_service import ConfigService, WriteMeta
+from corral.services.runtime import utc_now
+from corral.store.config_store import ConfigStore
 from tests.conftest import REPO, Api
 
 EXAMPLES = REPO / "examples" / "configs"
@@ -51,6 +54,20 @@ def provenance(body: dict[str, Any], field: str) -> dict[str, Any]:
 def add(api: Api, bundle: dict[str, Any]) -> None:
     status, body = api.call("POST", "/api/configs/apply", json={"bundle": bundle})
     assert status == 200, body
+
+
+def add_unchecked(api: Api, bundle: dict[str, Any]) -> None:
+    """Store ``bundle`` without rendering its pools first: a pool stored before corral checked
+    templates on write (issue 13) is still there to be rendered."""
+    store = ConfigStore(api.runtime.engine, utc_now)
+    service = ConfigService(store, check_pools=lambda before, after: [])
+    service.apply(bundle, WriteMeta(username="admin"), dry_run=False)
+
+
+def refused(api: Api, bundle: dict[str, Any]) -> str:
+    status, body = api.call("POST", "/api/configs/apply", json={"bundle": bundle})
+    assert status == 400, body
+    return str(body["message"])
 
 
 # -------------------------------------------------------------------------------- render
@@ -222,74 +239,81 @@ def test_malformed_set_is_400(examples: Api) -> None:
 
 
 def test_undefined_variable_names_variable_and_template(examples: Api) -> None:
-    add(
-        examples,
-        {
-            "pod_templates": {
-                "needs_team": {
-                    "spec": {
-                        "containers": [
-                            {
-                                "name": "{{USER_CONTAINER_NAME}}",
-                                "env": [{"name": "TEAM", "value": "{{TEAM_NAME}}"}],
-                            }
-                        ]
-                    }
+    teamless = {
+        "pod_templates": {
+            "needs_team": {
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "{{USER_CONTAINER_NAME}}",
+                            "env": [{"name": "TEAM", "value": "{{TEAM_NAME}}"}],
+                        }
+                    ]
                 }
-            },
-            "pools": {
-                "teamless": {
-                    "backend": "default",
-                    "common_pod_template": ["default_user", "needs_team"],
-                    "common_default_variables": {
-                        "USER_CPU": 1,
-                        "USER_GPU": 0,
-                        "USER_MEMORY": "1Gi",
-                        "USER_STORAGE": "1Gi",
-                    },
-                    "default_platform": "p",
-                    "platforms": {"p": {}},
-                }
-            },
+            }
         },
-    )
-    status, body = render(examples, "teamless")
-    assert (status, body["error_code"]) == (400, "USER")
-    assert body["message"] == (
+        "pools": {
+            "teamless": {
+                "backend": "default",
+                "common_pod_template": ["default_user", "needs_team"],
+                "common_default_variables": {
+                    "USER_CPU": 1,
+                    "USER_GPU": 0,
+                    "USER_MEMORY": "1Gi",
+                    "USER_STORAGE": "1Gi",
+                },
+                "default_platform": "p",
+                "platforms": {"p": {}},
+            }
+        },
+    }
+    message = (
         "pod template needs_team, field spec.containers[0].env[0].value: variable TEAM_NAME "
         "has no value (it is undefined or null); give it one in the task's resources, with "
         "--set, or as a default variable of the pool or platform"
     )
+    # refused on write: every submission to the pool would fail (issue 13)
+    assert refused(examples, teamless) == (
+        "pools.teamless.platforms.p: Platform p does not render with the pool's default "
+        f"variables: {message}"
+    )
+    add_unchecked(examples, teamless)  # stored before corral checked on write
+    status, body = render(examples, "teamless")
+    assert (status, body["error_code"]) == (400, "USER")
+    assert body["message"] == message
     fixed = rendered(examples, "teamless", set="TEAM_NAME=vision")
     assert user_container(fixed)["env"] == [{"name": "TEAM", "value": "vision"}]
 
 
 def test_null_default_is_an_error_not_none(examples: Api) -> None:
-    add(
-        examples,
-        {
-            "pools": {
-                "no-gpu-default": {
-                    "backend": "default",
-                    "common_pod_template": ["default_user"],
-                    "common_default_variables": {
-                        "USER_CPU": 1,
-                        "USER_GPU": None,
-                        "USER_MEMORY": "1Gi",
-                        "USER_STORAGE": "1Gi",
-                    },
-                    "default_platform": "p",
-                    "platforms": {"p": {}},
-                }
+    no_gpu_default = {
+        "pools": {
+            "no-gpu-default": {
+                "backend": "default",
+                "common_pod_template": ["default_user"],
+                "common_default_variables": {
+                    "USER_CPU": 1,
+                    "USER_GPU": None,
+                    "USER_MEMORY": "1Gi",
+                    "USER_STORAGE": "1Gi",
+                },
+                "default_platform": "p",
+                "platforms": {"p": {}},
             }
-        },
-    )
-    status, body = render(examples, "no-gpu-default")
-    assert status == 400
-    assert body["message"].startswith(
+        }
+    }
+    prefix = (
         'pod template default_user, field spec.containers[0].resources.requests["nvidia.com/gpu"]:'
         " variable USER_GPU has no value"
     )
+    assert refused(examples, no_gpu_default).startswith(
+        "pools.no-gpu-default.platforms.p: Platform p does not render with the pool's default "
+        f"variables: {prefix}"
+    )
+    add_unchecked(examples, no_gpu_default)
+    status, body = render(examples, "no-gpu-default")
+    assert status == 400
+    assert body["message"].startswith(prefix)
 
 
 def test_render_needs_a_token(examples: Api) -> None:

@@ -452,15 +452,34 @@ def test_credentials_are_refused_until_corral_has_a_credential_store(examples: A
 
 
 def test_pool_template_that_renders_an_invalid_pod_is_refused(examples: Api) -> None:
+    # A field that is wrong as written is refused when the template is written (issue 13)...
+    status, body = examples.call(
+        "POST",
+        "/api/configs/apply",
+        json={
+            "bundle": {
+                "pod_templates": {
+                    "bad": {
+                        "spec": {
+                            "containers": [
+                                {"name": "{{USER_CONTAINER_NAME}}", "imagePullPolicy": 7}
+                            ]
+                        }
+                    }
+                }
+            }
+        },
+    )
+    assert (status, body["message"]) == (
+        400,
+        "pod_templates.bad.spec.containers.0.imagePullPolicy: must be text, not 7",
+    )
+    # ... one that goes wrong only with the task's own values is refused at submission.
     add(
         examples,
         {
             "pod_templates": {
-                "bad": {
-                    "spec": {
-                        "containers": [{"name": "{{USER_CONTAINER_NAME}}", "imagePullPolicy": 7}]
-                    }
-                }
+                "bad": {"spec": {"priority": "{% if USER_GPU < 4 %}high{% else %}1{% endif %}"}}
             }
         },
     )
@@ -476,10 +495,10 @@ def test_pool_template_that_renders_an_invalid_pod_is_refused(examples: Api) -> 
         },
     )
     assert status == 200, body
-    status, message = rejected(examples, "nvl72", simple(gpu=4))
+    status, message = rejected(examples, "nvl72", simple(gpu=2))  # the pool's default is 4
     assert status == 400
     assert message.startswith("Group main-group: the Pod ")
-    assert "spec.containers[0].imagePullPolicy: 7 is not of type 'string'" in message
+    assert "spec.priority: 'high' is not of type 'integer'" in message
 
 
 def test_undefined_variable_in_a_pool_template_names_the_template(examples: Api) -> None:
@@ -489,10 +508,14 @@ def test_undefined_variable_in_a_pool_template_names_the_template(examples: Api)
         "/api/configs/pool/nvl72",
         json={"configs_dict": {"common_pod_template": ["default_user", "needs-x"]}},
     )
-    assert status == 200, body
-    status, message = rejected(examples, "nvl72", simple(gpu=4))
-    assert status == 400
-    assert "needs-x" in message and "X_VALUE" in message
+    # refused when the pool is written: no submission could render it (issue 13)
+    assert (status, body["message"]) == (
+        400,
+        "platforms.gb200: Platform gb200 does not render with the pool's default variables: "
+        "pod template needs-x, field metadata.labels.x: variable X_VALUE has no value (it is "
+        "undefined or null); give it one in the task's resources, with --set, or as a default "
+        "variable of the pool or platform",
+    )
 
 
 def test_bad_priority(examples: Api) -> None:

@@ -9,8 +9,9 @@ from fastapi import APIRouter, Query
 from corral.api.auth import Authorizer
 from corral.api.config_routes import Caller, check_template_reads
 from corral.domain.config_types import ConfigType
-from corral.domain.pool_render import pool_topology, render_pool
+from corral.domain.pool_render import pool_topology
 from corral.domain.variables import parse_set_values
+from corral.services import sandbox
 from corral.services.config_service import ConfigService
 
 
@@ -36,13 +37,18 @@ def build_pool_router(service: ConfigService, authorizer: Authorizer) -> APIRout
         group templates; ``set=NAME=VALUE`` (repeatable) overrides variables."""
         authorizer.check(caller, "config:Read", "config/pool")
         check_template_reads(authorizer, caller)
-        return render_pool(
-            service.state(),
+        state = service.state()
+        rendered: dict[str, Any] = sandbox.run(
+            "render_pool",
+            state,
             pool,
             platform=platform,
             set_values=parse_set_values(set),
             user=caller.username,
+            workflow_config=state[ConfigType.WORKFLOW],
+            what="Rendering the pool's templates",
         )
+        return rendered
 
     @router.get("/{pool}/topology")
     def topology(caller: Caller, pool: str) -> dict[str, Any]:

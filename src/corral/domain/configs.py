@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from corral.domain.durations import parse_duration
 from corral.domain.kubernetes_names import label_key_problem
 from corral.domain.names import check_name
+from corral.domain.partial_schema import template_problem
 from corral.domain.templating import check_jinja
 
 
@@ -254,7 +255,19 @@ def check_pod_template(template: Any) -> dict[str, Any]:
             )
         if key in ("metadata", "spec") and not isinstance(value, dict):
             raise FieldProblem(key, f"{key} must be an object")
+    _check_fields(template, "v1", "Pod")
     return template
+
+
+def _check_fields(template: dict[str, Any], api_version: str, kind: str) -> None:
+    """Every field of the template fits the schema of its kind (``partial_schema``)."""
+    found = template_problem(template, api_version, kind)
+    if found is None:
+        return
+    path, message = found
+    if not path:
+        raise ValueError(message)
+    raise FieldProblem(path[0], message, *path[1:])
 
 
 def check_group_template(template: Any) -> dict[str, Any]:
@@ -276,6 +289,7 @@ def check_group_template(template: Any) -> dict[str, Any]:
             "The namespace is assigned by corral at runtime.",
             "namespace",
         )
+    _check_fields(template, template["apiVersion"], template["kind"])
     return template
 
 

@@ -58,6 +58,9 @@ def format_path(path: Sequence[str | int]) -> str:
     return text.removeprefix(".")
 
 
+Problem = tuple[tuple[str | int, ...], str]
+
+
 def _problem(path: Sequence[str | int], message: str) -> str:
     where = format_path(path)
     return f"{where}: {message}" if where else message
@@ -123,69 +126,107 @@ def _custom_kinds() -> dict[tuple[str, str], dict[str, Draft202012Validator]]:
     return kinds
 
 
-def _metadata_problems(metadata: object) -> list[str]:
+def _metadata_problems(metadata: object) -> list[Problem]:
     if not isinstance(metadata, Mapping):
-        return ["metadata: must be a mapping"]
+        return [(("metadata",), "must be a mapping")]
     name = metadata.get("name")
     if not isinstance(name, str):
-        return ["metadata.name: must be a string"]
+        return [(("metadata", "name"), "must be a string")]
     if len(name) > _DNS_SUBDOMAIN_MAX or not _DNS_SUBDOMAIN.fullmatch(name):
         return [
-            f"metadata.name: {name!r} is not a DNS-1123 subdomain (lowercase letters, digits, "
-            f"'-' and '.', starting and ending with a letter or digit, at most "
-            f"{_DNS_SUBDOMAIN_MAX} characters)"
+            (
+                ("metadata", "name"),
+                f"{name!r} is not a DNS-1123 subdomain (lowercase letters, digits, "
+                f"'-' and '.', starting and ending with a letter or digit, at most "
+                f"{_DNS_SUBDOMAIN_MAX} characters)",
+            )
         ]
     return []
+
+
+@cache
+def _core_schema_file(name: str) -> dict[str, Any]:
+    """A file of kubernetes_validate's strict schemas, read once (treat it as read-only)."""
+    directory = f"kubernetes-json-schema/v{KUBERNETES_VERSION}-local-strict"
+    found: dict[str, Any] = schema_contents(f"{directory}/{name}", KUBERNETES_VERSION)
+    return found
 
 
 @cache
 def _core_validator(kind: str) -> Draft202012Validator:
     """kubernetes_validate's strict schema of a core ``v1`` kind, loaded once (its own
     ``validate`` re-reads the 4 MB definitions file on every call)."""
-    directory = f"kubernetes-json-schema/v{KUBERNETES_VERSION}-local-strict"
-    schema = schema_contents(f"{directory}/{kind.lower()}-v1.json", KUBERNETES_VERSION)
-    definitions = schema_contents(f"{directory}/_definitions.json", KUBERNETES_VERSION)
+    schema = core_schema(kind)
     registry: Registry[Any] = Resource.from_contents(schema) @ Registry()
-    registry = Resource.from_contents(definitions) @ registry
+    registry = Resource.from_contents(_core_schema_file("_definitions.json")) @ registry
     return Draft202012Validator(schema, registry=registry)
 
 
-def _core_problems(obj: Mapping[str, Any]) -> list[str]:
+@cache
+def core_schema(kind: str) -> dict[str, Any]:
+    """The strict JSON schema of a core ``v1`` kind; its ``$ref``s go to :func:`core_ref`."""
+    return _core_schema_file(f"{kind.lower()}-v1.json")
+
+
+def core_ref(ref: str) -> Mapping[str, Any]:
+    """The schema a core schema's ``$ref`` (``.../_definitions.json#/$defs/X``) points at."""
+    definitions = _core_schema_file("_definitions.json")["$defs"]
+    found: Mapping[str, Any] = definitions[ref.rpartition("/")[2]]
+    return found
+
+
+def custom_schema(api_version: str, kind: str) -> dict[str, Any] | None:
+    """The JSON schema of a vendored CRD's kind at ``api_version``, if corral has it."""
+    group, _, version = api_version.rpartition("/")
+    validator = _custom_kinds().get((group, kind), {}).get(version)
+    if validator is None or not isinstance(validator.schema, Mapping):
+        return None
+    return dict(validator.schema)
+
+
+def _core_problems(obj: Mapping[str, Any]) -> list[Problem]:
     try:
         _core_validator(str(obj["kind"])).validate(dict(obj))
     except ValidationError as error:
-        return [_problem(list(error.absolute_path), error.message)]
+        return [(tuple(error.absolute_path), error.message)]
     return []
 
 
-def _custom_problems(obj: Mapping[str, Any], kind: str, group: str, version: str) -> list[str]:
+def _custom_problems(obj: Mapping[str, Any], kind: str, group: str, version: str) -> list[Problem]:
     served = _custom_kinds()[(group, kind)]
     validator = served.get(version)
     if validator is None:
         versions = ", ".join(f"{group}/{name}" for name in sorted(served))
-        return [f"apiVersion: {group}/{version} is not a served version of {kind} ({versions})"]
-    return sorted(
-        _problem(list(error.absolute_path), error.message) for error in validator.iter_errors(obj)
-    )
+        return [
+            (("apiVersion",), f"{group}/{version} is not a served version of {kind} ({versions})")
+        ]
+    found = [(tuple(error.absolute_path), error.message) for error in validator.iter_errors(obj)]
+    return sorted(found, key=lambda problem: _problem(*problem))
 
 
-def manifest_problems(obj: Mapping[str, Any]) -> list[str]:
-    """Everything the API server's schema check would reject in ``obj``; empty when valid."""
+def manifest_problem_paths(obj: Mapping[str, Any]) -> list[Problem]:
+    """Everything the API server's schema check would reject in ``obj``, as (field path,
+    message); empty when valid."""
     if not isinstance(obj, Mapping):
-        return [f"a manifest must be a mapping, not {type(obj).__name__}"]
+        return [((), f"a manifest must be a mapping, not {type(obj).__name__}")]
     api_version, kind = obj.get("apiVersion"), obj.get("kind")
     if not isinstance(api_version, str) or not isinstance(kind, str):
-        return ["apiVersion and kind must both be strings"]
+        return [((), "apiVersion and kind must both be strings")]
     group, _, version = api_version.rpartition("/")
     if not group and kind in CORE_KINDS:
         problems = _core_problems(obj)
     elif (group, kind) in _custom_kinds():
         problems = _custom_problems(obj, kind, group, version)
     else:
-        return [f"no schema for {api_version} {kind}"]
-    if any(problem.startswith("metadata") for problem in problems):
+        return [((), f"no schema for {api_version} {kind}")]
+    if any(path[:1] == ("metadata",) for path, _ in problems):
         return problems  # one report per field is enough
     return problems + _metadata_problems(obj.get("metadata"))
+
+
+def manifest_problems(obj: Mapping[str, Any]) -> list[str]:
+    """Everything the API server's schema check would reject in ``obj``; empty when valid."""
+    return [_problem(path, message) for path, message in manifest_problem_paths(obj)]
 
 
 def assert_valid_manifest(obj: Mapping[str, Any]) -> None:

@@ -20,6 +20,9 @@ from corral.domain.resolved_pool import GroupTemplate
 from corral.domain.template_merge import MergedTemplate, merge
 from corral.domain.variables import GroupIdentity, TaskIdentity, container_name, system_labels
 
+#: OSMO's control sidecar; pool templates set its requests (docs/templates.md).
+CONTROL_CONTAINER = "osmo-ctrl"
+
 
 def render_pod_template(merged: MergedTemplate, variables: Mapping[str, Any]) -> dict[str, Any]:
     """The merged pod template with its variables rendered; errors name the template."""
@@ -130,8 +133,21 @@ def build_pod(
         },
     }
     pod = merge(base, rendered_template)
-    pod["metadata"]["labels"] = {**pod["metadata"].get("labels", {}), **labels}
+    own = pod["metadata"].get("labels")
+    pod["metadata"]["labels"] = {**(own if isinstance(own, dict) else {}), **labels}
     return pod
+
+
+def drop_imageless_control_container(pod: dict[str, Any]) -> None:
+    """OSMO injects its own ``osmo-ctrl`` sidecar image; pool templates only give its requests.
+    corral has no sidecar: a control container without an image is left out of the pod (its
+    requests still count in node capacity, see task_validation), one with an image is kept."""
+    containers = pod["spec"].get("containers")
+    if not isinstance(containers, list):
+        return  # the schema check reports it
+    pod["spec"]["containers"] = [
+        c for c in containers if not (c.get("name") == CONTROL_CONTAINER and not c.get("image"))
+    ]
 
 
 def _pod_type(path: Path) -> FieldType | None:

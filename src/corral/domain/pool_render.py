@@ -37,17 +37,7 @@ def render_pool(
     """The admin view of one platform of a pool, rendered for a sample task."""
     resolved = resolve_platform(state, pool_name, platform)
     request, overrides = request_from_variables(set_values or {})
-    group = GroupIdentity(
-        workflow_id="render-1",
-        workflow_uuid=SAMPLE_WORKFLOW_UUID,
-        group_name="render-group",
-        group_uuid=SAMPLE_GROUP_UUID,
-        submitted_by=user,
-        pool=pool_name,
-    )
-    task = TaskIdentity(
-        name="render-task", uuid=SAMPLE_TASK_UUID, platform=resolved.platform_name, lead=True
-    )
+    group, task = sample_identities(pool_name, resolved.platform_name, user)
     defaults = resolved.default_variables
     variables = {**task_variables(request, defaults, group, task), **overrides}
     pod_template = render_pod_template(resolved.pod_template, variables)
@@ -75,6 +65,22 @@ def render_pool(
             for template, manifest in zip(resolved.group_templates, group_templates, strict=True)
         ],
     }
+
+
+def sample_identities(
+    pool_name: str, platform: str, user: str = "admin"
+) -> tuple[GroupIdentity, TaskIdentity]:
+    """The group and (lead) task a pool is rendered for when no workflow is at hand."""
+    group = GroupIdentity(
+        workflow_id="render-1",
+        workflow_uuid=SAMPLE_WORKFLOW_UUID,
+        group_name="render-group",
+        group_uuid=SAMPLE_GROUP_UUID,
+        submitted_by=user,
+        pool=pool_name,
+    )
+    task = TaskIdentity(name="render-task", uuid=SAMPLE_TASK_UUID, platform=platform, lead=True)
+    return group, task
 
 
 def _value_at(tree: Any, path: list[str | int]) -> Any:

@@ -13,9 +13,11 @@ and on the length of the output. Differences from OSMO (docs/templates.md):
 
 from __future__ import annotations
 
+import contextlib
 import operator
 import re
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from functools import lru_cache
 from typing import Any
 
@@ -30,6 +32,25 @@ from corral.errors import UserError
 MAX_OUTPUT = 100_000
 #: Largest exponent accepted by ``**`` (bigger ones can take minutes to compute).
 MAX_EXPONENT = 1_000
+
+
+class RenderTooSlow(Exception):
+    """Raised into a render that used up its time (by the guard the sandbox worker installs)."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(seconds)
+        self.seconds = seconds
+
+
+#: Wraps every render of a template value. In-process it does nothing; the sandbox worker
+#: (services/sandbox.py) installs one that interrupts a render after its CPU time limit.
+_render_guard: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext
+
+
+def install_render_guard(guard: Callable[[], AbstractContextManager[None]]) -> None:
+    """Wrap every later render of a template value in ``guard()``."""
+    global _render_guard
+    _render_guard = guard
 
 
 class MissingVariableError(UserError):
@@ -99,11 +120,17 @@ def render_text(text: str, variables: Mapping[str, Any], *, where: str) -> str:
     if not is_template(text):
         return text
     try:
-        rendered = _render_text(text, variables)
+        with _render_guard():
+            rendered = _render_text(text, variables)
+    except RenderTooSlow as err:
+        raise UserError(
+            f"{where}: rendering {_shortened(text)} took longer than {err.seconds:g} s of CPU "
+            "time; simplify the template"
+        ) from None
     except UndefinedError as err:
         missing = _UNDEFINED.match(err.message or "")
         if missing is None:
-            raise UserError(f"{where}: cannot render {text!r}: {err.message}") from None
+            raise UserError(f"{where}: cannot render {_shortened(text)}: {err.message}") from None
         raise MissingVariableError(
             f"{where}: variable {missing['name']} has no value (it is undefined or null); "
             "give it one in the task's resources, with --set, or as a default variable "
@@ -111,12 +138,18 @@ def render_text(text: str, variables: Mapping[str, Any], *, where: str) -> str:
             variable=missing["name"],
         ) from None
     except TemplateError as err:
-        raise UserError(f"{where}: cannot render {text!r}: {err.message}") from None
+        raise UserError(f"{where}: cannot render {_shortened(text)}: {err.message}") from None
+    except MemoryError:
+        raise  # the sandbox worker reports its memory limit
     except Exception as err:  # the template's own arithmetic or types went wrong
-        raise UserError(f"{where}: cannot render {text!r}: {err}") from None
+        raise UserError(f"{where}: cannot render {_shortened(text)}: {err}") from None
     if len(rendered) > MAX_OUTPUT:
         raise UserError(f"{where}: {text!r} renders to more than {MAX_OUTPUT} characters")
     return rendered
+
+
+def _shortened(text: str) -> str:
+    return repr(text) if len(text) <= 80 else repr(text[:77] + "...")
 
 
 def _render_text(text: str, variables: Mapping[str, Any]) -> str:

@@ -64,9 +64,15 @@ def node_capacities(
 
 
 def validate_task(
-    resolved: ResolvedPlatform, task: TaskRequest, nodes: Sequence[Node]
+    resolved: ResolvedPlatform,
+    task: TaskRequest,
+    nodes: Sequence[Node],
+    identity: Mapping[str, Any] | None = None,
 ) -> list[tuple[str, str]]:
-    """Raise a UserError if ``task`` cannot run on its platform; return its host mounts."""
+    """Raise a UserError if ``task`` cannot run on its platform; return its host mounts.
+
+    ``identity`` holds the task's ``WF_*`` variables: the control container is rendered with
+    them, as it is in the task's pod (resource rules see the resource variables only)."""
     variables = resource_variables(task.resources, resolved.default_variables)
     check_static_rules(task.name, resolved.rules, variables)
     mounts = check_task_security(
@@ -78,7 +84,9 @@ def validate_task(
         volume_mounts=task.volume_mounts,
         provided_mounts=resolved.default_mounts,
     )
-    capacities = node_capacities(resolved, nodes, variables, task.resources.nodes_excluded)
+    capacities = node_capacities(
+        resolved, nodes, {**variables, **(identity or {})}, task.resources.nodes_excluded
+    )
     check_node_rules(
         task.name, resolved.pool_name, resolved.platform_name, resolved.rules, variables, capacities
     )

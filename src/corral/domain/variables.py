@@ -142,7 +142,12 @@ def task_variables(
     task: TaskIdentity,
 ) -> dict[str, Any]:
     """Every variable a pod template of ``task`` may use."""
-    variables = {**resource_variables(request, defaults), **group_variables(group, {})}
+    return {**resource_variables(request, defaults), **identity_variables(group, task)}
+
+
+def identity_variables(group: GroupIdentity, task: TaskIdentity) -> dict[str, Any]:
+    """The ``WF_*`` variables and ``USER_CONTAINER_NAME`` of ``task``: who and where it is."""
+    variables = group_variables(group, {})
     variables.update(
         USER_CONTAINER_NAME=container_name(task.name),
         WF_TASK_NAME=task.name,

@@ -10,6 +10,7 @@ the Kubernetes schemas. What this returns is what is stored, and what a backend 
 from __future__ import annotations
 
 import base64
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
@@ -19,10 +20,16 @@ from corral.domain.config_types import ConfigType
 from corral.domain.durations import parse_duration
 from corral.domain.kubernetes_names import label_value_problem
 from corral.domain.manifest_schemas import manifest_problems
-from corral.domain.manifests import PodTask, build_pod, render_group_templates, render_pod_template
+from corral.domain.manifests import (
+    PodTask,
+    build_pod,
+    drop_imageless_control_container,
+    render_group_templates,
+    render_pod_template,
+)
 from corral.domain.nodes import Node
 from corral.domain.resolved_pool import ResolvedPlatform, State, pool_of, resolve_platform
-from corral.domain.task_validation import CONTROL_CONTAINER, TaskRequest, validate_task
+from corral.domain.task_validation import TaskRequest, validate_task
 from corral.domain.topology import (
     GangTask,
     PoolTopologyKey,
@@ -38,6 +45,7 @@ from corral.domain.variables import (
     TaskIdentity,
     container_name,
     group_variables,
+    identity_variables,
     system_labels,
     task_variables,
 )
@@ -59,6 +67,11 @@ PRIORITY_LABEL = "osmo.priority"
 FILES_VOLUME = "corral-files"
 
 NewId = Callable[[], str]
+
+
+def random_id() -> str:
+    """A new uuid for a workflow, group or task (32 hex digits)."""
+    return uuid.uuid4().hex
 
 
 @dataclass(frozen=True)
@@ -193,6 +206,43 @@ def resource_request(resource: ResourceSpec, task: TaskSpec) -> ResourceRequest:
     )
 
 
+class Identities:
+    """Every group's and task's identity (names, uuids, platform, lead), fixed before any check
+    so that checks and rendering see the same ``WF_*`` values."""
+
+    def __init__(
+        self,
+        spec: WorkflowSpec,
+        submitter: Submitter,
+        platform_of: Mapping[str, str],
+        new_id: NewId,
+    ) -> None:
+        self.groups: dict[str, GroupIdentity] = {}
+        self.tasks: dict[str, TaskIdentity] = {}
+        self._group_of: dict[str, str] = {}
+        for group in spec.groups:
+            self.groups[group.name] = GroupIdentity(
+                workflow_id=submitter.workflow_id,
+                workflow_uuid=submitter.workflow_uuid,
+                group_name=group.name,
+                group_uuid=new_id(),
+                submitted_by=submitter.user,
+                pool=submitter.pool,
+                priority=submitter.priority,
+            )
+            for task in group.tasks:
+                self.tasks[task.name] = TaskIdentity(
+                    name=task.name,
+                    uuid=new_id(),
+                    platform=platform_of[task.resource],
+                    lead=task.lead,
+                )
+                self._group_of[task.name] = group.name
+
+    def of(self, task: str) -> tuple[GroupIdentity, TaskIdentity]:
+        return self.groups[self._group_of[task]], self.tasks[task]
+
+
 class _Platforms:
     """Resolved platforms of one pool, each resolved once per submission."""
 
@@ -208,7 +258,11 @@ class _Platforms:
 
 
 def check_tasks(
-    spec: WorkflowSpec, platform_of: Mapping[str, str], platforms: _Platforms, nodes: Sequence[Node]
+    spec: WorkflowSpec,
+    platform_of: Mapping[str, str],
+    platforms: _Platforms,
+    nodes: Sequence[Node],
+    identities: Identities,
 ) -> dict[str, list[tuple[str, str]]]:
     """Each task against its platform in OSMO's order (static rules, platform security, node
     rules); returns each task's host mounts. Tasks asking for the same thing on the same
@@ -231,7 +285,8 @@ def check_tasks(
         )
         key = (platform_of[task.resource], replace(request, name=""))
         if key not in passed:
-            passed[key] = validate_task(platforms.get(key[0]), request, nodes)
+            identity = identity_variables(*identities.of(task.name))
+            passed[key] = validate_task(platforms.get(key[0]), request, nodes, identity)
         mounts[task.name] = passed[key]
     return mounts
 
@@ -285,7 +340,7 @@ class _GroupRenderer:
         platform_of: Mapping[str, str],
         platforms: _Platforms,
         host_mounts: Mapping[str, list[tuple[str, str]]],
-        new_id: NewId,
+        identities: Identities,
     ) -> None:
         self.spec = spec
         self.submitter = submitter
@@ -294,27 +349,11 @@ class _GroupRenderer:
         self.platform_of = platform_of
         self.platforms = platforms
         self.host_mounts = host_mounts
-        self.new_id = new_id
+        self.identities = identities
 
     def render(self, group: GroupSpec) -> PlannedGroup:
-        identity = GroupIdentity(
-            workflow_id=self.submitter.workflow_id,
-            workflow_uuid=self.submitter.workflow_uuid,
-            group_name=group.name,
-            group_uuid=self.new_id(),
-            submitted_by=self.submitter.user,
-            pool=self.submitter.pool,
-            priority=self.submitter.priority,
-        )
-        tasks = [
-            TaskIdentity(
-                name=task.name,
-                uuid=self.new_id(),
-                platform=self.platform_of[task.resource],
-                lead=task.lead,
-            )
-            for task in group.tasks
-        ]
+        identity = self.identities.groups[group.name]
+        tasks = [self.identities.tasks[task.name] for task in group.tasks]
         hosts = self._hosts(identity, tasks) if len(group.tasks) > 1 else {}
         pods = [
             self._pod(task, identity, task_identity, hosts, multi_task=len(group.tasks) > 1)
@@ -381,7 +420,7 @@ class _GroupRenderer:
         )
         rendered = render_pod_template(resolved.pod_template, variables)
         pod = build_pod(pod_task, identity, rendered, self.spec.labels)
-        _drop_imageless_control_container(pod)
+        drop_imageless_control_container(pod)
         metadata = pod["metadata"]
         metadata["namespace"] = self.backend.namespace
         metadata["labels"].update(self._pod_labels(task_identity))
@@ -539,16 +578,6 @@ def _user_container(pod: dict[str, Any], task: TaskSpec) -> dict[str, Any]:
     return next(c for c in pod["spec"]["containers"] if c.get("name") == name)
 
 
-def _drop_imageless_control_container(pod: dict[str, Any]) -> None:
-    """OSMO injects its own ``osmo-ctrl`` sidecar image; pool templates only give its requests.
-    corral has no sidecar: a control container without an image is left out of the pod (its
-    requests still count in node capacity, see task_validation), one with an image is kept."""
-    containers = pod["spec"]["containers"]
-    pod["spec"]["containers"] = [
-        c for c in containers if not (c.get("name") == CONTROL_CONTAINER and not c.get("image"))
-    ]
-
-
 def check_manifests(groups: Sequence[PlannedGroup]) -> None:
     """Refuse the workflow if the API server would refuse any of its objects."""
     for group in groups:
@@ -582,7 +611,8 @@ def plan_workflow(
     check_topology(state, pool_name, spec)
     platform_of = resource_platforms(state, pool_name, spec)
     platforms = _Platforms(state, pool_name)
-    host_mounts = check_tasks(spec, platform_of, platforms, nodes)
+    identities = Identities(spec, submitter, platform_of, new_id)
+    host_mounts = check_tasks(spec, platform_of, platforms, nodes, identities)
     exec_timeout, queue_timeout = timeouts(state, pool_name, spec)
     backend = _backend(state, pool)
     renderer = _GroupRenderer(
@@ -593,7 +623,7 @@ def plan_workflow(
         platform_of=platform_of,
         platforms=platforms,
         host_mounts=host_mounts,
-        new_id=new_id,
+        identities=identities,
     )
     groups = tuple(renderer.render(group) for group in spec.groups)
     check_manifests(groups)

@@ -23,7 +23,9 @@ from corral.domain.config_types import (
 from corral.domain.configs import WorkflowConfig
 from corral.domain.diff import changes
 from corral.domain.patch import strategic_merge
+from corral.domain.template_checks import affected_pools
 from corral.errors import ConflictError, NotFoundError, UserError
+from corral.services import sandbox
 from corral.store.config_store import ConfigStore, Heads, HistoryQuery, NewRevision, Revision
 
 Path = tuple[str | int, ...]
@@ -76,9 +78,31 @@ def empty_snapshot(ctype: ConfigType) -> Any:
     return WorkflowConfig().model_dump(mode="json") if ctype.spec.singleton else {}
 
 
+State = Mapping[ConfigType, Any]
+#: The problems a write from one state to another makes in the pools' rendered templates.
+PoolCheck = Callable[[State, State], list[references.Problem]]
+
+
+def sandboxed_pool_check(before: State, after: State) -> list[references.Problem]:
+    """:func:`template_checks.new_pool_problems` in a sandbox worker (it renders templates),
+    skipped when no pool's inputs changed."""
+    if not affected_pools(before, after):
+        return []
+    workflow = after.get(ConfigType.WORKFLOW) or empty_snapshot(ConfigType.WORKFLOW)
+    found: list[references.Problem] = sandbox.run(
+        "new_pool_problems",
+        before,
+        after,
+        workflow_config=workflow,
+        what="Rendering the pools' templates",
+    )
+    return found
+
+
 class ConfigService:
-    def __init__(self, store: ConfigStore) -> None:
+    def __init__(self, store: ConfigStore, check_pools: PoolCheck = sandboxed_pool_check) -> None:
         self._store = store
+        self._check_pools = check_pools
 
     # ------------------------------------------------------------------------------ reads
 
@@ -307,11 +331,14 @@ class ConfigService:
         revisions = self._store.write(plan)
         return WriteResult(revisions, items)
 
-    @staticmethod
-    def _build(heads: Heads, pending_for: PendingFor) -> dict[ConfigType, _Pending]:
-        """The new snapshots, validated against everything else that will be stored."""
+    def _build(self, heads: Heads, pending_for: PendingFor) -> dict[ConfigType, _Pending]:
+        """The new snapshots, validated against everything else that will be stored, and
+        every pool they touch rendered with its defaults (docs/templates.md#checked-on-write)."""
         pending = pending_for(heads)
         _validate(heads, pending)
+        before = {ctype: head.data for ctype, head in heads.items()}
+        for problem in self._check_pools(before, _state(heads, pending)):
+            raise _located(problem, pending)
         return pending
 
     @staticmethod
@@ -368,16 +395,21 @@ def _validate(heads: Heads, pending: Mapping[ConfigType, _Pending]) -> None:
     """Raise on the first cross-reference this write breaks, located in the request if it can."""
     before = set(references.problems({ctype: head.data for ctype, head in heads.items()}))
     for problem in references.problems(_state(heads, pending)):
-        if problem in before:
-            continue
-        located = pending.get(problem.ctype)
-        prefix = located.located.get(problem.name) if located else None
-        if prefix is not None:
-            raise UserError(problem.message, path=(*prefix, *problem.path))
-        raise UserError(
-            f"This change would break {problem.ctype.spec.label.lower()} {problem.name} "
-            f"({'.'.join(map(str, problem.path))}): {problem.message}"
-        )
+        if problem not in before:
+            raise _located(problem, pending)
+
+
+def _located(problem: references.Problem, pending: Mapping[ConfigType, _Pending]) -> UserError:
+    """The error for ``problem``: at its place in the request when the request holds the item,
+    else naming the item this change would break."""
+    located = pending.get(problem.ctype)
+    prefix = located.located.get(problem.name) if located else None
+    if prefix is not None:
+        return UserError(problem.message, path=(*prefix, *problem.path))
+    return UserError(
+        f"This change would break {problem.ctype.spec.label.lower()} {problem.name} "
+        f"({'.'.join(map(str, problem.path))}): {problem.message}"
+    )
 
 
 def _refuse_if_referenced(heads: Heads, ctype: ConfigType, name: str) -> None:

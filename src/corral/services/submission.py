@@ -8,7 +8,6 @@ security → objects of every group, schema-checked → stored in one transactio
 from __future__ import annotations
 
 import math
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -22,20 +21,20 @@ from corral.domain.workflow_plan import (
     WorkflowPlan,
     check_pool_open,
     check_priority,
-    plan_workflow,
+    random_id,
 )
 from corral.domain.workflow_spec import parse_workflow_spec
 from corral.domain.workflow_template import Renderer, render_workflow
 from corral.errors import ConflictError
+from corral.services import sandbox
 from corral.services.config_service import ConfigService
 from corral.services.jinja_worker import render_in_subprocess
+from corral.services.sandbox import DEFAULT_MEMORY, MIN_MEMORY
 from corral.store.workflows import WorkflowStore
 
 #: How often a submission re-numbers itself when a concurrent one took its id (each round of
 #: a race has one winner, so this bounds how many may race for one name at once).
 MAX_ID_ATTEMPTS = 50
-#: The Jinja child process needs this much address space just to start Python.
-MIN_SANDBOX_MEMORY = 512 * 2**20
 
 
 class Mode(Enum):
@@ -106,12 +105,12 @@ class SubmissionService:
             number = self._store.next_number(spec.name)
             submitter = Submitter(
                 workflow_id=f"{spec.name}-{number}",
-                workflow_uuid=_new_id(),
+                workflow_uuid=random_id(),
                 user=caller.username,
                 pool=request.pool,
                 priority=priority,
             )
-            plan = plan_workflow(state, spec, submitter, nodes, _new_id)
+            plan = plan_in_sandbox(state, spec, submitter, nodes)
             if mode is not Mode.SUBMIT:
                 return SubmitOutcome(submitter.workflow_id, rendered.text, plan, stored=False)
             try:
@@ -132,19 +131,33 @@ class SubmissionService:
 
 
 def sandboxed_renderer(workflow_config: Mapping[str, Any]) -> Renderer:
-    """User Jinja runs in a child process limited as the WORKFLOW config's
-    ``user_workflow_limits`` say: CPU time (rounded up, plus a second to start Python),
-    address space (at least what Python needs to start) and wall time."""
+    """User Jinja runs in a sandbox worker limited as the WORKFLOW config's
+    ``user_workflow_limits`` say: CPU time (rounded up, plus a second of slack), memory
+    beyond the worker's own, and wall time."""
     limits = workflow_config.get("user_workflow_limits", {})
     cpu = float(limits.get("jinja_sandbox_max_time", 0.5))
-    memory = int(limits.get("jinja_sandbox_memory_limit", MIN_SANDBOX_MEMORY))
+    memory = int(limits.get("jinja_sandbox_memory_limit", DEFAULT_MEMORY))
     return partial(
         render_in_subprocess,
         timeout_seconds=max(5.0, 4 * cpu),
         cpu_seconds=math.ceil(cpu) + 1,
-        memory_bytes=max(memory, MIN_SANDBOX_MEMORY),
+        memory_bytes=max(memory, MIN_MEMORY),
     )
 
 
-def _new_id() -> str:
-    return uuid.uuid4().hex
+def plan_in_sandbox(
+    state: Mapping[ConfigType, Any], spec: Any, submitter: Submitter, nodes: Sequence[Node]
+) -> WorkflowPlan:
+    """:func:`plan_workflow` in a sandbox worker: it renders the pool's templates, each value
+    within the WORKFLOW config's time limit (docs/submission.md#limits)."""
+    plan: WorkflowPlan = sandbox.run(
+        "plan_workflow",
+        state,
+        spec,
+        submitter,
+        list(nodes),
+        random_id,
+        workflow_config=state[ConfigType.WORKFLOW],
+        what="Rendering the pool's templates",
+    )
+    return plan

@@ -1,0 +1,418 @@
+"""Templates render in worker processes, bounded in CPU time, memory and wall time.
+
+Workflow files, pod templates, group templates and resource rules are Jinja written by users
+and admins. Jinja's sandbox stops unsafe attribute access, but not
+``{% for i in range(100000) %}{% for j in range(100000) %}``, nor a string doubled thirty times;
+a Python thread cannot be stopped from outside, and a process cannot cap one thread's memory.
+So, as OSMO does with its sandbox pool, every function that renders templates runs in a worker
+process (``python -m corral.services.sandbox``, never a shell):
+
+- **memory**: the worker imports and warms everything it needs, then caps its address space at
+  what it uses plus the limit (``RLIMIT_AS``): a template that needs more gets MemoryError, and
+  the worker is replaced;
+- **CPU time**: before each call the worker sets ``RLIMIT_CPU`` to the CPU time it has used
+  plus the limit; the kernel kills it (SIGXCPU) when a call overruns;
+- **wall time**: the server stops waiting, kills the worker (SIGKILL) and starts another.
+
+Workers are kept between calls (starting Python and importing corral takes a few hundred
+milliseconds; a call takes about one), ``size`` of them, and calls wait for a free one. The
+function to run is named, not sent: only the functions in :func:`functions` can be called.
+Arguments and results travel as pickles over the worker's stdin and stdout; exceptions that
+are user errors come back as they were raised.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import functools
+import math
+import os
+import pickle
+import resource
+import selectors
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
+from functools import partial
+from types import FrameType
+from typing import IO, Any
+
+from corral.domain.rendering import RenderTooSlow, install_render_guard
+from corral.errors import CorralError, UserError
+
+#: Workers kept per server process (OSMO's default sandbox pool has 2).
+POOL_SIZE = 2
+#: CPU seconds one call may take in all: a backstop, as every value it renders has its own
+#: limit and the rest of the work grows with the size of the (bounded) request.
+CALL_CPU_SECONDS = 30
+#: Memory a call may use beyond what the worker itself holds (OSMO's default: 100 MiB).
+DEFAULT_MEMORY = 100 * 2**20
+MIN_MEMORY = 32 * 2**20
+#: A worker that has used this much CPU time in all is replaced after its call (RLIMIT_CPU
+#: counts the whole process; this keeps the arithmetic far from any overflow and clears caches).
+_RECYCLE_CPU_SECONDS = 3600
+_LENGTH = struct.Struct("!Q")
+_READY = b"ready"
+#: How long a new worker may take to import and warm up.
+_START_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one call may use: CPU seconds, wall seconds, memory beyond the worker's own, and
+    CPU seconds for each template value it renders (None: no limit per value)."""
+
+    cpu_seconds: int = 2
+    wall_seconds: float = 5.0
+    memory_bytes: int = 256 * 2**20
+    render_seconds: float | None = None
+
+
+def workflow_limits(workflow_config: Mapping[str, Any]) -> Limits:
+    """The WORKFLOW config's ``user_workflow_limits`` for rendering pool templates: each value
+    may take ``jinja_sandbox_max_time`` of CPU time (as OSMO's sandbox), the renders of one
+    call together at most :data:`CALL_CPU_SECONDS`, in ``jinja_sandbox_memory_limit``."""
+    limits = workflow_config.get("user_workflow_limits") or {}
+    per_value = float(limits.get("jinja_sandbox_max_time", 0.5))
+    memory = int(limits.get("jinja_sandbox_memory_limit", DEFAULT_MEMORY))
+    return Limits(
+        cpu_seconds=CALL_CPU_SECONDS,
+        wall_seconds=2.0 * CALL_CPU_SECONDS,
+        memory_bytes=max(memory, MIN_MEMORY),
+        render_seconds=per_value,
+    )
+
+
+def workers_setting(workflow_config: Mapping[str, Any]) -> int:
+    """How many workers the WORKFLOW config asks for (``jinja_sandbox_workers``)."""
+    limits = workflow_config.get("user_workflow_limits") or {}
+    return max(1, int(limits.get("jinja_sandbox_workers", POOL_SIZE)))
+
+
+class SandboxPool:
+    """Worker processes that run :func:`functions` under :class:`Limits`."""
+
+    def __init__(self, size: int = POOL_SIZE) -> None:
+        #: At most this many workers run at once (the WORKFLOW config may change it).
+        self.size = size
+        self._idle: list[_Worker] = []
+        self._running = 0
+        self._changed = threading.Condition()
+        self._closed = False
+
+    def call(self, function: str, *args: Any, limits: Limits, what: str, **kwargs: Any) -> Any:
+        """``functions()[function](*args, **kwargs)`` in a worker; ``what`` names the work in
+        errors ("Jinja rendering of the workflow")."""
+        worker = self._take(limits.memory_bytes)
+        try:
+            return worker.call(function, args, kwargs, limits, what)
+        finally:
+            self._give_back(worker)
+
+    def close(self) -> None:
+        with self._changed:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for worker in idle:
+            worker.kill()
+
+    def _take(self, memory_bytes: int) -> _Worker:
+        with self._changed:
+            while not self._closed and not self._idle and self._running >= self.size:
+                self._changed.wait()
+            if self._closed:
+                raise RuntimeError("the sandbox pool is closed")
+            self._running += 1
+            found = self._idle.pop() if self._idle else None
+        if found is not None and found.usable(memory_bytes):
+            return found
+        if found is not None:
+            found.kill()
+        try:
+            return _Worker(memory_bytes)
+        except BaseException:
+            with self._changed:
+                self._running -= 1
+                self._changed.notify()
+            raise
+
+    def _give_back(self, worker: _Worker) -> None:
+        with self._changed:
+            self._running -= 1
+            if worker.alive() and not self._closed:
+                self._idle.append(worker)
+            else:
+                worker.kill()
+            self._changed.notify()
+
+
+_default: SandboxPool | None = None
+_default_lock = threading.Lock()
+
+
+def default_pool() -> SandboxPool:
+    """The server process's pool, started on first use and stopped at exit."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = SandboxPool()
+            atexit.register(_default.close)
+        return _default
+
+
+def run(
+    function: str, *args: Any, workflow_config: Mapping[str, Any], what: str, **kwargs: Any
+) -> Any:
+    """``function`` in the server's pool, with the WORKFLOW config's limits and worker count."""
+    pool = default_pool()
+    pool.size = workers_setting(workflow_config)
+    limits = workflow_limits(workflow_config)
+    return pool.call(function, *args, limits=limits, what=what, **kwargs)
+
+
+# ---------------------------------------------------------------------------------- parent
+
+
+class _Worker:
+    def __init__(self, memory_bytes: int) -> None:
+        self.memory_bytes = memory_bytes
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "corral.services.sandbox", str(memory_bytes)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            close_fds=True,
+        )
+        self.cpu_used = 0.0
+        assert self.process.stdout is not None
+        try:  # the worker says it is ready once it has imported and warmed up
+            ready = _read_message(self.process.stdout, time.monotonic() + _START_SECONDS)
+        except TimeoutError:
+            ready = None
+        if ready != _READY:
+            self.kill()
+            raise RuntimeError("a sandbox worker did not start")
+
+    def usable(self, memory_bytes: int) -> bool:
+        return (
+            self.alive()
+            and memory_bytes == self.memory_bytes
+            and self.cpu_used < _RECYCLE_CPU_SECONDS
+        )
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            self.process.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(5)
+        for stream in (self.process.stdin, self.process.stdout):
+            with contextlib.suppress(OSError):
+                if stream is not None:
+                    stream.close()
+
+    def call(
+        self,
+        function: str,
+        args: tuple[Any, ...],
+        kwargs: Mapping[str, Any],
+        limits: Limits,
+        what: str,
+    ) -> Any:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        request = pickle.dumps(
+            (function, args, dict(kwargs), limits.cpu_seconds, limits.render_seconds)
+        )
+        deadline = time.monotonic() + limits.wall_seconds
+        try:
+            self.process.stdin.write(_LENGTH.pack(len(request)) + request)
+            self.process.stdin.flush()
+            answer = _read_message(self.process.stdout, deadline)
+        except BrokenPipeError:
+            answer = None
+        except TimeoutError:
+            self.kill()
+            message = f"{what} took longer than {limits.wall_seconds:g} s; {_SIMPLIFY}"
+            raise UserError(message) from None
+        if answer is None:
+            raise self._died(limits, what)
+        kind, value, cpu_used = pickle.loads(answer)
+        self.cpu_used = cpu_used
+        if kind == "ok":
+            return value
+        if kind == "memory":
+            self.kill()
+            raise UserError(f"{what} needed more than {_mib(limits.memory_bytes)}; {_SIMPLIFY}")
+        if isinstance(value, BaseException):
+            raise value
+        raise RuntimeError(f"{what} failed in the sandbox worker: {value}")
+
+    def _died(self, limits: Limits, what: str) -> UserError:
+        code = self.process.wait()
+        if code == -signal.SIGXCPU:
+            return UserError(
+                f"{what} took longer than {limits.cpu_seconds} s of CPU time; {_SIMPLIFY}"
+            )
+        return UserError(
+            f"{what} failed (the renderer exited with code {code}, probably over its limit "
+            f"of {_mib(limits.memory_bytes)} of memory); {_SIMPLIFY}"
+        )
+
+
+_SIMPLIFY = "simplify the template"
+
+
+def _mib(size: int) -> str:
+    return f"{size // 2**20} MiB"
+
+
+def _read_message(stream: IO[bytes], deadline: float) -> bytes | None:
+    """One length-prefixed message, or None at end of file; TimeoutError past ``deadline``."""
+    header = _read_exactly(stream, _LENGTH.size, deadline)
+    if header is None:
+        return None
+    (length,) = _LENGTH.unpack(header)
+    return _read_exactly(stream, length, deadline)
+
+
+def _read_exactly(stream: IO[bytes], size: int, deadline: float) -> bytes | None:
+    chunks: list[bytes] = []
+    missing = size
+    with selectors.DefaultSelector() as selector:
+        selector.register(stream, selectors.EVENT_READ)
+        while missing:
+            left = deadline - time.monotonic()
+            if left <= 0 or not selector.select(left):
+                raise TimeoutError
+            chunk = os.read(stream.fileno(), min(missing, 1 << 20))
+            if not chunk:
+                return None
+            chunks.append(chunk)
+            missing -= len(chunk)
+    return b"".join(chunks)
+
+
+# ---------------------------------------------------------------------------------- worker
+
+
+@functools.cache
+def functions() -> dict[str, Callable[..., Any]]:
+    """The functions a worker runs, by name (imported in the worker only)."""
+    from corral.domain.pool_render import render_pool
+    from corral.domain.template_checks import new_pool_problems
+    from corral.domain.workflow_plan import plan_workflow
+    from corral.domain.workflow_template import render_jinja
+
+    return {
+        "render_jinja": render_jinja,
+        "plan_workflow": plan_workflow,
+        "render_pool": render_pool,
+        "new_pool_problems": new_pool_problems,
+    }
+
+
+def _warm_up() -> None:
+    """Load what calls would load lazily, before the address space is capped."""
+    from corral.domain.manifest_schemas import manifest_problems
+
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "warm"}, "spec": {}}
+    manifest_problems(pod)
+    manifest_problems({"apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroup"})
+
+
+def _address_space() -> int:
+    """Bytes of address space this process uses now (Linux; elsewhere 0 and no cap)."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as statm:
+            return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):
+        return 0
+
+
+def _cap_cpu(seconds: int) -> None:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    used = math.ceil(usage.ru_utime + usage.ru_stime)
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    soft = used + seconds
+    if hard != resource.RLIM_INFINITY and soft >= hard:
+        raise RuntimeError("the worker used up its CPU time")  # never: recycled long before
+    resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+
+
+@contextmanager
+def _cpu_deadline(seconds: float) -> Iterator[None]:
+    """Interrupt what runs inside after ``seconds`` of CPU time (SIGVTALRM)."""
+
+    def expired(signum: int, frame: FrameType | None) -> None:
+        del signum, frame
+        raise RenderTooSlow(seconds)
+
+    previous = signal.signal(signal.SIGVTALRM, expired)
+    signal.setitimer(signal.ITIMER_VIRTUAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+        signal.signal(signal.SIGVTALRM, previous)
+
+
+def _cpu_used() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return float(usage.ru_utime + usage.ru_stime)
+
+
+def _answer(function: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, Any]:
+    try:
+        return "ok", functions()[function](*args, **kwargs)
+    except CorralError as err:
+        return "error", err
+    except MemoryError:
+        return "memory", None
+    except Exception as err:  # a bug: sent back as it is when it can be pickled
+        try:
+            pickle.dumps(err)
+        except Exception:
+            return "crash", repr(err)
+        return "crash", err
+
+
+def main(argv: list[str]) -> int:
+    memory_bytes = int(argv[1])
+    protocol_out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # anything printed goes to stderr, never into the protocol
+    protocol_in = sys.stdin.buffer
+    _warm_up()
+    functions()
+    used = _address_space()
+    if used:
+        resource.setrlimit(resource.RLIMIT_AS, (used + memory_bytes, used + memory_bytes))
+    protocol_out.write(_LENGTH.pack(len(_READY)) + _READY)
+    protocol_out.flush()
+    while True:
+        header = protocol_in.read(_LENGTH.size)
+        if len(header) < _LENGTH.size:
+            return 0
+        (length,) = _LENGTH.unpack(header)
+        function, args, kwargs, cpu_seconds, render_seconds = pickle.loads(protocol_in.read(length))
+        _cap_cpu(int(cpu_seconds))
+        guard = partial(_cpu_deadline, render_seconds) if render_seconds else nullcontext
+        install_render_guard(guard)
+        kind, value = _answer(function, args, kwargs)
+        answer = pickle.dumps((kind, value, _cpu_used()))
+        protocol_out.write(_LENGTH.pack(len(answer)) + answer)
+        protocol_out.flush()
+        if kind == "memory":
+            return 1  # a fresh worker is started for the next call
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
