@@ -586,3 +586,29 @@ def test_gpus_from_the_pool_default_stay_visible(examples: Api) -> None:
     status, body = post(examples, "default", text, dry_run="true")
     [pod] = of_kind(body["groups"][0], "Pod")
     assert {"name": "NVIDIA_VISIBLE_DEVICES", "value": ""} in pod["spec"]["containers"][0]["env"]
+
+
+def test_an_explicit_zero_is_zero_not_the_pools_default(examples: Api) -> None:
+    """``gpu: 0`` where the pool's default ``USER_GPU`` is 1: the pod, the rules and the
+    environment all see 0 (issue 13; OSMO would use the default)."""
+    text = (
+        "workflow:\n  name: zero\n  resources:\n    default: {cpu: 1, gpu: 0}\n"
+        "  tasks:\n  - {name: main, image: busybox, command: [sh]}\n"
+    )
+    assert rejected(examples, "robotics-simulation", text) == (
+        400,
+        "Resource validation failed for task: main\nAssertion failed for task main: "
+        "Simulation tasks need a GPU for rendering; got 0",
+    )
+    status, body = examples.call(
+        "PATCH",
+        "/api/configs/pool/default",
+        json={"configs_dict": {"common_default_variables": {"USER_GPU": 1}}},
+    )
+    assert status == 200, body
+    status, body = post(examples, "default", text, dry_run=True)
+    assert status == 200, body
+    [pod] = [m for m in body["groups"][0]["manifests"] if m["kind"] == "Pod"]
+    [main] = [c for c in pod["spec"]["containers"] if c["name"] == "main"]
+    assert main["resources"]["requests"]["nvidia.com/gpu"] == 0
+    assert {"name": "NVIDIA_VISIBLE_DEVICES", "value": ""} in main["env"]

@@ -440,8 +440,8 @@ def test_resources_timeouts_labels_and_exit_actions() -> None:
     assert spec.labels == {"team": "vision", "example.com/cost": "42"}
     assert spec.timeout.exec_timeout == timedelta(hours=8)
     assert spec.timeout.queue_timeout == timedelta(hours=1, minutes=30)
-    assert spec.resources["default"] == ResourceSpec(
-        cpu=None, gpu=8, memory="64Gi", storage="1024", platform="dgx"
+    assert spec.resources["default"] == ResourceSpec(  # an explicit 0 is zero (issue 13)
+        cpu=0, gpu=8, memory="64Gi", storage="1024", platform="dgx"
     )
     small = spec.resource_of(spec.tasks()[0])
     assert small.nodes_excluded == ("n1", "n2")

@@ -128,6 +128,51 @@ class WorkflowSpec:
         return self.resources[task.resource]
 
 
+@dataclass(frozen=True)
+class PreviousInput:
+    """An input ``{task: "<workflow_id>:<task>"}``: a task of an earlier workflow."""
+
+    workflow_id: str
+    task: str
+    #: Where the input's ``task`` field is in the workflow document.
+    path: tuple[str | int, ...]
+
+    @property
+    def reference(self) -> str:
+        return f"{self.workflow_id}:{self.task}"
+
+
+def previous_inputs(spec: WorkflowSpec) -> list[PreviousInput]:
+    """Every input of ``spec`` that names a task of an earlier workflow, with its place."""
+    found = []
+    flat = 0
+    for group_index, group in enumerate(spec.groups):
+        for task_index, task in enumerate(group.tasks):
+            where: tuple[str | int, ...] = (
+                ("workflow", "groups", group_index, "tasks", task_index)
+                if spec.uses_groups
+                else ("workflow", "tasks", flat)
+            )
+            flat += 1
+            for input_index, item in enumerate(task.inputs):
+                if item.task is not None and ":" in item.task:
+                    workflow_id, _, name = item.task.partition(":")
+                    path = (*where, "inputs", input_index, "task")
+                    found.append(PreviousInput(workflow_id.strip(), name.strip(), path))
+    return found
+
+
+def located_error(
+    text: str, path: tuple[str | int, ...], reason: str, *, source: str, rendered: bool
+) -> UserError:
+    """A UserError naming ``source:line:column`` of ``path`` in the workflow ``text``."""
+    try:
+        _Reader(text, source, rendered).fail(path, reason)
+    except UserError as err:
+        return err
+    raise AssertionError("fail always raises")  # pragma: no cover
+
+
 # ----------------------------------------------------------------------------------- rules
 
 SUPPORTED_VERSION = 2
@@ -894,13 +939,14 @@ def _parse_resource(reader: _Reader, value: Any, path: Path) -> ResourceSpec:
 
 
 def _count(reader: _Reader, value: Any, path: Path) -> int | None:
-    """A whole number of CPUs or GPUs; 0 means unset (as in OSMO)."""
+    """A whole number of CPUs or GPUs. An explicit 0 means zero (OSMO takes it as unset and
+    gives the pool's default; docs/templates.md#differences-from-osmo)."""
     if value is None:
         return None
     number = _whole_number(value)
     if number is None or number < 0:
         reader.fail(path, f"must be a whole number (0 or more), not {_kind(value)}.")
-    return number or None
+    return number
 
 
 def _whole_number(value: Any) -> int | None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from corral.domain.config_types import ConfigType
 from corral.domain.nodes import Node
+from corral.domain.statuses import TaskStatus
 from corral.domain.workflow_plan import (
     Submitter,
     WorkflowPlan,
@@ -23,9 +24,14 @@ from corral.domain.workflow_plan import (
     check_priority,
     random_id,
 )
-from corral.domain.workflow_spec import parse_workflow_spec
+from corral.domain.workflow_spec import (
+    PreviousInput,
+    located_error,
+    parse_workflow_spec,
+    previous_inputs,
+)
 from corral.domain.workflow_template import Renderer, render_workflow
-from corral.errors import ConflictError
+from corral.errors import ConflictError, NotFoundError
 from corral.services import sandbox
 from corral.services.config_service import ConfigService
 from corral.services.jinja_worker import render_in_subprocess
@@ -99,6 +105,16 @@ class SubmissionService:
         spec = parse_workflow_spec(
             rendered.text, source=request.source, rendered=rendered.templated
         )
+        for found in previous_inputs(spec):
+            problem = self._previous_input_problem(caller, found)
+            if problem is not None:
+                raise located_error(
+                    rendered.text,
+                    found.path,
+                    problem,
+                    source=request.source,
+                    rendered=rendered.templated,
+                )
         backend = str(state[ConfigType.POOL][request.pool].get("backend", ""))
         nodes = self._nodes_of(backend)
         for _ in range(MAX_ID_ATTEMPTS):
@@ -128,6 +144,29 @@ class SubmissionService:
             f"Could not number workflow {spec.name}: {MAX_ID_ATTEMPTS} concurrent submissions "
             "took the next ids first. Submit again."
         )
+
+    def _previous_input_problem(self, caller: SubmittingUser, found: PreviousInput) -> str | None:
+        """Why an input from an earlier workflow cannot be used (OSMO: it must be finished);
+        the caller must be allowed to read that workflow."""
+        try:
+            producer = self._store.get(found.workflow_id)
+        except NotFoundError:
+            return f"input task {found.reference}: there is no workflow {found.workflow_id}."
+        caller.require("workflow:Read", f"pool/{producer.pool}")
+        tasks = [task for group in producer.groups for task in group.tasks]
+        task = next((task for task in tasks if task.name == found.task), None)
+        if task is None:
+            names = ", ".join(task.name for task in tasks)
+            return (
+                f"input task {found.reference}: workflow {found.workflow_id} has no task "
+                f"{found.task}; its tasks: {names}."
+            )
+        if not TaskStatus(task.status).group_finished:
+            return (
+                f"Input tasks from previous workflows must be finished: {found.reference} is "
+                f"{task.status}; submit once it has finished."
+            )
+        return None
 
 
 def sandboxed_renderer(workflow_config: Mapping[str, Any]) -> Renderer:
