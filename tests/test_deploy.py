@@ -17,6 +17,8 @@ from typer.testing import CliRunner
 
 from corral.backends.kubernetes.rbac import CLUSTER_RULES, NAMESPACED_RULES, group_template_rule
 from corral.cli.main import app
+from corral.domain.kai_objects import priority_class_manifests
+from corral.domain.topology import priority_class_name
 from tests.conftest import REPO
 
 DEPLOY = REPO / "deploy"
@@ -102,7 +104,7 @@ def test_objects_are_in_their_namespaces(name: str) -> None:
     objects = render(name)
     for obj in objects:
         namespace = obj["metadata"].get("namespace")
-        if obj["kind"] in {"Namespace", "ClusterRole", "ClusterRoleBinding"}:
+        if obj["kind"] in {"Namespace", "ClusterRole", "ClusterRoleBinding", "PriorityClass"}:
             assert namespace is None, obj["kind"]
         elif obj["kind"] in {"Role", "RoleBinding"}:
             assert namespace == WORKFLOW_NAMESPACE, obj["kind"]
@@ -114,6 +116,20 @@ def test_base_rbac_equals_rbac_py() -> None:
     objects = render("base")
     assert one(objects, "Role", "corral")["rules"] == [r.as_dict() for r in NAMESPACED_RULES]
     assert one(objects, "ClusterRole", "corral")["rules"] == [r.as_dict() for r in CLUSTER_RULES]
+
+
+def test_base_priority_classes_equal_the_ones_podgroups_name() -> None:
+    objects = [o for o in render("base") if o["kind"] == "PriorityClass"]
+    for obj in objects:
+        del obj["metadata"]["labels"]  # kustomize's part-of label
+
+    def by_name(found: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        return {o["metadata"]["name"]: o for o in found}
+
+    assert by_name(objects) == by_name(priority_class_manifests())
+    assert sorted(by_name(objects)) == sorted(
+        priority_class_name(p) for p in ("HIGH", "NORMAL", "LOW")
+    )
 
 
 def test_nvlink_overlay_adds_exactly_the_compute_domains_rule() -> None:

@@ -207,6 +207,15 @@ def core_types() -> list[ResourceType]:
             ("no",),
             field_labels=_NAME_FIELDS | {"spec.unschedulable"},
         ),
+        ResourceType(
+            "scheduling.k8s.io",
+            ("v1",),
+            "priorityclasses",
+            "priorityclass",
+            "PriorityClass",
+            False,
+            short_names=("pc",),
+        ),
     ]
 
 

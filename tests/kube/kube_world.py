@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from corral.backends.kubernetes.backend import KubernetesBackend
+from corral.domain.kai_objects import priority_class_manifests
 from tests.conftest import Api
 from tests.kube.fake_apiserver import FakeKubeServer
 from tests.kube.fake_kai import FakeKai, FakeKubelet, node_manifest
@@ -93,9 +94,12 @@ def wait_until(condition: Callable[[], bool], timeout_s: float) -> None:
 
 
 def use_fake_cluster(api: Api, fake: FakeKubeServer, kubeconfig: Path, **access: Any) -> None:
-    """Make the example ``default`` backend the fake cluster, with the example nodes."""
+    """Make the example ``default`` backend the fake cluster, with the example nodes and the
+    PriorityClasses ``deploy/kubernetes`` installs."""
     for node in api.runtime.cluster.nodes:
         fake.put_object(node_manifest(node))
+    for priority_class in priority_class_manifests():
+        fake.put_object(priority_class)
     section = {"kubeconfig": str(kubeconfig), "api_timeout": "2s", **access}
     status, body = api.call(
         "POST", f"/api/configs/backend/{BACKEND}", json={"configs_dict": {"kubernetes": section}}

@@ -175,3 +175,25 @@ def test_a_missing_permission_is_refused_with_the_rule_before_any_object(
     w.controller.tick()
     assert w.workflow(workflow_id).status == "FAILED_BACKEND_ERROR"
     assert w.group_objects() == []
+
+
+def test_missing_priority_classes_are_refused_before_any_object(kube_world: KubeWorld) -> None:
+    """Every PodGroup names osmo-<priority>; without that PriorityClass KAI would schedule the
+    group without its priority (issue 13, item 13)."""
+    w = kube_world
+    w.fake.store.delete(
+        w.fake.store.type_of("scheduling.k8s.io/v1", "PriorityClass"), "", "osmo-low"
+    )
+    workflow_id = w.submit_example("nvl72-single-rack.yaml", priority="LOW")
+    w.controller.tick()
+    [group] = w.workflow(workflow_id).groups
+    assert group.status == "FAILED_BACKEND_ERROR"
+    assert group.tasks[0].message == (
+        "PriorityClass osmo-low does not exist on backend default: KAI would schedule the group "
+        "without its priority. Create corral's PriorityClasses: kubectl apply -f "
+        "deploy/kubernetes/base/priorityclasses.yaml (docs/deploy.md#priority-classes)."
+    )
+    assert [j for j in w.fake.journal if j.kind in GROUP_KINDS] == []
+    normal = w.submit_example("nvl72-single-rack.yaml")
+    w.controller.tick()
+    assert w.workflow(normal).groups[0].status in ("SCHEDULING", "INITIALIZING")

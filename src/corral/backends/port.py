@@ -37,3 +37,6 @@ class ClusterBackend(Protocol):
 
     def missing_rules(self, kinds: Sequence[Sequence[str]], namespace: str) -> list[Rule]:
         """RBAC rules corral lacks to manage ``kinds`` in ``namespace`` (none: all granted)."""
+
+    def missing_priority_classes(self, names: Sequence[str]) -> list[str]:
+        """The PriorityClasses of ``names`` the cluster does not have (none: all there)."""

@@ -12,10 +12,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from corral.domain.config_types import ConfigType
-from corral.domain.topology import queue_name, topology_crd_name
+from corral.domain.topology import priority_class_name, queue_name, topology_crd_name
 from corral.domain.workflow_plan import POOL_LABEL
 
 QUEUE_KIND = ("scheduling.run.ai/v2", "Queue")
+PRIORITY_CLASS_KIND = ("scheduling.k8s.io/v1", "PriorityClass")
+#: Every PodGroup names ``osmo-<priority>``. KAI treats a priority value below 100 as
+#: preemptible (``osmo-topology.md`` B3): LOW is, NORMAL and HIGH are not (KAI's own classes
+#: train, build and inference use 50, 100 and 125).
+PRIORITY_VALUES = {"HIGH": 125, "NORMAL": 100, "LOW": 50}
 TOPOLOGY_KIND = ("kai.scheduler/v1alpha1", "Topology")
 #: Selects every scheduler object corral made for one backend namespace (cleanup of orphans).
 NAMESPACE_LABEL = "osmo.namespace"
@@ -108,3 +113,20 @@ def _labels(namespace: str, pool: str | None) -> dict[str, str]:
     if pool is not None:
         labels[POOL_LABEL] = pool
     return labels
+
+
+def priority_class_manifests() -> list[dict[str, Any]]:
+    """The PriorityClasses every workflow's PodGroup needs; ``deploy/kubernetes`` holds them."""
+    return [
+        {
+            "apiVersion": PRIORITY_CLASS_KIND[0],
+            "kind": PRIORITY_CLASS_KIND[1],
+            "metadata": {"name": priority_class_name(priority)},
+            "value": value,
+            "globalDefault": False,
+            "preemptionPolicy": "PreemptLowerPriority",
+            "description": f"corral workflows of priority {priority}"
+            + (" (preemptible)" if value < 100 else ""),
+        }
+        for priority, value in PRIORITY_VALUES.items()
+    ]

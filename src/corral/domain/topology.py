@@ -92,6 +92,11 @@ def topology_crd_name(namespace: str, pool: str) -> str:
     return _object_name(f"osmo-pool-{namespace}-{pool}-topology")
 
 
+def priority_class_name(priority: str) -> str:
+    """The PriorityClass a PodGroup of ``priority`` (HIGH, NORMAL, LOW) names (OSMO's)."""
+    return f"osmo-{priority.lower()}"
+
+
 def queue_name(namespace: str, pool: str) -> str:
     """The pool's KAI ``Queue``; also a label value on the PodGroup and its pods."""
     return _object_name(f"osmo-pool-{namespace}-{pool}")

@@ -55,6 +55,10 @@ class EmbeddedBackend:
         del kinds, namespace  # nothing to be refused by
         return []
 
+    def missing_priority_classes(self, names: Sequence[str]) -> list[str]:
+        del names  # the embedded scheduler orders by the workflow's priority itself
+        return []
+
 
 def kubernetes_backends(state: State) -> set[str]:
     """The configured backends with a ``kubernetes`` section (valid or not)."""

@@ -266,6 +266,26 @@ def permission_message(backend: str, namespace: str, missing: Sequence[Rule]) ->
     )
 
 
+def priority_class_message(backend: str, missing: Sequence[str]) -> str:
+    """The error for PriorityClasses the cluster lacks (KAI would ignore the priority)."""
+    names = ", ".join(missing)
+    return (
+        f"PriorityClass {names} does not exist on backend {backend}: KAI would schedule the "
+        "group without its priority. Create corral's PriorityClasses: kubectl apply -f "
+        "deploy/kubernetes/base/priorityclasses.yaml (docs/deploy.md#priority-classes)."
+    )
+
+
+def _priority_classes(manifests: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The PriorityClasses the group's PodGroup and Pods name."""
+    names = [
+        str(manifest.get("spec", {}).get("priorityClassName") or "")
+        for manifest in manifests
+        if manifest["kind"] in ("PodGroup", "Pod")
+    ]
+    return sorted({name for name in names if name})
+
+
 def _pod_group_name(manifests: Sequence[Mapping[str, Any]]) -> str | None:
     for manifest in manifests:
         if manifest["kind"] == "PodGroup":
@@ -514,6 +534,11 @@ class _Advance:
             missing = self.backend.missing_rules(group.resource_kinds, namespace)
             if missing:
                 message = permission_message(self.backend.name, namespace, missing)
+                self._end_group(group, TaskStatus.FAILED_BACKEND_ERROR, message)
+                return
+            absent = self.backend.missing_priority_classes(_priority_classes(group.manifests))
+            if absent:
+                message = priority_class_message(self.backend.name, absent)
                 self._end_group(group, TaskStatus.FAILED_BACKEND_ERROR, message)
                 return
             for manifest in group.manifests:

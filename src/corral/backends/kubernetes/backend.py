@@ -23,7 +23,12 @@ from corral.backends.kubernetes.api import Kind, KubeApi, KubeError
 from corral.backends.kubernetes.informer import Informer
 from corral.backends.kubernetes.pod_status import deleted_exit, node_of, pending_reason, pod_exit
 from corral.backends.kubernetes.rbac import GROUP_TEMPLATE_VERBS, Rule, group_template_rule
-from corral.domain.kai_objects import NAMESPACE_LABEL, QUEUE_KIND, TOPOLOGY_KIND
+from corral.domain.kai_objects import (
+    NAMESPACE_LABEL,
+    PRIORITY_CLASS_KIND,
+    QUEUE_KIND,
+    TOPOLOGY_KIND,
+)
 from corral.domain.nodes import Node, Taint
 
 log = structlog.get_logger("corral.kubernetes")
@@ -68,6 +73,7 @@ class KubernetesBackend:
         self.nodes_informer = Informer(watch_api, api.kind(*NODE), None)
         self.pod_groups = Informer(watch_api, api.kind(*POD_GROUP), namespace)
         self._permissions: dict[tuple[str, str, str, str], tuple[bool, float]] = {}
+        self._priority_classes: dict[str, tuple[bool, float]] = {}
         self._synced_scheduler_objects: tuple[str, float] | None = None
 
     def start(self) -> None:
@@ -126,6 +132,20 @@ class KubernetesBackend:
             scope = namespace if kind.namespaced else None
             if not all(self._allowed(verb, kind, scope) for verb in GROUP_TEMPLATE_VERBS):
                 missing.append(group_template_rule(kind.group, kind.plural))
+        return missing
+
+    def missing_priority_classes(self, names: Sequence[str]) -> list[str]:
+        """The PriorityClasses of ``names`` the cluster lacks (answers kept for a minute)."""
+        kind = self.api.kind(*PRIORITY_CLASS_KIND)
+        now = time.monotonic()
+        missing = []
+        for name in names:
+            cached = self._priority_classes.get(name)
+            if cached is None or now - cached[1] >= _PERMISSION_TTL_S:
+                cached = (self.api.get(kind, None, name) is not None, now)
+                self._priority_classes[name] = cached
+            if not cached[0]:
+                missing.append(name)
         return missing
 
     def _allowed(self, verb: str, kind: Kind, namespace: str | None) -> bool:

@@ -49,6 +49,7 @@ CLUSTER_RULES: tuple[Rule, ...] = (
     Rule(("",), ("pods",), _READ_VERBS),
     Rule(("scheduling.run.ai",), ("queues",), (*_READ_VERBS, *_WRITE_VERBS)),
     Rule(("kai.scheduler",), ("topologies",), (*_READ_VERBS, *_WRITE_VERBS)),
+    Rule(("scheduling.k8s.io",), ("priorityclasses",), ("get",)),
     Rule(("authorization.k8s.io",), ("selfsubjectaccessreviews",), ("create",)),
 )
 
