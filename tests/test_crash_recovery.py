@@ -83,7 +83,7 @@ class Cluster:
         self.lock = threading.Lock()
 
     def flags(self) -> list[str]:
-        return ["--tick-seconds", "0.1"]
+        return ["--tick-seconds", "0.1", "--lease-seconds", "1"]
 
     def kill_and_restart(self) -> None:
         with self.lock:

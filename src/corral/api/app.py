@@ -68,6 +68,8 @@ def create_app(
             "status": "ok" if ok else "unavailable",
             "database": "ok" if ok else "down",
             "version": __version__,
+            # leader: this server runs the lifecycle controller; standby: another one does
+            "controller": runtime.leadership.role if runtime.leadership else "none",
         }
         return JSONResponse(body, status_code=200 if ok else 503)
 

@@ -102,6 +102,13 @@ def server(
             help="Use this database instead of SQLite, e.g. postgresql+psycopg://user@host/db.",
         ),
     ] = None,
+    task_dir: Annotated[
+        Path | None,
+        typer.Option(
+            help="Where local-process tasks get their directories and logs; servers that share "
+            "a database must share it to take over each other's tasks [default: DATA_DIR/tasks].",
+        ),
+    ] = None,
     demo: Annotated[bool, typer.Option(help="Load the example configs at start.")] = False,
     cluster: Annotated[
         Path | None,
@@ -136,6 +143,15 @@ def server(
         str,
         typer.Option(envvar="CORRAL_OIDC_GROUPS_CLAIM", help="Claim listing the user's groups."),
     ] = "groups",
+    lease_seconds: Annotated[
+        float,
+        typer.Option(
+            envvar="CORRAL_LEASE_SECONDS",
+            min=1.0,
+            help="How long the controller lease lasts: with several servers on one database, "
+            "a standby takes over this long after the leader stops renewing it.",
+        ),
+    ] = 15.0,
     max_body_bytes: Annotated[
         int,
         typer.Option(
@@ -161,7 +177,7 @@ def server(
     directory = data_dir or Path(platformdirs.user_data_dir("corral"))
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     url = database_url or sqlite_url(directory)
-    runtime = _open_or_exit(url, cluster, directory / "tasks")
+    runtime = _open_or_exit(url, cluster, task_dir or directory / "tasks")
     if demo:
         result = load_examples(runtime, examples_directory())
         loaded = ", ".join(f"{r.config_type.value} r{r.revision}" for r in result.revisions)
@@ -181,17 +197,23 @@ def server(
         auth = dataclasses.replace(auth, oidc=oidc)
         console.print(f"Trusting tokens of the OIDC issuer {oidc_issuer}.")
     stop = threading.Event()
-    controller = threading.Thread(
-        target=run_until_stopped,
-        args=(runtime.lifecycle(), tick_seconds, stop),
-        name="corral-lifecycle",
-        daemon=True,
-    )
-    controller.start()
+    leadership = runtime.join_leadership(lease_seconds)
+    threads = [
+        threading.Thread(target=leadership.run, args=(stop,), name="corral-lease", daemon=True),
+        threading.Thread(
+            target=run_until_stopped,
+            args=(runtime.lifecycle(), tick_seconds, stop),
+            name="corral-lifecycle",
+            daemon=True,
+        ),
+    ]
+    for thread in threads:
+        thread.start()
     try:
         app = create_app(runtime, auth, RequestLimits(max_body_bytes=max_body_bytes))
         uvicorn.run(app, host=host, port=port, log_level="warning")
     finally:
         stop.set()
-        controller.join(timeout=10)
+        for thread in reversed(threads):  # the controller stops before the lease is released
+            thread.join(timeout=10)
         runtime.backends.close()  # Kubernetes watches and clients

@@ -40,8 +40,10 @@ from corral.domain.kai_objects import queue_manifests, topology_manifests
 from corral.domain.statuses import TaskState, TaskStatus, group_status, workflow_status
 from corral.scheduler import Placement
 from corral.services.cluster_backends import Backends
+from corral.services.leadership import Leadership
 from corral.services.placement import SchedulingPass, WaitingGroup, pool_queues
 from corral.store.cluster_objects import GROUP_LABEL, ClusterObjectStore
+from corral.store.lease import LostLease
 from corral.store.workflows import (
     Changes,
     StoredGroup,
@@ -95,8 +97,12 @@ class LifecycleController:
         nodes: Callable[[], Sequence[Any]],
         backends: Backends,
         clock: Callable[[], datetime],
+        leadership: Leadership | None = None,
     ) -> None:
         self.workflows = workflows
+        #: When set, the controller acts only while it holds the lease, and every write is
+        #: fenced by it (services/leadership.py); None: the only controller (tests, tools).
+        self.leadership = leadership
         self.objects = objects
         self.state = state
         self.nodes = nodes
@@ -105,7 +111,18 @@ class LifecycleController:
         #: Group uuid -> ticks its objects failed to be created with a transient error.
         self.create_failures: dict[str, int] = {}
 
+    def check_leading(self) -> None:
+        """LostLease unless this controller may act (before any effect on a cluster)."""
+        if self.leadership is not None:
+            self.leadership.check()
+
+    def commit(self, changes: Changes, also: Callable[[Any], None] | None = None) -> None:
+        """Write ``changes`` in one transaction, fenced by the lease."""
+        fence = self.leadership.fence() if self.leadership is not None else None
+        self.workflows.commit(changes, also=also, fence=fence)
+
     def tick(self) -> TickReport:
+        self.check_leading()
         report = TickReport()
         state = self.state()
         self._sync_scheduler_objects(state)
@@ -186,7 +203,7 @@ class LifecycleController:
         if reason != group.pending_reason:
             changes = Changes()
             changes.group(group.uuid, pending_reason=reason)
-            self.workflows.commit(changes)
+            self.commit(changes)
 
     def _bind(
         self,
@@ -207,7 +224,7 @@ class LifecycleController:
                 changes.task(
                     task.uuid, status=TaskStatus.INITIALIZING.value, node=nodes[task.pod_name]
                 )
-        self.workflows.commit(changes, also=also)
+        self.commit(changes, also=also)
 
     # -- cleanup ----------------------------------------------------------------------------
 
@@ -215,6 +232,7 @@ class LifecycleController:
         for group in self.workflows.uncleaned_groups(FINISHED):
             labels = {WORKFLOW_LABEL: group.workflow_uuid, GROUP_LABEL: group.uuid}
             try:
+                self.check_leading()
                 backend = self.backends.get(group.backend)
                 for api_version, kind in deletion_order(group.kinds):
                     backend.delete_collection(api_version, kind, group.namespace, labels)
@@ -224,26 +242,35 @@ class LifecycleController:
             self.create_failures.pop(group.uuid, None)
             changes = Changes()
             changes.group(group.uuid, cleaned=True)
-            self.workflows.commit(changes)
+            self.commit(changes)
             report.cleaned_groups += 1
 
 
 def run_until_stopped(
     controller: LifecycleController, interval: float, stop: threading.Event
 ) -> None:
-    """Tick every ``interval`` seconds until ``stop`` is set (the server's background thread).
+    """Tick every ``interval`` seconds until ``stop`` is set (the server's background thread),
+    while this server holds the controller lease (if it takes part in one).
 
     A failing tick is logged and retried on the next one: the database holds the truth, so
     nothing is lost by trying again."""
     while not stop.is_set():
-        try:
-            report = controller.tick()
-        except Exception:
-            log.exception("lifecycle tick failed; retrying")
-        else:
-            for workflow_id in report.finished_workflows:
-                log.info("workflow finished", workflow_id=workflow_id)
+        leadership = controller.leadership
+        if leadership is None or leadership.held():
+            _tick_once(controller)
         stop.wait(interval)
+
+
+def _tick_once(controller: LifecycleController) -> None:
+    try:
+        report = controller.tick()
+    except LostLease as err:
+        log.warning("controller stopped: the lease moved on", reason=str(err))
+    except Exception:
+        log.exception("lifecycle tick failed; retrying")
+    else:
+        for workflow_id in report.finished_workflows:
+            log.info("workflow finished", workflow_id=workflow_id)
 
 
 def deletion_order(kinds: Sequence[Sequence[str]]) -> list[tuple[str, str]]:
@@ -338,7 +365,7 @@ class _Advance:
         self._fail_downstream()
         self._start_ready_groups()
         self._aggregate()
-        self.c.workflows.commit(self.changes)
+        self.c.commit(self.changes)
 
     def waiting(self, levels: tuple[str, ...]) -> list[Waiting]:
         """The workflow's groups in SCHEDULING after this step, for the scheduling pass."""
@@ -434,6 +461,7 @@ class _Advance:
         for task in group.tasks:
             status = self.task_status[task.uuid]
             if status is TaskStatus.INITIALIZING:
+                self.c.check_leading()
                 self.executor.start(self._run(task, self.now))
                 self.task_status[task.uuid] = TaskStatus.RUNNING
                 self.changes.task(task.uuid, status="RUNNING", started_at=self.now)
@@ -541,6 +569,7 @@ class _Advance:
                 message = priority_class_message(self.backend.name, absent)
                 self._end_group(group, TaskStatus.FAILED_BACKEND_ERROR, message)
                 return
+            self.c.check_leading()
             for manifest in group.manifests:
                 self.backend.apply(manifest, namespace)
         except BackendError as err:

@@ -23,11 +23,13 @@ from corral.files import read_bundle_directory
 from corral.services.capacity import ClusterCapacity, backend_nodes, read_capacity
 from corral.services.cluster_backends import Backends, State
 from corral.services.config_service import ConfigService, WriteMeta, WriteResult
+from corral.services.leadership import Leadership
 from corral.services.lifecycle import LifecycleController
 from corral.services.submission import SubmissionService
 from corral.store.cluster_objects import ClusterObjectStore
 from corral.store.config_store import ConfigStore
 from corral.store.database import make_engine, migrate
+from corral.store.lease import LeaseStore
 from corral.store.tokens import TokenStore
 from corral.store.users import UserStore
 from corral.store.workflows import StoredTask, StoredWorkflow, WorkflowStore, pod_of
@@ -54,6 +56,8 @@ class Runtime:
     work_dir: Path
     #: The cluster behind each BACKEND config (embedded, or a connected Kubernetes cluster).
     backends: Backends = field(init=False)
+    #: This server's part in the controller lease (``corral server``); None: not taking part.
+    leadership: Leadership | None = None
 
     def __post_init__(self) -> None:
         self.backends = Backends(self.configs.state, self.objects, self.embedded_executor)
@@ -89,7 +93,13 @@ class Runtime:
             nodes=lambda: self.cluster.nodes,
             backends=self.backends,
             clock=clock,
+            leadership=self.leadership,
         )
+
+    def join_leadership(self, ttl_seconds: float) -> Leadership:
+        """Take part in the controller lease of this database (``corral server``)."""
+        self.leadership = Leadership(LeaseStore(self.engine, utc_now), ttl_seconds=ttl_seconds)
+        return self.leadership
 
     def capacity(self, state: State) -> list[ClusterCapacity]:
         """Per cluster of ``state``: its nodes, the pods holding resources and its pools."""

@@ -242,11 +242,19 @@ class WorkflowStore:
             ).rowcount
         return bool(done)
 
-    def commit(self, changes: Changes, also: Callable[[Connection], None] | None = None) -> None:
-        """Write ``changes`` (and whatever ``also`` writes) in one transaction."""
+    def commit(
+        self,
+        changes: Changes,
+        also: Callable[[Connection], None] | None = None,
+        fence: Callable[[Connection], None] | None = None,
+    ) -> None:
+        """Write ``changes`` (and whatever ``also`` writes) in one transaction; ``fence`` runs
+        first and may refuse the whole transaction (the controller's lease)."""
         if changes.empty and also is None:
             return
         with writing(self._engine) as connection:
+            if fence is not None:
+                fence(connection)
             for table, key, rows in (
                 (workflows, workflows.c.workflow_id, changes.workflows),
                 (workflow_groups, workflow_groups.c.group_uuid, changes.groups),
