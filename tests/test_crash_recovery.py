@@ -21,7 +21,7 @@ KILLS = 6
 SEED = 20261121
 
 
-def chain_workflow(number: int, ran: Path) -> tuple[str, str]:
+def chain_workflow(number: int) -> tuple[str, str]:
     """Two groups on the default pool (CPU), the second consuming the first."""
     tasks = []
     for index, inputs in ((1, []), (2, [{"task": f"w{number}-t1"}])):
@@ -36,7 +36,7 @@ def chain_workflow(number: int, ran: Path) -> tuple[str, str]:
                         "command": [
                             "sh",
                             "-c",
-                            f"echo {{{{workflow_id}}}}/{name} >> {ran}; sleep 0.2",
+                            f"echo {{{{workflow_id}}}}/{name}; sleep 0.2",
                         ],
                         "inputs": inputs,
                     }
@@ -47,7 +47,7 @@ def chain_workflow(number: int, ran: Path) -> tuple[str, str]:
     return "default", yaml.safe_dump(spec)
 
 
-def compute_domain_workflow(number: int, ran: Path) -> tuple[str, str]:
+def compute_domain_workflow(number: int) -> tuple[str, str]:
     """Two GB200 trays in one clique: the pool adds a ComputeDomain per group."""
     tasks = [
         {
@@ -57,7 +57,7 @@ def compute_domain_workflow(number: int, ran: Path) -> tuple[str, str]:
             "command": [
                 "sh",
                 "-c",
-                f"echo {{{{workflow_id}}}}/w{number}-r{rank} >> {ran}; sleep 0.3",
+                f"echo {{{{workflow_id}}}}/w{number}-r{rank}; sleep 0.3",
             ],
         }
         for rank in range(2)
@@ -99,9 +99,9 @@ class Cluster:
         )
 
 
-def submit_all(cluster: Cluster, ran: Path, accepted: dict[str, int]) -> None:
+def submit_all(cluster: Cluster, accepted: dict[str, int]) -> None:
     for number in range(SUBMISSIONS):
-        pool, spec = (compute_domain_workflow if number % 2 else chain_workflow)(number, ran)
+        pool, spec = (compute_domain_workflow if number % 2 else chain_workflow)(number)
         for _attempt in range(100):
             try:
                 with cluster.client() as client:
@@ -127,10 +127,18 @@ def wait_until_finished(cluster: Cluster, deadline_s: float) -> list[dict[str, o
         time.sleep(0.3)
 
 
-def task_names(cluster: Cluster, workflow_id: str) -> list[str]:
+def stored_tasks(cluster: Cluster, workflow_id: str) -> list[dict[str, object]]:
     with cluster.client() as client:
         found = client.get(f"/api/workflow/{workflow_id}").json()
-    return [task["name"] for group in found["groups"] for task in group["tasks"]]
+    return [task for group in found["groups"] for task in group["tasks"]]
+
+
+def runs_of(tasks_root: Path, task_uuid: str) -> list[str]:
+    """What each run of the task printed: one entry per attempt whose runner started it."""
+    return [
+        (started.parent / "task.log").read_text()
+        for started in sorted((tasks_root / task_uuid).glob("*/started"))
+    ]
 
 
 def alive_count(cluster: Cluster) -> int:
@@ -143,6 +151,9 @@ def alive_count(cluster: Cluster) -> int:
 
 
 def leftover_processes(root: Path) -> list[int]:
+    """Runners (their argv names an attempt under ``root``) and tasks (their working directory
+    is a home an attempt recorded) still alive."""
+    homes = [path.read_text().strip() for path in root.glob("*/*/home")]
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
@@ -152,7 +163,7 @@ def leftover_processes(root: Path) -> list[int]:
             cwd = os.readlink(entry / "cwd")
         except OSError:
             continue
-        if str(root) in command or cwd.startswith(str(root)):
+        if str(root) in command or any(cwd.startswith(home) for home in homes):
             found.append(int(entry.name))
     return found
 
@@ -165,9 +176,8 @@ def test_killing_the_server_loses_and_leaks_nothing(tmp_path: Path) -> None:
             json={"configs_dict": {"execution": {"mode": "local_processes"}}},
         )
         assert response.status_code == 200, response.text
-    ran = tmp_path / "ran.txt"
     accepted: dict[str, int] = {}
-    submitter = threading.Thread(target=submit_all, args=(cluster, ran, accepted))
+    submitter = threading.Thread(target=submit_all, args=(cluster, accepted))
     submitter.start()
     chance = random.Random(SEED)
     alive_at_kill = []
@@ -192,13 +202,11 @@ def test_killing_the_server_loses_and_leaks_nothing(tmp_path: Path) -> None:
 
         # Every task of every stored workflow ran exactly once, despite the kills. (A submission
         # stored just before a kill, unanswered and then retried, is a second workflow.)
-        runs = ran.read_text().split()
-        expected = [
-            f"{workflow_id}/{task}"
-            for workflow_id in statuses
-            for task in task_names(cluster, workflow_id)
-        ]
-        assert sorted(runs) == sorted(expected)
+        tasks_root = tmp_path / "data" / "tasks"
+        for workflow_id in statuses:
+            for task in stored_tasks(cluster, workflow_id):
+                line = f"{workflow_id}/{task['name']}\n"
+                assert runs_of(tasks_root, str(task["uuid"])) == [line], line
 
         engine = create_engine(f"sqlite:///{tmp_path / 'data' / 'corral.db'}")
         with engine.connect() as connection:

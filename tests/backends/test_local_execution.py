@@ -18,6 +18,7 @@ import pytest
 from corral.backends import local_execution
 from corral.backends.execution import Exit, TaskRun
 from corral.backends.local_execution import BACKEND_ERROR, RUNNER_DIED, LocalProcessExecution
+from corral.backends.task_sandbox import UNCONFINED
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 DEADLINE_SECONDS = 5.0
@@ -70,7 +71,7 @@ def our_processes(root: Path) -> list[int]:
 @pytest.fixture
 def executor(tmp_path: Path) -> Iterator[LocalProcessExecution]:
     root = tmp_path / "runs"
-    yield LocalProcessExecution(root)
+    yield LocalProcessExecution(root, UNCONFINED)
     deadline = time.monotonic() + 2
     while (left := our_processes(root)) and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -115,7 +116,7 @@ def test_starting_twice_runs_the_command_once(
     run = task_run(shell_pod(f"echo once >> {ran}; sleep 0.2"))
     executor.start(run)
     executor.start(run)
-    LocalProcessExecution(executor.root).start(run)
+    LocalProcessExecution(executor.root, UNCONFINED).start(run)
     assert wait_exit(executor, run) == Exit(0)
     assert ran.read_text() == "once\n"
 
@@ -126,7 +127,7 @@ def test_a_new_executor_on_the_same_root_follows_a_running_task(
     run = task_run(shell_pod("sleep 0.3; echo done; exit 4"))
     executor.start(run)
     assert executor.poll(run, NOW) is None
-    restarted = LocalProcessExecution(executor.root)
+    restarted = LocalProcessExecution(executor.root, UNCONFINED)
     assert restarted.poll(run, NOW) is None
     assert wait_exit(restarted, run) == Exit(4)
     assert restarted.logs(run) == "done\n"
@@ -141,7 +142,7 @@ def test_a_runner_never_spawned_is_spawned_by_poll(
         server_dies.setattr(local_execution, "spawn_runner", lambda attempt: None)
         executor.start(run)
     assert (executor.attempt_dir(run) / "spec.json").exists()
-    restarted = LocalProcessExecution(executor.root)
+    restarted = LocalProcessExecution(executor.root, UNCONFINED)
     assert wait_exit(restarted, run) == Exit(0)
     assert ran.read_text() == "once\n"
 

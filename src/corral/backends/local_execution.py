@@ -33,6 +33,7 @@ from corral.backends.task_runner import (
     EXIT_CODE,
     LOCK,
     LOG,
+    REFUSED,
     SPEC,
     STARTED,
     STOP,
@@ -41,6 +42,7 @@ from corral.backends.task_runner import (
     try_lock,
     write_atomic,
 )
+from corral.backends.task_sandbox import Confinement
 
 #: OSMO's exit code for a failure of the backend rather than of the task.
 BACKEND_ERROR = 3001
@@ -51,12 +53,16 @@ _TICK = 0.02
 
 
 class LocalProcessExecution:
-    """Runs each attempt's task container as a local process, under ``root``."""
+    """Runs each attempt's task container as a local process, under ``root``, confined as
+    ``confinement`` says (``task_sandbox``)."""
 
     keeps_logs = True
 
-    def __init__(self, root: Path, stop_wait_seconds: float = 2.0) -> None:
+    def __init__(
+        self, root: Path, confinement: Confinement, stop_wait_seconds: float = 2.0
+    ) -> None:
         self.root = root
+        self.confinement = confinement
         #: How long ``stop`` waits for the exit code (a task may take its grace period).
         self.stop_wait_seconds = stop_wait_seconds
 
@@ -70,10 +76,15 @@ class LocalProcessExecution:
         attempt = self.attempt_dir(run)
         if (attempt / SPEC).exists():
             return  # started before (the runner, if it never came up, is respawned by poll)
+        _make_private_dir(self.root)
         _make_private_dir(attempt.parent)
         _make_private_dir(attempt)
-        spec = process_spec(run.pod, attempt / WORK, attempt / LOG)
+        spec = process_spec(run.pod, attempt / WORK, attempt / LOG, self.confinement)
         write_atomic(attempt / SPEC, spec_to_json(spec))
+        if self.confinement.refusal is not None:  # ends at once, with the reason
+            write_atomic(attempt / REFUSED, self.confinement.refusal)
+            write_atomic(attempt / EXIT_CODE, f"{BACKEND_ERROR}\n")
+            return
         spawn_runner(attempt)
 
     def poll(self, run: TaskRun, now: datetime) -> Exit | None:
@@ -174,9 +185,13 @@ def _exit_of(attempt: Path) -> Exit | None:
     except FileNotFoundError:
         return None
     try:
-        return Exit(int(text))
+        code = int(text)
     except ValueError:
         return Exit(BACKEND_ERROR, f"unreadable exit code {text!r}")
+    try:
+        return Exit(code, (attempt / REFUSED).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return Exit(code)
 
 
 def _make_private_dir(path: Path) -> None:

@@ -17,6 +17,12 @@ keeps the attempt's whole state in its directory:
     the same while it runs.
 ``exit_code``
     the Kubernetes-style exit code, written (atomically) before the lock is released.
+``home``
+    the task's home and working directory (in the temporary directory when the task runs as
+    another user, removed when it ends).
+``refused``
+    written by the server instead of spawning a runner when the task may not run here (it
+    cannot be confined as the backend asks); ``exit_code`` then says 3001.
 
 The runner forks once and lets its first process exit, so it is reparented away from the
 server (no zombies there) and runs in a session of its own.
@@ -36,12 +42,16 @@ from pathlib import Path
 from types import FrameType
 
 from corral.backends.local_processes import LocalProcess, ProcessSpec
+from corral.backends.task_sandbox import Confinement, TaskUser
 
 SPEC = "spec.json"
 LOCK = "lock"
 STARTED = "started"
 STOP = "stop"
 EXIT_CODE = "exit_code"
+HOME = "home"
+#: Why the attempt was not run at all (the machine cannot confine it as asked).
+REFUSED = "refused"
 LOG = "task.log"
 WORK = "work"
 
@@ -78,20 +88,36 @@ def try_lock(path: Path) -> int | None:
 
 
 def spec_to_json(spec: ProcessSpec) -> str:
+    confinement = spec.confinement
+    user = confinement.user
     return json.dumps(
         {
             "argv": list(spec.argv),
             "env": dict(spec.env),
-            "workdir": str(spec.workdir),
+            "workdir": None if spec.workdir is None else str(spec.workdir),
             "log_path": str(spec.log_path),
+            "user": None if user is None else [user.uid, user.gid, user.name],
+            "landlock": confinement.landlock,
+            "private": list(confinement.private),
         }
     )
 
 
 def spec_from_json(text: str) -> ProcessSpec:
     data = json.loads(text)
+    user = data.get("user")
+    confinement = Confinement(
+        user=None if user is None else TaskUser(int(user[0]), int(user[1]), str(user[2])),
+        landlock=bool(data.get("landlock", False)),
+        private=tuple(data.get("private", ())),
+    )
+    workdir = data.get("workdir")
     return ProcessSpec(
-        tuple(data["argv"]), dict(data["env"]), Path(data["workdir"]), Path(data["log_path"])
+        tuple(data["argv"]),
+        dict(data["env"]),
+        None if workdir is None else Path(workdir),
+        Path(data["log_path"]),
+        confinement,
     )
 
 
@@ -123,6 +149,7 @@ def _run(spec: ProcessSpec, attempt: Path, stopping: _Stopping) -> int:
         _note(spec, "stopped before the task started")
         return STOPPED
     process = LocalProcess(spec)
+    write_atomic(attempt / HOME, f"{process.home}\n")
     while (code := process.wait(_TICK)) is None:
         if stopping.requested or (attempt / STOP).exists():
             return process.stop(STOP_GRACE_SECONDS)

@@ -57,7 +57,7 @@ def configure_logging() -> None:
 SUPPORTED_DATABASES = ("sqlite", "postgresql")
 
 
-def _open_or_exit(url: str, cluster_file: Path | None, work_dir: Path) -> Runtime:
+def _open_or_exit(url: str, cluster_file: Path | None, work_dir: Path, data_dir: Path) -> Runtime:
     """Open the database, or explain in one line why not (no traceback for a bad URL)."""
     from sqlalchemy.exc import SQLAlchemyError
 
@@ -78,7 +78,7 @@ def _open_or_exit(url: str, cluster_file: Path | None, work_dir: Path) -> Runtim
         )
         raise typer.Exit(2)
     try:
-        return open_runtime(url, cluster=cluster, work_dir=work_dir)
+        return open_runtime(url, cluster=cluster, work_dir=work_dir, private=[data_dir])
     except (SQLAlchemyError, OSError) as err:
         reason = str(getattr(err, "orig", None) or err).strip().splitlines()[0]
         console.print(
@@ -168,6 +168,7 @@ def server(
     from corral.api.app import create_app
     from corral.api.auth import AuthSettings
     from corral.api.guard import RequestLimits
+    from corral.backends.task_sandbox import protect_server_process
     from corral.services.lifecycle import run_until_stopped
     from corral.services.oidc import OidcSettings
     from corral.services.runtime import load_examples
@@ -177,7 +178,8 @@ def server(
     directory = data_dir or Path(platformdirs.user_data_dir("corral"))
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     url = database_url or sqlite_url(directory)
-    runtime = _open_or_exit(url, cluster, task_dir or directory / "tasks")
+    protect_server_process()  # no process of this user can read our memory or environment
+    runtime = _open_or_exit(url, cluster, task_dir or directory / "tasks", directory)
     if demo:
         result = load_examples(runtime, examples_directory())
         loaded = ", ".join(f"{r.config_type.value} r{r.revision}" for r in result.revisions)

@@ -391,15 +391,19 @@ class NodeConditions(StrictModel):
 
 
 class Execution(StrictModel):
-    """corral only: how the embedded (simulated) backend runs tasks (docs/execution.md).
+    """corral only: how the embedded (simulated) backend runs tasks (docs/lifecycle.md).
 
     ``simulate`` waits ``simulated_duration`` and exits 0 (a task may set the env variables
     ``CORRAL_SIMULATED_DURATION`` / ``CORRAL_SIMULATED_EXIT_CODE``); ``local_processes`` runs the
-    task's command on the server's machine as the server's user, so only enable it where every
-    user may run code as that user (a laptop)."""
+    task's command on the server's machine, confined (docs/lifecycle.md#trust): as ``run_as``
+    (``nobody`` when the server is root), never as root unless ``allow_root``, and nowhere
+    the machine cannot keep it from the server's files unless ``allow_unconfined``."""
 
     mode: Literal["simulate", "local_processes"] = "simulate"
     simulated_duration: str = "10s"
+    run_as: str | None = Field(default=None, min_length=1, max_length=64)
+    allow_root: bool = False
+    allow_unconfined: bool = False
 
     @field_validator("simulated_duration")
     @classmethod

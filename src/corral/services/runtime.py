@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 import platformdirs
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, make_url, text
 
 from corral.backends.execution import SimulatedExecution, TaskExecutor, TaskRun
 from corral.backends.local_execution import LocalProcessExecution
+from corral.backends.task_sandbox import confinement_for, private_paths
 from corral.domain.cluster import Cluster, parse_cluster
 from corral.domain.config_types import ConfigType
 from corral.domain.configs import Execution
@@ -54,6 +56,9 @@ class Runtime:
     objects: ClusterObjectStore
     #: Where local-process tasks get their work directories and logs.
     work_dir: Path
+    #: What no local task may read: data and task directories, the database file, the
+    #: server user's home and credentials, the temporary directory (docs/lifecycle.md#trust).
+    private: tuple[Path, ...] = ()
     #: The cluster behind each BACKEND config (embedded, or a connected Kubernetes cluster).
     backends: Backends = field(init=False)
     #: This server's part in the controller lease (``corral server``); None: not taking part.
@@ -70,7 +75,8 @@ class Runtime:
         settings = self.configs.state().get(ConfigType.BACKEND, {}).get(backend) or {}
         execution = Execution.model_validate(settings.get("execution") or {})
         if execution.mode == "local_processes":
-            return LocalProcessExecution(self.work_dir)
+            confinement = confinement_for(execution, backend, self.private)
+            return LocalProcessExecution(self.work_dir, confinement)
         return SimulatedExecution(parse_duration(execution.simulated_duration))
 
     def task_logs(self, workflow: StoredWorkflow, task: StoredTask) -> str:
@@ -118,6 +124,19 @@ class Runtime:
         return True
 
 
+def _database_file(database_url: str) -> Path | None:
+    """The SQLite file of ``database_url`` (None for PostgreSQL or an in-memory database)."""
+    url = make_url(database_url)
+    if url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:":
+        return None
+    return Path(url.database)
+
+
+def tempfile_root() -> Path:
+    """The machine's temporary directory: local tasks of other users have their homes there."""
+    return Path(tempfile.gettempdir())
+
+
 def example_cluster_file() -> Path:
     """The example cluster: in the source tree, or packaged inside the wheel."""
     source_tree = Path(__file__).resolve().parents[3] / "examples" / "clusters"
@@ -138,13 +157,16 @@ def open_runtime(
     clock: Clock = utc_now,
     cluster: Cluster | None = None,
     work_dir: Path | None = None,
+    private: Sequence[Path] = (),
 ) -> Runtime:
     """Connect, migrate the schema, and record the initial configuration on first use.
 
     ``cluster`` describes the nodes of every backend (default: the example cluster);
-    ``work_dir`` holds local-process tasks' files (default: the user data dir)."""
+    ``work_dir`` holds local-process tasks' files (default: the user data dir); ``private``
+    are paths besides those that local tasks must not read (the server's data directory)."""
     engine = make_engine(database_url)
     migrate(engine)
+    tasks = work_dir or Path(platformdirs.user_data_dir("corral")) / "tasks"
     configs = ConfigService(ConfigStore(engine, clock))
     nodes = cluster or read_cluster(example_cluster_file())
     workflows = WorkflowStore(engine, clock)
@@ -157,7 +179,8 @@ def open_runtime(
         workflows,
         SubmissionService(configs, workflows, lambda backend: runtime.nodes_of(backend)),
         ClusterObjectStore(engine, clock),
-        work_dir or Path(platformdirs.user_data_dir("corral")) / "tasks",
+        tasks,
+        tuple(private_paths(*private, tasks, _database_file(database_url), tempfile_root())),
     )
     runtime.configs.initialize(initial_bundle())
     return runtime
