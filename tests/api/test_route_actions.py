@@ -30,6 +30,7 @@ UNCHECKED = {("GET", "/health"), ("GET", "/metrics"), ("GET", "/openapi.json")}
 #: tested with a real workflow in test_workflow_views.py / test_workflow_submit.py).
 NOT_REACHED = {
     ("POST", "/api/pool/{pool}/workflow"),
+    ("POST", "/api/pool/{pool}/workflow/{workflow_id}/restart"),
     ("GET", "/api/workflow/{workflow_id}"),
     ("POST", "/api/workflow/{workflow_id}/cancel"),
     ("GET", "/api/workflow/{workflow_id}/logs"),

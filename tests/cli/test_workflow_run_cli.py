@@ -3,6 +3,7 @@ processes, and the CLI shows where they ran, what they printed and how they ende
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from pathlib import Path
@@ -68,3 +69,58 @@ def test_a_two_group_workflow_runs_as_local_processes(
         "first [COMPLETED]: completed: greet exited 0\n"
         "second [FAILED]: failed: fail exited 4\n"
     )
+
+    # Restart (issue 13): a new workflow runs the group that failed; its input comes from the
+    # completed group of hello-1, which is not run again.
+    assert succeeded(live_server.cli("workflow", "restart", "hello-1")) == (
+        "Workflow restart successful.\n"
+        "Workflow ID        - hello-2\n"
+        "Restarted from     - hello-1\n"
+        f"Workflow Overview  - {live_server.url}/api/workflow/hello-2\n"
+    )
+    again = wait_for_end(live_server, "hello-2")
+    assert [g["name"] for g in again["groups"]] == ["second"]  # type: ignore[attr-defined]
+    assert again["restarted_from"] == "hello-1"
+    assert "task: hello-1:greet" in str(again["spec"])
+    assert succeeded(live_server.cli("workflow", "logs", "hello-2", "--task", "fail")) == "oops\n"
+
+
+def test_localpath_files_are_sent_with_the_workflow(
+    live_server: LiveServer, tmp_path: Path
+) -> None:
+    (tmp_path / "train.cfg").write_text("lr = 0.1\n")
+    (tmp_path / "weights.bin").write_bytes(bytes(range(256)))
+    spec = tmp_path / "files.yaml"
+    spec.write_text(
+        "workflow:\n"
+        "  name: files\n"
+        "  tasks:\n"
+        "  - name: show\n"
+        "    image: busybox\n"
+        "    command: [sh, -c, 'cat /cfg/train.cfg']\n"
+        "    files:\n"
+        "    - {path: /cfg/train.cfg, localpath: train.cfg}\n"
+        "    - {path: /cfg/weights.bin, localpath: weights.bin}\n"
+    )
+    found = json.loads(
+        succeeded(
+            live_server.cli(
+                "workflow",
+                "submit",
+                str(spec),
+                "--pool",
+                "default",
+                "--dry-run",
+                "--format",
+                "json",
+            )
+        )
+    )
+    [secret] = [m for m in found["groups"][0]["manifests"] if m["kind"] == "Secret"]
+    assert sorted(base64.b64decode(v) for v in secret["data"].values()) == sorted(
+        [b"lr = 0.1\n", bytes(range(256))]
+    )
+    (tmp_path / "train.cfg").unlink()
+    missing = live_server.cli("workflow", "submit", str(spec), "--pool", "default")
+    assert missing.returncode != 0
+    assert "The file/path train.cfg does not exist!" in missing.stderr

@@ -17,6 +17,7 @@ from corral.api.schemas import StrictBody
 from corral.domain.config_types import ConfigType
 from corral.domain.explain_workflow import explain_workflow
 from corral.domain.workflow_plan import PlannedGroup
+from corral.domain.workflow_spec import TaskFileContents
 from corral.errors import ConflictError, NotFoundError
 from corral.services.config_service import ConfigService
 from corral.services.runtime import Clock, utc_now
@@ -41,14 +42,23 @@ VALIDATED = "Workflow validation succeeded."
 TaskLogs = Callable[[StoredWorkflow, StoredTask], str]
 
 
+class LocalFile(StrictBody):
+    """A file the CLI read for ``files[].localpath``: text, or base64 for binary."""
+
+    contents: str
+    base64: bool = False
+
+
 class TemplateSpec(StrictBody):
-    """OSMO's submit body: the file and the ``--set`` / ``--set-string`` values."""
+    """OSMO's submit body: the file and the ``--set`` / ``--set-string`` values; corral's CLI
+    adds the files named by ``files[].localpath``."""
 
     file: str = Field(max_length=1_000_000)
     set_variables: list[str] = Field(default_factory=list)
     set_string_variables: list[str] = Field(default_factory=list)
     uploaded_templated_spec: str | None = None
     source: str = Field(default="workflow.yaml", max_length=256)
+    local_files: dict[str, LocalFile] = Field(default_factory=dict, max_length=1000)
 
 
 def build_workflow_router(
@@ -87,19 +97,26 @@ def build_workflow_router(
             set_strings=tuple(body.set_string_variables),
             priority=priority,
             source=body.source,
+            local_files={
+                path: TaskFileContents(found.contents, found.base64)
+                for path, found in body.local_files.items()
+            },
         )
-        outcome = submissions.submit(submitter(caller), request, mode)
-        if mode is Mode.DRY_RUN:
-            return _dry_run(outcome)
-        if mode is Mode.VALIDATE:
-            return {"name": outcome.workflow_id, "logs": VALIDATED, "warnings": []}
-        return {
-            "name": outcome.workflow_id,
-            "overview": f"/api/workflow/{outcome.workflow_id}",
-            "logs": "",
-            "dashboard_url": "",
-            "warnings": [],
-        }
+        return _submitted(submissions.submit(submitter(caller), request, mode), mode)
+
+    @router.post("/api/pool/{pool}/workflow/{workflow_id}/restart")
+    def restart(
+        caller: Caller,
+        pool: str,
+        workflow_id: str,
+        dry_run: bool = False,
+        validation_only: bool = False,
+    ) -> dict[str, Any]:
+        """A new workflow that re-runs the failed and unfinished groups of ``workflow_id`` in
+        ``pool``; inputs from its completed groups are read from ``workflow_id``."""
+        mode = Mode.DRY_RUN if dry_run else Mode.VALIDATE if validation_only else Mode.SUBMIT
+        outcome = submissions.restart(submitter(caller), workflow_id, pool, mode)
+        return {**_submitted(outcome, mode), "restarted_from": workflow_id}
 
     @router.get("/api/workflow")
     def list_workflows(
@@ -192,6 +209,21 @@ def build_workflow_router(
     return router
 
 
+def _submitted(outcome: SubmitOutcome, mode: Mode) -> dict[str, Any]:
+    """OSMO's answer to a submission, a dry run (every object) or a validation."""
+    if mode is Mode.DRY_RUN:
+        return _dry_run(outcome)
+    if mode is Mode.VALIDATE:
+        return {"name": outcome.workflow_id, "logs": VALIDATED, "warnings": []}
+    return {
+        "name": outcome.workflow_id,
+        "overview": f"/api/workflow/{outcome.workflow_id}",
+        "logs": "",
+        "dashboard_url": "",
+        "warnings": [],
+    }
+
+
 def _not_cancelable(workflow: StoredWorkflow) -> str:
     if workflow.status in ALIVE:
         return (
@@ -263,6 +295,7 @@ def _workflow_view(workflow: StoredWorkflow, *, verbose: bool) -> dict[str, Any]
         "ended_at": _iso(workflow.ended_at),
         "cancel_requested_by": workflow.cancel_requested_by,
         "message": workflow.message,
+        "restarted_from": workflow.restarted_from,
         "groups": [_stored_group(group, verbose=verbose) for group in workflow.groups],
     }
 

@@ -6,6 +6,8 @@ The pool is ``--pool``, else the user's default pool, else the only pool they ma
 
 from __future__ import annotations
 
+import base64
+import re
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -25,6 +27,8 @@ from corral.cli.output import (
     print_json,
     print_table,
 )
+from corral.domain.documents import parse_document
+from corral.errors import CorralError
 
 app = typer.Typer(help="Submit and inspect workflows.", no_args_is_help=True)
 
@@ -106,6 +110,38 @@ def validate(
     echo(found["logs"])
     for warning in found["warnings"]:
         echo(f"WARNING: {warning}")
+
+
+@app.command()
+@handle_errors
+def restart(
+    workflow_id: Annotated[str, typer.Argument(metavar="ID", help="The failed workflow.")],
+    pool: Annotated[
+        str | None,
+        typer.Option("--pool", "-p", help="The pool [default: the failed workflow's pool]."),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print what would run; store nothing.")
+    ] = False,
+    output: FormatOption = OutputFormat.text,
+) -> None:
+    """Run the failed and unfinished groups of a failed workflow again, as a new workflow."""
+    client = Client()
+    quoted = quote(workflow_id, safe="")
+    chosen = pool or str(client.get(f"/api/workflow/{quoted}")["pool"])
+    params = {"dry_run": "true"} if dry_run else {}
+    found = client.request(
+        "POST", f"/api/pool/{quote(chosen, safe='')}/workflow/{quoted}/restart", params=params
+    )
+    if output is OutputFormat.json:
+        print_json(found)
+    elif dry_run:
+        print_dry_run(found)
+    else:
+        echo("Workflow restart successful.")
+        echo(f"Workflow ID        - {found['name']}")
+        echo(f"Restarted from     - {workflow_id}")
+        echo(f"Workflow Overview  - {client.url}{found['overview']}")
 
 
 @app.command()
@@ -290,6 +326,51 @@ def read_file(file: Path) -> tuple[str, str]:
         fail(f"cannot read {file}: {err}")
 
 
+def local_files(text: str, name: str, directory: Path) -> dict[str, dict[str, Any]]:
+    """The files ``files[].localpath`` names, read relative to the workflow file's directory:
+    text as it is, anything else in base64 (OSMO's CLI inlines them the same way)."""
+    found: dict[str, dict[str, Any]] = {}
+    for local in _localpaths(text, name):
+        path = directory / local
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            fail(f"The file/path {local} does not exist!")
+        except OSError as err:
+            fail(f"cannot read {local}: {err}")
+        try:
+            found[local] = {"contents": data.decode("utf-8"), "base64": False}
+        except UnicodeDecodeError:
+            found[local] = {"contents": base64.b64encode(data).decode(), "base64": True}
+    return found
+
+
+_LOCALPATH = re.compile(r"""localpath:\s*["']?([^"'\s#,}]+)""")
+
+
+def _localpaths(text: str, name: str) -> list[str]:
+    """Every ``localpath`` of the workflow; for a file that is not YAML until Jinja renders it,
+    the plain ones written as ``localpath: PATH``."""
+    try:
+        document = parse_document(text, name)
+    except CorralError:
+        return list(dict.fromkeys(_LOCALPATH.findall(text)))
+    workflow = document.get("workflow") if isinstance(document, dict) else None
+    if not isinstance(workflow, dict):
+        return []
+    groups = workflow.get("groups") or [{"tasks": workflow.get("tasks") or []}]
+    paths = [
+        item["localpath"]
+        for group in groups
+        if isinstance(group, dict)
+        for task in group.get("tasks") or []
+        if isinstance(task, dict)
+        for item in task.get("files") or []
+        if isinstance(item, dict) and isinstance(item.get("localpath"), str)
+    ]
+    return list(dict.fromkeys(paths))
+
+
 def _post(
     client: Client,
     file: Path,
@@ -302,11 +383,13 @@ def _post(
     validation_only: bool = False,
 ) -> Any:
     name, text = read_file(file)
+    directory = Path.cwd() if str(file) == "-" else file.parent
     body = {
         "file": text,
         "set_variables": list(set_values or []),
         "set_string_variables": list(set_strings or []),
         "source": name,
+        "local_files": local_files(text, name, directory),
     }
     params: dict[str, Any] = {"priority": priority}
     if dry_run:

@@ -65,6 +65,14 @@ class TaskFile:
 
 
 @dataclass(frozen=True)
+class TaskFileContents:
+    """A local file the CLI read for ``files[].localpath``: text, or base64 for binary."""
+
+    contents: str
+    base64: bool = False
+
+
+@dataclass(frozen=True)
 class ExitAction:
     """``COMPLETE``, ``FAIL`` or ``RESCHEDULE`` for the inclusive exit-code ``ranges``."""
 
@@ -200,7 +208,7 @@ TOPOLOGY_KEYS = ("key", "group", "requirementType")
 TIMEOUT_KEYS = ("exec_timeout", "queue_timeout")
 INPUT_KEYS = ("task", "url", "regex")
 OUTPUT_KEYS = ("url", "regex")
-FILE_KEYS = ("path", "contents", "base64")
+FILE_KEYS = ("path", "contents", "base64", "localpath")
 CHECKPOINT_KEYS = ("path", "url", "frequency", "regex")
 KPI_KEYS = ("index", "path")
 
@@ -226,10 +234,18 @@ def format_field(path: Sequence[str | int]) -> str:
 class _Reader:
     """Turns problems at a path of the document into located user errors."""
 
-    def __init__(self, text: str, source: str, rendered: bool) -> None:
+    def __init__(
+        self,
+        text: str,
+        source: str,
+        rendered: bool,
+        local_files: Mapping[str, TaskFileContents] | None = None,
+    ) -> None:
         self.text = text
         self.source = source
         self.rendered = rendered
+        #: What the CLI read for each ``files[].localpath`` (docs/workflows.md#files).
+        self.local_files = local_files or {}
 
     def fail(self, path: Path, reason: str) -> NoReturn:
         where = self.position(path)
@@ -343,16 +359,21 @@ def _unknown_field(key: Any, allowed: Sequence[str]) -> str:
 
 
 def parse_workflow_spec(
-    text: str, *, source: str = "workflow.yaml", rendered: bool = False
+    text: str,
+    *,
+    source: str = "workflow.yaml",
+    rendered: bool = False,
+    local_files: Mapping[str, TaskFileContents] | None = None,
 ) -> WorkflowSpec:
     """Parse an already-rendered workflow document (YAML text with `workflow:` and optional
     `version:`).
 
     ``rendered`` says Jinja changed the text, so that positions are flagged as being in the
     rendered workflow. A ``default-values`` section, if still there, is ignored (rendering
-    consumes it).
+    consumes it). ``local_files`` holds the contents of ``files[].localpath`` (the CLI reads
+    them).
     """
-    reader = _Reader(text, source, rendered)
+    reader = _Reader(text, source, rendered, local_files)
     try:
         document = parse_document(text, source)
     except UserError as err:
@@ -778,6 +799,9 @@ def _parse_files(reader: _Reader, value: Any, path: Path) -> tuple[TaskFile, ...
                 (*where, "path"), f'file path "{file_path}" appears twice in this task; keep one.'
             )
         seen.add(file_path)
+        if "localpath" in body:
+            files.append(_local_file(reader, body, file_path, where))
+            continue
         contents = reader.string(
             reader.required(body, "contents", where), (*where, "contents"), coerce=True
         )
@@ -791,6 +815,27 @@ def _parse_files(reader: _Reader, value: Any, path: Path) -> tuple[TaskFile, ...
                 )
         files.append(TaskFile(file_path, contents, encoded))
     return tuple(files)
+
+
+def _local_file(reader: _Reader, body: Mapping[str, Any], file_path: str, where: Path) -> TaskFile:
+    """A ``files[]`` entry with ``localpath``: its contents come with the request (OSMO's CLI
+    inlines the file; corral's sends it beside the workflow, so positions stay the same)."""
+    if "contents" in body:
+        reader.fail(
+            (*where, "localpath"),
+            "give either contents or localpath, not both (OSMO: Files tag dont support "
+            "contents and localpath together).",
+        )
+    local = reader.string(body["localpath"], (*where, "localpath"))
+    found = reader.local_files.get(local)
+    if found is None:
+        reader.fail(
+            (*where, "localpath"),
+            f"the local file {local} was not sent with the workflow: submit it with "
+            "`corral workflow submit`, which reads localpath files (relative to the workflow "
+            "file), or put the text in contents.",
+        )
+    return TaskFile(file_path, found.contents, found.base64)
 
 
 def _check_file_path(reader: _Reader, file_path: str, path: Path) -> None:

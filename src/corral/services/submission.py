@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from functools import partial
 from typing import Any
 
 from corral.domain.config_types import ConfigType
 from corral.domain.nodes import Node
+from corral.domain.restart import restart_document
 from corral.domain.statuses import TaskStatus
 from corral.domain.workflow_plan import (
     Submitter,
@@ -26,6 +27,7 @@ from corral.domain.workflow_plan import (
 )
 from corral.domain.workflow_spec import (
     PreviousInput,
+    TaskFileContents,
     located_error,
     parse_workflow_spec,
     previous_inputs,
@@ -57,6 +59,20 @@ class SubmitRequest:
     set_strings: tuple[str, ...] = ()
     priority: str = "NORMAL"
     source: str = "workflow.yaml"
+    #: The contents of ``files[].localpath``, read by the CLI.
+    local_files: Mapping[str, TaskFileContents] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Accepted:
+    """A rendered workflow document ready for the strict parse, and what is stored with it."""
+
+    text: str
+    source: str
+    rendered: bool
+    template: str | None
+    local_files: Mapping[str, TaskFileContents]
+    restarted_from: str | None = None
 
 
 @dataclass(frozen=True)
@@ -102,20 +118,70 @@ class SubmissionService:
             source=request.source,
             renderer=sandboxed_renderer(state[ConfigType.WORKFLOW]),
         )
+        accepted = _Accepted(
+            text=rendered.text,
+            source=request.source,
+            rendered=rendered.templated,
+            template=request.file if rendered.templated else None,
+            local_files=request.local_files,
+        )
+        return self._plan_and_store(state, caller, accepted, request.pool, priority, mode)
+
+    def restart(
+        self, caller: SubmittingUser, workflow_id: str, pool: str, mode: Mode
+    ) -> SubmitOutcome:
+        """A new workflow in ``pool`` from a failed one's stored spec, running only the groups
+        that did not complete; inputs from completed groups read the old workflow's tasks."""
+        state = self._configs.state()
+        check_pool_open(state, pool, is_admin=caller.is_admin)
+        caller.require("workflow:Create", f"pool/{pool}")
+        old = self._store.get(workflow_id)
+        caller.require("workflow:Read", f"pool/{old.pool}")
+        if not TaskStatus(old.status).failed:
+            raise ConflictError(
+                f"Restart can only be used on FAILED workflows: Workflow {workflow_id} has "
+                f"status {old.status}."
+            )
+        completed = [g.name for g in old.groups if g.status == TaskStatus.COMPLETED.value]
+        source = f"{workflow_id} (restarted)"
+        accepted = _Accepted(
+            text=restart_document(old.spec, completed, workflow_id, source=source),
+            source=source,
+            rendered=False,
+            template=old.template,
+            local_files=old.local_files,
+            restarted_from=workflow_id,
+        )
+        return self._plan_and_store(state, caller, accepted, pool, old.priority, mode)
+
+    def _plan_and_store(
+        self,
+        state: Mapping[ConfigType, Any],
+        caller: SubmittingUser,
+        accepted: _Accepted,
+        pool: str,
+        priority: str,
+        mode: Mode,
+    ) -> SubmitOutcome:
+        """From the rendered workflow on: the strict spec, the pool's checks, every group's
+        objects (in the sandbox), numbered and stored in one transaction."""
         spec = parse_workflow_spec(
-            rendered.text, source=request.source, rendered=rendered.templated
+            accepted.text,
+            source=accepted.source,
+            rendered=accepted.rendered,
+            local_files=accepted.local_files,
         )
         for found in previous_inputs(spec):
             problem = self._previous_input_problem(caller, found)
             if problem is not None:
                 raise located_error(
-                    rendered.text,
+                    accepted.text,
                     found.path,
                     problem,
-                    source=request.source,
-                    rendered=rendered.templated,
+                    source=accepted.source,
+                    rendered=accepted.rendered,
                 )
-        backend = str(state[ConfigType.POOL][request.pool].get("backend", ""))
+        backend = str(state[ConfigType.POOL][pool].get("backend", ""))
         nodes = self._nodes_of(backend)
         for _ in range(MAX_ID_ATTEMPTS):
             number = self._store.next_number(spec.name)
@@ -123,23 +189,25 @@ class SubmissionService:
                 workflow_id=f"{spec.name}-{number}",
                 workflow_uuid=random_id(),
                 user=caller.username,
-                pool=request.pool,
+                pool=pool,
                 priority=priority,
             )
             plan = plan_in_sandbox(state, spec, submitter, nodes)
             if mode is not Mode.SUBMIT:
-                return SubmitOutcome(submitter.workflow_id, rendered.text, plan, stored=False)
+                return SubmitOutcome(submitter.workflow_id, accepted.text, plan, stored=False)
             try:
                 self._store.insert(
                     plan,
                     name=spec.name,
                     number=number,
-                    spec=rendered.text,
-                    template=request.file if rendered.templated else None,
+                    spec=accepted.text,
+                    template=accepted.template,
+                    local_files=accepted.local_files,
+                    restarted_from=accepted.restarted_from,
                 )
             except ConflictError:
                 continue
-            return SubmitOutcome(submitter.workflow_id, rendered.text, plan, stored=True)
+            return SubmitOutcome(submitter.workflow_id, accepted.text, plan, stored=True)
         raise ConflictError(
             f"Could not number workflow {spec.name}: {MAX_ID_ATTEMPTS} concurrent submissions "
             "took the next ids first. Submit again."

@@ -99,6 +99,10 @@ workflows = Table(
     Column("ended_at", DateTime(timezone=True), nullable=True),
     Column("cancel_requested_by", String(256), nullable=True),
     Column("message", Text, nullable=True),
+    #: ``files[].localpath`` contents sent with the workflow: {localpath: {contents, base64}}.
+    Column("local_files", JSON, nullable=True),
+    #: The failed workflow this one restarts, if it is a restart.
+    Column("restarted_from", String(128), nullable=True),
     UniqueConstraint("name", "number", name="uq_workflows_name_number"),
     Index("ix_workflows_submitted_at", "submitted_at"),
     Index("ix_workflows_status", "status"),

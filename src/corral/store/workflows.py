@@ -5,7 +5,7 @@ A workflow is written in one transaction, so it is either stored whole or not at
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -14,7 +14,7 @@ from sqlalchemy import Connection, Engine, func, or_, select
 from sqlalchemy.exc import IntegrityError
 
 from corral.domain.workflow_plan import WorkflowPlan
-from corral.domain.workflow_spec import ExitAction
+from corral.domain.workflow_spec import ExitAction, TaskFileContents
 from corral.errors import ConflictError, NotFoundError
 from corral.store.database import writing
 from corral.store.tables import task_logs, workflow_groups, workflow_tasks, workflows
@@ -119,6 +119,8 @@ class StoredWorkflow:
     ended_at: datetime | None = None
     cancel_requested_by: str | None = None
     message: str | None = None
+    local_files: Mapping[str, TaskFileContents] = field(default_factory=dict)
+    restarted_from: str | None = None
 
 
 class WorkflowStore:
@@ -135,7 +137,15 @@ class WorkflowStore:
         return int(last or 0) + 1
 
     def insert(
-        self, plan: WorkflowPlan, *, name: str, number: int, spec: str, template: str | None
+        self,
+        plan: WorkflowPlan,
+        *,
+        name: str,
+        number: int,
+        spec: str,
+        template: str | None,
+        local_files: Mapping[str, TaskFileContents] | None = None,
+        restarted_from: str | None = None,
     ) -> None:
         """Store the workflow whole; ConflictError if its id was taken meanwhile."""
         submitter = plan.submitter
@@ -158,6 +168,12 @@ class WorkflowStore:
                         queue_timeout_s=plan.queue_timeout.total_seconds(),
                         spec=spec,
                         template=template,
+                        local_files={
+                            path: {"contents": found.contents, "base64": found.base64}
+                            for path, found in (local_files or {}).items()
+                        }
+                        or None,
+                        restarted_from=restarted_from,
                     )
                 )
                 connection.execute(workflow_groups.insert(), _group_rows(plan))
@@ -420,6 +436,11 @@ def _workflow(row: Any, groups: list[StoredGroup]) -> StoredWorkflow:
         ended_at=_utc(row["ended_at"]),
         cancel_requested_by=row["cancel_requested_by"],
         message=row["message"],
+        local_files={
+            path: TaskFileContents(str(found["contents"]), bool(found.get("base64")))
+            for path, found in (row["local_files"] or {}).items()
+        },
+        restarted_from=row["restarted_from"],
     )
 
 

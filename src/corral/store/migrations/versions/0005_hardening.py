@@ -1,5 +1,5 @@
 """Hardening: task logs kept after their pods are gone, a user id that sessions are bound to,
-and the controller's leader lease.
+the controller's leader lease, and the local files sent with a workflow (``localpath``).
 
 Revision ID: 0005
 Revises: 0004
@@ -33,6 +33,9 @@ def upgrade() -> None:
     with op.batch_alter_table("users") as batch:
         batch.alter_column("user_id", existing_type=sa.String(32), nullable=False)
 
+    op.add_column("workflows", sa.Column("local_files", sa.JSON, nullable=True))
+    op.add_column("workflows", sa.Column("restarted_from", sa.String(128), nullable=True))
+
     op.create_table(
         "leader_lease",
         sa.Column("name", sa.String(64), primary_key=True),
@@ -45,6 +48,9 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.drop_table("leader_lease")
+    with op.batch_alter_table("workflows") as batch:
+        batch.drop_column("restarted_from")
+        batch.drop_column("local_files")
     with op.batch_alter_table("users") as batch:
         batch.drop_column("user_id")
     op.drop_table("task_logs")
