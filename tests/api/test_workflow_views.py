@@ -127,6 +127,7 @@ def test_query_shows_every_lifecycle_field(examples: Api) -> None:
         "ended_at": None,
         "cancel_requested_by": None,
         "message": None,
+        "restarted_from": None,
     }
     assert found["groups"] == [
         {
