@@ -119,6 +119,19 @@ BOMB = "".join(
             "big.yaml:2:10: a.b.1: the integer 18446744073709551616 does not fit in 64 bits; "
             "use a smaller number",
         ),
+        # int() of a 5,000-digit literal raised ValueError (a 500), and costs quadratic time
+        (
+            "long.json",
+            '{"a": [' + "9" * 5000 + "]}",
+            "long.json:1:8: the integer 99999999999999999999... (5,000 characters) does not fit "
+            "in 64 bits; use a smaller number",
+        ),
+        (
+            "long.yaml",
+            "a:\n  b: 0x" + "f" * 5000 + "\n",
+            "long.yaml:2:6: invalid YAML: the integer 0xffffffffffffffffff... (5,002 characters) "
+            "does not fit in 64 bits; use a smaller number",
+        ),
         (
             "lone.json",
             '{"a": {"b": "x\\ud800"}}',

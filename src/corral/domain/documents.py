@@ -103,7 +103,9 @@ def check_json_limits(text: str, filename: str) -> None:
     """Refuse JSON text that is nested too deep or holds what no field may hold (as
     :func:`parse_json`); a syntax error is left for whoever parses the text to report."""
     try:
-        document = json.loads(text)
+        document = json.loads(text, parse_int=_json_int)
+    except _HugeInteger as err:
+        raise _huge_integer_in_json(text, filename, err) from None
     except json.JSONDecodeError:
         return
     except RecursionError:
@@ -209,12 +211,38 @@ def _is_unicode(text: str) -> bool:
 
 
 def _short(number: int) -> str:
-    digits = (
-        str(number)
-        if abs(number) < 10**40
-        else f"{str(number)[:20]}... ({len(str(number))} digits)"
+    if abs(number) < 10**40:
+        return str(number)
+    return f"of {number.bit_length():,} bits"  # str() of a huge int is slow, and refused
+
+
+#: Characters an integer literal may have before it is refused unread: Python's int() of a long
+#: literal costs quadratic time (and over 4,300 digits raises), and no field holds one.
+MAX_INTEGER_CHARS = 40
+
+
+class _HugeInteger(ValueError):
+    def __init__(self, literal: str) -> None:
+        super().__init__(literal)
+        self.literal = literal
+
+
+def _huge_integer_message(literal: str) -> str:
+    return (
+        f"the integer {literal[:20]}... ({len(literal):,} characters) does not fit in 64 bits; "
+        "use a smaller number"
     )
-    return digits
+
+
+def _json_int(literal: str) -> int:
+    if len(literal) > MAX_INTEGER_CHARS:
+        raise _HugeInteger(literal)
+    return int(literal)
+
+
+def _huge_integer_in_json(text: str, filename: str, err: _HugeInteger) -> UserError:
+    where = position_of(text, max(text.find(err.literal), 0))
+    return UserError(f"{filename}:{where}: {_huge_integer_message(err.literal)}")
 
 
 def _check_yaml_events(text: str, filename: str) -> None:
@@ -280,7 +308,9 @@ class _DuplicateKey(Exception):
 
 def _parse_json(text: str, filename: str) -> Any:
     try:
-        return json.loads(text, object_pairs_hook=_reject_duplicate_keys)
+        return json.loads(text, object_pairs_hook=_reject_duplicate_keys, parse_int=_json_int)
+    except _HugeInteger as err:
+        raise _huge_integer_in_json(text, filename, err) from None
     except _DuplicateKey as dup:
         raise UserError(
             f'{filename}: key "{dup.key}" appears twice in the same object; keep one of them.'
@@ -357,10 +387,21 @@ def _construct_strict_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> 
     return mapping
 
 
+def _construct_bounded_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
+    literal = str(node.value)
+    if len(literal) > MAX_INTEGER_CHARS:
+        raise yaml.constructor.ConstructorError(
+            None, None, _huge_integer_message(literal), node.start_mark
+        )
+    number: int = loader.construct_yaml_int(node)
+    return number
+
+
 for _loader in (_StrictLoader, _FastStrictLoader):
     _loader.add_constructor(
         yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_strict_mapping
     )
+    _loader.add_constructor("tag:yaml.org,2002:int", _construct_bounded_int)
 
 
 def _parse_yaml(text: str, filename: str) -> Any:
