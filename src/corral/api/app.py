@@ -10,7 +10,7 @@ from typing import Any
 import structlog
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -19,8 +19,10 @@ from corral.api.auth import Authorizer, AuthSettings, config_roles
 from corral.api.config_routes import Caller, build_router
 from corral.api.guard import RequestGuard, RequestLimits
 from corral.api.metrics import Metrics
+from corral.api.openapi import corral_openapi
 from corral.api.pool_routes import build_pool_router
 from corral.api.resource_routes import build_resource_router
+from corral.api.responses import Health
 from corral.api.user_routes import build_user_router
 from corral.api.workflow_routes import build_workflow_router
 from corral.domain.documents import position_of
@@ -61,7 +63,12 @@ def create_app(
         build_user_router(runtime.configs, authorizer, runtime.users, runtime.tokens)
     )
 
-    @app.get("/health", tags=["system"])
+    @app.get(
+        "/health",
+        tags=["system"],
+        response_model=Health,
+        responses={503: {"model": Health, "description": "The database does not answer."}},
+    )
     def health() -> JSONResponse:
         ok = runtime.database_ok()
         body = {
@@ -78,7 +85,7 @@ def create_app(
         del caller  # authenticated: that is all this needs
         return app.openapi()
 
-    @app.get("/metrics", tags=["system"])
+    @app.get("/metrics", tags=["system"], response_class=PlainTextResponse)
     def prometheus() -> Response:
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
@@ -87,6 +94,7 @@ def create_app(
     # guard refuses are counted and logged like any other.
     app.add_middleware(RequestGuard, authorizer=authorizer, limits=limits or RequestLimits())
     _install_observability(app, metrics)
+    app.openapi = lambda: corral_openapi(app)  # type: ignore[method-assign]
     return app
 
 

@@ -7,8 +7,10 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Depends, Query, Request, Response
 
+from corral.api import responses as R
 from corral.api.auth import Authorizer, Principal
 from corral.api.guard import guarded_principal
+from corral.api.responses import LEAN
 from corral.api.schemas import (
     REVISION_MAX,
     ApplyBody,
@@ -77,14 +79,14 @@ def build_router(service: ConfigService, authorizer: Authorizer, on_write: Any) 
         on_write(result)
         return write_json(result)
 
-    @router.get("")
+    @router.get("", response_model=R.ConfigList, **LEAN)
     def list_configs(caller: Caller) -> dict[str, Any]:
         can(caller, "config:Read")
         types = readable(caller)
         heads = [r for r in service.heads() if r.config_type in types]
         return {"configs": [revision_json(r, with_data=False) for r in heads]}
 
-    @router.get("/history")
+    @router.get("/history", response_model=R.ConfigList, **LEAN)
     def history(
         caller: Caller,
         config_types: Annotated[list[str], Query()] = [],  # noqa: B006 - FastAPI query list
@@ -120,20 +122,22 @@ def build_router(service: ConfigService, authorizer: Authorizer, on_write: Any) 
         found = service.history(query, with_data=not omit_data)
         return {"configs": [revision_json(r, with_data=not omit_data) for r in found]}
 
-    @router.post("/history/rollback")
+    @router.post("/history/rollback", response_model=R.WriteAnswer, **LEAN)
     def rollback(caller: Caller, body: RollbackBody) -> dict[str, Any]:
         ctype = ConfigType.parse(body.config_type)
         can(caller, "config:Update", ctype)
         return written(service.rollback(ctype, body.revision, _meta(caller, body)))
 
-    @router.delete("/history/{segment}/revision/{revision}")
+    @router.delete("/history/{segment}/revision/{revision}", response_model=R.Message)
     def delete_revision(caller: Caller, segment: str, revision: RevisionPath) -> dict[str, Any]:
         ctype = config_type(segment)
         can(caller, "config:Update", ctype)
         service.delete_revision(ctype, revision, caller.username)
         return {"message": f"Deleted revision {revision} of {ctype.value}"}
 
-    @router.post("/history/{segment}/revision/{revision}/tags")
+    @router.post(
+        "/history/{segment}/revision/{revision}/tags", response_model=R.RevisionView, **LEAN
+    )
     def set_tags(
         caller: Caller, segment: str, revision: RevisionPath, body: TagsBody
     ) -> dict[str, Any]:
@@ -142,7 +146,7 @@ def build_router(service: ConfigService, authorizer: Authorizer, on_write: Any) 
         updated = service.tag(ctype, revision, body.set_tags, body.delete_tags)
         return revision_json(updated, with_data=False)
 
-    @router.get("/diff")
+    @router.get("/diff", response_model=R.DiffAnswer)
     def diff(
         caller: Caller,
         config_type: str,
@@ -153,7 +157,7 @@ def build_router(service: ConfigService, authorizer: Authorizer, on_write: Any) 
         can(caller, "config:Read", ctype)
         return service.diff(ctype, first_revision, second_revision)
 
-    @router.post("/apply")
+    @router.post("/apply", response_model=R.ApplyAnswer, **LEAN)
     def apply(caller: Caller, body: ApplyBody) -> dict[str, Any]:
         can(caller, "config:Update")
         parsed = parse_bundle(body.bundle)
@@ -178,13 +182,13 @@ def build_router(service: ConfigService, authorizer: Authorizer, on_write: Any) 
             data = {name: verbose_pool(state, name) for name in data}
         return wire_shape(ctype, data)
 
-    @router.put("/{segment}")
+    @router.put("/{segment}", response_model=R.WriteAnswer, **LEAN)
     def put_type(caller: Caller, segment: str, body: WriteBody) -> dict[str, Any]:
         ctype = config_type(segment)
         can(caller, "config:Update", ctype)
         return written(service.put_document(ctype, _required(body), _meta(caller, body)))
 
-    @router.patch("/{segment}")
+    @router.patch("/{segment}", response_model=R.WriteAnswer, **LEAN)
     def patch_type(caller: Caller, segment: str, body: WriteBody) -> dict[str, Any]:
         ctype = config_type(segment)
         can(caller, "config:Update", ctype)
@@ -209,19 +213,19 @@ def build_router(service: ConfigService, authorizer: Authorizer, on_write: Any) 
             return verbose_pool(service.state(), name)
         return item
 
-    @router.put("/{segment}/{name}")
+    @router.put("/{segment}/{name}", response_model=R.WriteAnswer, **LEAN)
     def put_item(caller: Caller, segment: str, name: str, body: WriteBody) -> dict[str, Any]:
         ctype = config_type(segment)
         can(caller, "config:Update", ctype)
         return written(service.put_item(ctype, name, _required(body), _meta(caller, body)))
 
-    @router.patch("/{segment}/{name}")
+    @router.patch("/{segment}/{name}", response_model=R.WriteAnswer, **LEAN)
     def patch_item(caller: Caller, segment: str, name: str, body: WriteBody) -> dict[str, Any]:
         ctype = config_type(segment)
         can(caller, "config:Update", ctype)
         return written(service.patch(ctype, name, _required(body), _meta(caller, body)))
 
-    @router.post("/backend/{name}")
+    @router.post("/backend/{name}", response_model=R.WriteAnswer, **LEAN)
     def update_backend(caller: Caller, name: str, body: WriteBody) -> dict[str, Any]:
         """OSMO's backend update: the given top-level fields replace the stored ones."""
         can(caller, "config:Update", ConfigType.BACKEND)
@@ -229,7 +233,7 @@ def build_router(service: ConfigService, authorizer: Authorizer, on_write: Any) 
             service.patch(ConfigType.BACKEND, name, _required(body), _meta(caller, body))
         )
 
-    @router.delete("/{segment}/{name}")
+    @router.delete("/{segment}/{name}", response_model=R.WriteAnswer, **LEAN)
     def delete_item(
         caller: Caller,
         segment: str,

@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
+from corral.api import responses as R
 from corral.api.auth import Authorizer
 from corral.api.config_routes import Caller, check_template_reads
 from corral.domain.config_types import ConfigType
@@ -18,7 +19,7 @@ from corral.services.config_service import ConfigService
 def build_pool_router(service: ConfigService, authorizer: Authorizer) -> APIRouter:
     router = APIRouter(prefix="/api/pool", tags=["pools"])
 
-    @router.get("")
+    @router.get("", response_model=R.PoolList)
     def list_pools(caller: Caller) -> dict[str, Any]:
         """The pools the caller may submit to (``workflow:Create`` on ``pool/<name>``)."""
         authorizer.check(caller, "pool:List")
@@ -26,7 +27,7 @@ def build_pool_router(service: ConfigService, authorizer: Authorizer) -> APIRout
         usable = authorizer.allowed_pools(caller, sorted(pools))
         return {"pools": [pool_summary(pools[name]) for name in usable]}
 
-    @router.get("/{pool}/render")
+    @router.get("/{pool}/render", response_model=R.PoolRender)
     def render(
         caller: Caller,
         pool: str,
@@ -50,7 +51,7 @@ def build_pool_router(service: ConfigService, authorizer: Authorizer) -> APIRout
         )
         return rendered
 
-    @router.get("/{pool}/topology")
+    @router.get("/{pool}/topology", response_model=R.PoolTopology)
     def topology(caller: Caller, pool: str) -> dict[str, Any]:
         """The pool's topology levels, coarsest first: what workflows may name in
         ``resources.<spec>.topology[].key``."""

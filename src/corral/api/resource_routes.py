@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
+from corral.api import responses as R
 from corral.api.auth import Authorizer, Principal
 from corral.api.config_routes import Caller
 from corral.backends.kubernetes.backend import BoundPod
@@ -53,7 +54,7 @@ def build_resource_router(
     def visible(caller: Principal, pools: Mapping[str, Any]) -> list[str]:
         return authorizer.allowed_pools(caller, sorted(pools))
 
-    @router.get("/api/pool_quota")
+    @router.get("/api/pool_quota", response_model=R.PoolQuota)
     def pool_quota(
         caller: Caller,
         pools: Names = [],  # noqa: B006 - FastAPI query list
@@ -97,7 +98,7 @@ def build_resource_router(
         report = calculate_pool_quotas(selected, tasks, nodes)
         return quota_json(report, selected, mounts)
 
-    @router.get("/api/resources")
+    @router.get("/api/resources", response_model=R.ResourceList)
     def resources(
         caller: Caller,
         pools: Names = [],  # noqa: B006 - FastAPI query list
@@ -126,7 +127,7 @@ def build_resource_router(
             )
         return resources_json(sorted(listed, key=lambda node: node.name))
 
-    @router.get("/api/resources/{name}")
+    @router.get("/api/resources/{name}", response_model=R.NodeInfo)
     def node_info(caller: Caller, name: str) -> dict[str, Any]:
         """One node: labels, taints, capacity and use, and the pools and platforms (of those
         the caller may use) it serves. A name of several clusters: the first whose node serves

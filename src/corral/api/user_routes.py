@@ -15,6 +15,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, status
 from pydantic import Field, field_validator
 
+from corral.api import responses as R
 from corral.api.auth import ADMIN_ONLY, Authorizer, Principal
 from corral.api.config_routes import Caller
 from corral.api.schemas import StrictBody
@@ -80,8 +81,8 @@ def build_user_router(
 
     # ---------------------------------------------------------------------- sessions
 
-    @router.post("/api/auth/session")
-    @router.post("/api/auth/jwt/access_token")
+    @router.post("/api/auth/session", response_model=R.SessionAnswer)
+    @router.post("/api/auth/jwt/access_token", response_model=R.SessionAnswer)
     def session(caller: Caller) -> dict[str, Any]:
         """Exchange an API token (or a trusted issuer's token) for a short-lived session."""
         authorizer.check(caller, "auth:Refresh")
@@ -97,7 +98,7 @@ def build_user_router(
 
     # ------------------------------------------------------------------------- users
 
-    @router.post("/api/auth/user", status_code=status.HTTP_201_CREATED)
+    @router.post("/api/auth/user", status_code=status.HTTP_201_CREATED, response_model=R.UserView)
     def create_user(caller: Caller, body: NewUser) -> dict[str, Any]:
         admin(caller, "create users")
         user = users.create(
@@ -108,35 +109,39 @@ def build_user_router(
         )
         return user_json(user)
 
-    @router.get("/api/auth/user")
+    @router.get("/api/auth/user", response_model=R.UserList)
     def list_users(caller: Caller) -> dict[str, Any]:
         admin(caller, "list users")
         return {"users": [user_json(user) for user in users.all()]}
 
-    @router.get("/api/auth/user/{username}")
+    @router.get("/api/auth/user/{username}", response_model=R.UserView)
     def get_user(caller: Caller, username: str) -> dict[str, Any]:
         admin(caller, f"read user {username}")
         return user_json(users.require(username))
 
-    @router.delete("/api/auth/user/{username}")
+    @router.delete("/api/auth/user/{username}", response_model=R.Message)
     def delete_user(caller: Caller, username: str) -> dict[str, Any]:
         admin(caller, f"delete user {username}")
         revoked = users.delete(username)
         plural = "" if revoked == 1 else "s"
         return {"message": f"Deleted user {username} and revoked {revoked} token{plural}."}
 
-    @router.post("/api/auth/user/{username}/roles")
+    @router.post("/api/auth/user/{username}/roles", response_model=R.UserView)
     def add_roles(caller: Caller, username: str, body: RolesBody) -> dict[str, Any]:
         admin(caller, f"assign roles to {username}")
         users.require(username)
         return user_json(users.add_roles(username, known_roles(body.roles)))
 
-    @router.delete("/api/auth/user/{username}/roles/{role}")
+    @router.delete("/api/auth/user/{username}/roles/{role}", response_model=R.UserView)
     def remove_role(caller: Caller, username: str, role: str) -> dict[str, Any]:
         admin(caller, f"remove roles from {username}")
         return user_json(users.remove_role(username, role))
 
-    @router.post("/api/auth/user/{username}/token", status_code=status.HTTP_201_CREATED)
+    @router.post(
+        "/api/auth/user/{username}/token",
+        status_code=status.HTTP_201_CREATED,
+        response_model=R.NewToken,
+    )
     def mint_token(
         caller: Caller, username: str, body: Annotated[TokenBody | None, Body()] = None
     ) -> dict[str, Any]:
@@ -159,13 +164,13 @@ def build_user_router(
             "pools": authorizer.allowed_pools(caller, list(pools)),
         }
 
-    @router.get("/api/profile/settings")
+    @router.get("/api/profile/settings", response_model=R.Profile)
     def read_profile(caller: Caller) -> dict[str, Any]:
         authorizer.check(caller, "profile:Read")
         return profile(caller)
 
-    @router.post("/api/profile/settings")
-    @router.put("/api/profile/settings")
+    @router.post("/api/profile/settings", response_model=R.Profile)
+    @router.put("/api/profile/settings", response_model=R.Profile)
     def update_profile(caller: Caller, body: ProfileBody) -> dict[str, Any]:
         """Set the caller's default pool: one they may submit to (or null to clear it)."""
         authorizer.check(caller, "profile:Update")

@@ -11,8 +11,10 @@ from fastapi import APIRouter, Query
 from fastapi.responses import PlainTextResponse
 from pydantic import Field
 
+from corral.api import responses as R
 from corral.api.auth import Authorizer, Principal
 from corral.api.config_routes import Caller
+from corral.api.responses import LEAN
 from corral.api.schemas import StrictBody
 from corral.domain.config_types import ConfigType
 from corral.domain.explain_workflow import explain_workflow
@@ -78,7 +80,7 @@ def build_workflow_router(
             require=lambda action, resource: authorizer.check(caller, action, resource),
         )
 
-    @router.post("/api/pool/{pool}/workflow")
+    @router.post("/api/pool/{pool}/workflow", response_model=R.SubmitAnswer, **LEAN)
     def submit(
         caller: Caller,
         pool: str,
@@ -104,7 +106,11 @@ def build_workflow_router(
         )
         return _submitted(submissions.submit(submitter(caller), request, mode), mode)
 
-    @router.post("/api/pool/{pool}/workflow/{workflow_id}/restart")
+    @router.post(
+        "/api/pool/{pool}/workflow/{workflow_id}/restart",
+        response_model=R.SubmitAnswer,
+        **LEAN,
+    )
     def restart(
         caller: Caller,
         pool: str,
@@ -118,7 +124,7 @@ def build_workflow_router(
         outcome = submissions.restart(submitter(caller), workflow_id, pool, mode)
         return {**_submitted(outcome, mode), "restarted_from": workflow_id}
 
-    @router.get("/api/workflow")
+    @router.get("/api/workflow", response_model=R.WorkflowList)
     def list_workflows(
         caller: Caller,
         all_users: bool = False,
@@ -143,12 +149,12 @@ def build_workflow_router(
             "workflows": [{**row, "submitted_at": row["submitted_at"].isoformat()} for row in rows]
         }
 
-    @router.get("/api/workflow/{workflow_id}")
+    @router.get("/api/workflow/{workflow_id}", response_model=R.WorkflowView, **LEAN)
     def query(caller: Caller, workflow_id: str, verbose: bool = False) -> dict[str, Any]:
         """A workflow, its groups and tasks; ``verbose=true`` adds each group's manifests."""
         return _workflow_view(readable(caller, workflow_id), verbose=verbose)
 
-    @router.post("/api/workflow/{workflow_id}/cancel")
+    @router.post("/api/workflow/{workflow_id}/cancel", response_model=R.Canceled)
     def cancel(caller: Caller, workflow_id: str) -> dict[str, Any]:
         """Ask the lifecycle controller to cancel: the submitter, or whoever may
         ``workflow:Cancel`` on the workflow's pool. 409 once finished or already canceling."""
@@ -183,7 +189,7 @@ def build_workflow_router(
             f"{', '.join(t.name for t in tasks)}."
         )
 
-    @router.get("/api/workflow/{workflow_id}/explain")
+    @router.get("/api/workflow/{workflow_id}/explain", response_model=R.Explained)
     def explain(caller: Caller, workflow_id: str) -> dict[str, Any]:
         """Per group: its status and, in one line, why it is there."""
         workflow = readable(caller, workflow_id)

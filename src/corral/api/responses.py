@@ -1,0 +1,310 @@
+"""What every route answers, as models: the OpenAPI document declares them, FastAPI checks each
+answer against its model, and a schema-based fuzzer (tests/api/test_schemathesis.py) checks
+that the server keeps to them. Fields that hold user documents (configs, manifests, specs) are
+free-form objects; everything corral itself shapes is typed. Unknown fields are refused, so a
+field added to an answer without its model fails the tests instead of going undocumented."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+#: Route options: leave out optional fields an answer did not set (``data`` of a revision
+#: without its data, ``manifests`` of a group that is not verbose), as before the models.
+LEAN: dict[str, Any] = {"response_model_exclude_unset": True}
+
+
+class Answer(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ErrorBody(Answer):
+    """Every 4xx (and the 500 of a bug): the message names the field, ``path`` locates it."""
+
+    message: str
+    error_code: str
+    field: str | None = None
+    path: list[str | int] | None = None
+
+
+class Message(Answer):
+    message: str
+
+
+class Health(Answer):
+    status: str
+    database: str
+    version: str
+    controller: str
+
+
+# ---------------------------------------------------------------------------------- configs
+
+
+class RevisionView(Answer):
+    config_type: str
+    revision: int
+    name: str
+    username: str
+    created_at: str
+    description: str
+    tags: list[str]
+    data: Any = None
+
+
+class ConfigList(Answer):
+    configs: list[RevisionView]
+
+
+class ItemChangeView(Answer):
+    config_type: str
+    name: str
+    action: str
+    changes: list[dict[str, Any]]
+
+
+class WriteAnswer(Answer):
+    changed: bool
+    revisions: list[RevisionView]
+    items: list[ItemChangeView]
+
+
+class ApplyAnswer(WriteAnswer):
+    dry_run: bool
+
+
+class DiffAnswer(Answer):
+    first_data: Any
+    second_data: Any
+    changes: list[dict[str, Any]]
+
+
+# ------------------------------------------------------------------------------------ pools
+
+
+class PoolSummary(Answer):
+    name: str
+    description: str
+    status: str
+    backend: str | None
+    default_platform: str | None
+    platforms: list[str]
+
+
+class PoolList(Answer):
+    pools: list[PoolSummary]
+
+
+class TopologyLevel(Answer):
+    level: int
+    key: str
+    label: str
+
+
+class PoolTopology(Answer):
+    pool: str
+    topology_keys: list[TopologyLevel]
+
+
+class PoolRender(Answer):
+    pool: str
+    platform: str
+    default_variables: dict[str, Any]
+    variables: dict[str, Any]
+    pod_template: dict[str, Any]
+    provenance: list[dict[str, Any]]
+    node_selector: dict[str, Any]
+    tolerations: list[Any]
+    default_mounts: list[Any]
+    resource_validations: list[dict[str, Any]]
+    group_templates: list[dict[str, Any]]
+
+
+class NodeSet(Answer):
+    pools: list[dict[str, Any]]
+
+
+class PoolQuota(Answer):
+    node_sets: list[NodeSet]
+    resource_sum: dict[str, Any]
+
+
+class ResourceList(Answer):
+    resources: list[dict[str, Any]]
+    resource_sum: dict[str, Any]
+
+
+class NodeInfo(Answer):
+    model_config = ConfigDict(extra="allow")  # the node's own description, as listed
+
+    node: str
+    type: str
+    pools: list[dict[str, Any]]
+
+
+# -------------------------------------------------------------------------------- workflows
+
+
+class Submitted(Answer):
+    name: str
+    overview: str
+    logs: str
+    dashboard_url: str
+    warnings: list[str]
+    restarted_from: str | None = None
+
+
+class Validated(Answer):
+    name: str
+    logs: str
+    warnings: list[str]
+    restarted_from: str | None = None
+
+
+class PlannedTaskView(Answer):
+    name: str
+    uuid: str
+    pod_name: str
+    platform: str
+    lead: bool
+
+
+class PlannedGroupView(Answer):
+    name: str
+    uuid: str
+    upstream: list[str]
+    tasks: list[PlannedTaskView]
+    manifests: list[dict[str, Any]]
+
+
+class DryRun(Answer):
+    name: str
+    spec: str
+    pool: str
+    namespace: str
+    priority: str
+    exec_timeout_s: float
+    queue_timeout_s: float
+    groups: list[PlannedGroupView]
+    restarted_from: str | None = None
+
+
+SubmitAnswer = Submitted | Validated | DryRun
+
+
+class WorkflowRow(Answer):
+    workflow_id: str
+    pool: str
+    status: str
+    priority: str
+    submitted_by: str
+    submitted_at: str
+
+
+class WorkflowList(Answer):
+    workflows: list[WorkflowRow]
+
+
+class TaskView(Answer):
+    name: str
+    uuid: str
+    pod_name: str
+    platform: str
+    lead: bool
+    status: str
+    retry_id: int
+    node: str | None
+    exit_code: int | None
+    started_at: str | None
+    ended_at: str | None
+    message: str | None
+
+
+class GroupView(Answer):
+    name: str
+    uuid: str
+    status: str
+    upstream: list[str]
+    resource_kinds: list[list[str]]
+    domains: dict[str, str]
+    scheduling_at: str | None
+    started_at: str | None
+    ended_at: str | None
+    pending_reason: str | None
+    tasks: list[TaskView]
+    manifests: list[dict[str, Any]] | None = None
+
+
+class WorkflowView(Answer):
+    name: str
+    uuid: str
+    pool: str
+    backend: str
+    namespace: str
+    status: str
+    priority: str
+    submitted_by: str
+    submitted_at: str
+    exec_timeout_s: float
+    queue_timeout_s: float
+    spec: str
+    started_at: str | None
+    ended_at: str | None
+    cancel_requested_by: str | None
+    message: str | None
+    restarted_from: str | None
+    groups: list[GroupView]
+
+
+class Canceled(Answer):
+    workflow_id: str
+    message: str
+
+
+class GroupReason(Answer):
+    name: str
+    status: str
+    reason: str
+
+
+class Explained(Answer):
+    workflow_id: str
+    status: str
+    summary: str
+    groups: list[GroupReason]
+
+
+# ------------------------------------------------------------------------------------ users
+
+
+class UserView(Answer):
+    username: str
+    roles: list[str]
+    default_pool: str | None
+    created_at: str
+    created_by: str
+
+
+class UserList(Answer):
+    users: list[UserView]
+
+
+class NewToken(Answer):
+    token: str
+    name: str
+    username: str
+
+
+class SessionAnswer(Answer):
+    token: str
+    token_type: str
+    username: str
+    expires_at: str
+
+
+class Profile(Answer):
+    username: str
+    roles: list[str]
+    default_pool: str | None
+    pools: list[str]
