@@ -1,0 +1,356 @@
+"""Hostile input against a real ``corral server`` process (issue 13, Done when).
+
+One table: deep nesting for every parser (workflow file, config body, bundle), anchor bombs,
+huge bodies, lone surrogates, NUL, huge integers, Jinja bombs in a workflow and in a pod
+template. Each request is answered with its 4xx and a message that names the limit; after each
+one the server answers ``/health`` within 1 s; over the whole table its resident memory grows by
+less than 300 MiB. A cluster file (``corral server --cluster``) nested too deep stops the server
+at start with the file, line and column.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.conftest import LiveServer, start_server
+
+MiB = 2**20
+MAX_RSS_GROWTH = 300 * MiB
+DEEP = "nested more than 64 levels deep here; flatten the document"
+BURN = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}x"
+DOUBLE = "{% set s = 'x' * 100000 %}" + "{% set s = s ~ s %}" * 14 + "{{ s | length }}"
+TOO_SLOW = "took longer than 2 s of CPU time; simplify the template"  # 0.5 s, rounded up, + 1
+POD_TOO_SLOW = "took longer than 0.5 s of CPU time; simplify the template"
+TOO_BIG = "needed more than 100 MiB; simplify the template"
+
+
+@dataclass(frozen=True)
+class Hostile:
+    """One request: what is sent, and the status and message part it must be answered with."""
+
+    name: str
+    method: str
+    path: str
+    status: int
+    says: str
+    json_body: Any = None
+    content: bytes | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    token: str | None = None  # None: the admin's
+
+
+def workflow(file: str) -> dict[str, Any]:
+    return {"file": file}
+
+
+def task_workflow(script: str) -> str:
+    """One task running ``script``, written as the workflow's Jinja source (a block scalar, so
+    the template's quotes stay as they are)."""
+    return (
+        "workflow:\n  name: hostile\n  tasks:\n  - name: t\n    image: busybox\n"
+        f"    command: [sh, -c]\n    args:\n    - |\n      {script}\n"
+    )
+
+
+def under_workflow(text: str) -> str:
+    return f"workflow:\n  name: w\n  tasks: {text}"
+
+
+def nested_mapping(depth: int) -> Any:
+    value: Any = "x"
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+def billion_laughs() -> str:
+    lines = ["workflow:", "  name: w", "  a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    for level in range(1, 9):
+        previous = f"*a{level - 1}"
+        lines.append(f"  a{level}: &a{level} [{', '.join([previous] * 10)}]")
+    return "\n".join(lines) + "\n  tasks: *a8\n"
+
+
+BLOCKS = "\n" + "".join(f"{'  ' * i}a:\n" for i in range(2, 200))
+SUBMIT = "/api/pool/default/workflow"
+CHECK = {"validation_only": "true"}
+PUT_POOL = "/api/configs/pool/hostile"
+
+TABLE = [
+    Hostile(
+        "workflow file: 30,000 [",
+        "POST",
+        SUBMIT,
+        400,
+        DEEP,
+        json_body=workflow(under_workflow("[" * 30_000)),
+        params=CHECK,
+    ),
+    Hostile(
+        "workflow file: 30,000 {",
+        "POST",
+        SUBMIT,
+        400,
+        DEEP,
+        json_body=workflow(under_workflow("{a: " * 30_000)),
+        params=CHECK,
+    ),
+    Hostile(
+        "workflow file: block mappings 200 deep",
+        "POST",
+        SUBMIT,
+        400,
+        DEEP,
+        json_body=workflow(under_workflow(BLOCKS)),
+        params=CHECK,
+    ),
+    Hostile(
+        "workflow file: billion laughs",
+        "POST",
+        SUBMIT,
+        400,
+        "its aliases (*name) make the document more than 10 times larger",
+        json_body=workflow(billion_laughs()),
+        params=CHECK,
+    ),
+    Hostile(
+        "workflow file: 2 MiB",
+        "POST",
+        SUBMIT,
+        400,
+        "file: String should have at most 1000000 characters",
+        json_body=workflow("#" * (2 * MiB)),
+        params=CHECK,
+    ),
+    Hostile(
+        "workflow file: NUL",
+        "POST",
+        SUBMIT,
+        400,
+        "file: text must not contain NUL characters",
+        json_body=workflow("workflow:\n  name: a\x00b\n"),
+    ),
+    Hostile(
+        "workflow Jinja: nested range loops",
+        "POST",
+        SUBMIT,
+        400,
+        TOO_SLOW,
+        json_body=workflow(task_workflow(BURN)),
+        params=CHECK,
+    ),
+    Hostile(
+        "workflow Jinja: doubled string",
+        "POST",
+        SUBMIT,
+        400,
+        TOO_BIG,
+        json_body=workflow(task_workflow(DOUBLE)),
+        params=CHECK,
+    ),
+    Hostile(
+        "config body: 30,000 [",
+        "PUT",
+        PUT_POOL,
+        400,
+        DEEP,
+        content=('{"configs": ' + "[" * 30_000 + "]" * 30_000 + "}").encode(),
+    ),
+    Hostile(
+        "config values: 250 deep",
+        "PATCH",
+        "/api/configs/pool/default",
+        400,
+        DEEP,
+        json_body={"configs_dict": {"common_default_variables": {"X": nested_mapping(250)}}},
+    ),
+    Hostile(
+        "bundle: 30,000 {",
+        "POST",
+        "/api/configs/apply",
+        400,
+        DEEP,
+        content=('{"bundle": ' + '{"a": ' * 30_000 + "1" + "}" * 30_001).encode(),
+    ),
+    Hostile(
+        "config body: lone surrogate",
+        "PUT",
+        PUT_POOL,
+        400,
+        "text holds a lone surrogate code point",
+        content=b'{"configs": {"backend": "default", "description": "bad \\ud800 text"}}',
+    ),
+    Hostile(
+        "user name: NUL",
+        "POST",
+        "/api/auth/user",
+        400,
+        "text must not contain NUL characters",
+        json_body={"username": "a\x00b", "roles": []},
+    ),
+    Hostile(
+        "query: revision 2^63",
+        "GET",
+        "/api/configs/history",
+        400,
+        "query.revision: Input should be less than or equal to 2147483647",
+        params={"revision": 2**63},
+    ),
+    Hostile(
+        "body: rollback to revision 2^63",
+        "POST",
+        "/api/configs/history/rollback",
+        400,
+        "does not fit in 64 bits",
+        content=b'{"config_type": "POOL", "revision": 9223372036854775808}',
+    ),
+    Hostile(
+        "body: integer with 5,000 digits",
+        "PUT",
+        PUT_POOL,
+        400,
+        "request body:1:41: the integer 99999999999999999999... (5,000 characters) does not fit",
+        content=b'{"configs": {"backend": "default", "x": ' + b"9" * 5000 + b"}}",
+    ),
+    Hostile(
+        "body: 20 MiB",
+        "PUT",
+        PUT_POOL,
+        413,
+        "is larger than this server's limit of 10,485,760 bytes",
+        content=json.dumps({"configs": {"description": "x" * (20 * MiB)}}).encode(),
+    ),
+    Hostile(
+        "body: 20 MiB with a bad token",
+        "PUT",
+        PUT_POOL,
+        401,
+        "",
+        content=b"x" * (20 * MiB),
+        token="not-a-token",
+    ),
+]
+
+POD_TEMPLATE_BOMBS = [("pod template: nested range loops", BURN, POD_TOO_SLOW)]
+POD_TEMPLATE_BOMBS += [("pod template: doubled string", DOUBLE, TOO_BIG)]
+
+
+def rss(server: LiveServer) -> int:
+    for line in Path(f"/proc/{server.process.pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+def health_seconds(server: LiveServer) -> float:
+    started = time.monotonic()
+    response = httpx.get(f"{server.url}/health", timeout=1)
+    assert response.status_code == 200, response.text
+    return time.monotonic() - started
+
+
+def send(client: httpx.Client, server: LiveServer, case: Hostile) -> httpx.Response:
+    headers = {"Authorization": f"Bearer {case.token or server.token}"}
+    if case.content is not None:
+        headers["Content-Type"] = "application/json"
+    try:
+        return client.request(
+            case.method,
+            case.path,
+            params=case.params,
+            json=case.json_body if case.content is None else None,
+            content=case.content,
+            headers=headers,
+        )
+    except httpx.WriteError:
+        # The server answered before the body was sent and closed the connection: that is the
+        # point of checking the token first. The answer itself is read with a small body.
+        return client.request(case.method, case.path, content=b"{}", headers=headers)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    live = start_server(tmp_path_factory.mktemp("hostile"), "--demo")
+    yield live
+    live.stop()
+
+
+@pytest.fixture(scope="module")
+def client(server: LiveServer) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=server.url, timeout=60) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def baseline_rss(server: LiveServer, client: httpx.Client) -> int:
+    """The server's RSS once a valid submission and a pool render have loaded everything."""
+    admin = {"Authorization": f"Bearer {server.token}"}
+    ok = client.post(SUBMIT, params=CHECK, json=workflow(task_workflow("true")), headers=admin)
+    assert ok.status_code == 200, ok.text
+    assert client.get("/api/pool/default/render", headers=admin).status_code == 200
+    return rss(server)
+
+
+@pytest.mark.parametrize("case", TABLE, ids=[case.name for case in TABLE])
+def test_hostile_request_is_refused_and_the_server_lives(
+    server: LiveServer, client: httpx.Client, baseline_rss: int, case: Hostile
+) -> None:
+    response = send(client, server, case)
+    assert response.status_code == case.status, response.text[:500]
+    assert case.says in response.json()["message"]
+    assert health_seconds(server) < 1
+    assert (
+        client.get(
+            "/api/configs/pool/hostile", headers={"Authorization": f"Bearer {server.token}"}
+        ).status_code
+        == 404
+    ), "nothing of a refused write is stored"
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "says"), POD_TEMPLATE_BOMBS, ids=[b[0] for b in POD_TEMPLATE_BOMBS]
+)
+def test_a_pod_template_bomb_is_refused_when_a_pool_uses_it(
+    server: LiveServer, client: httpx.Client, baseline_rss: int, name: str, text: str, says: str
+) -> None:
+    admin = {"Authorization": f"Bearer {server.token}"}
+    template = {"metadata": {"annotations": {"a": text}}}
+    stored = client.put("/api/configs/pod_template/bomb", json={"configs": template}, headers=admin)
+    assert stored.status_code == 200, stored.text  # a template alone is not rendered
+    pool = client.get("/api/configs/pool/default", headers=admin).json()
+    uses = {"configs_dict": {"common_pod_template": [*pool["common_pod_template"], "bomb"]}}
+    refused = client.patch("/api/configs/pool/default", json=uses, headers=admin)
+    assert refused.status_code == 400, refused.text
+    assert says in refused.json()["message"], name
+    assert health_seconds(server) < 1
+    after = client.get("/api/configs/pool/default", headers=admin).json()
+    assert after["common_pod_template"] == pool["common_pod_template"]
+
+
+def test_memory_grew_by_less_than_300_mib(
+    server: LiveServer, client: httpx.Client, baseline_rss: int
+) -> None:
+    """The whole table once more (under xdist this worker may not have run the cases above),
+    measured against the RSS of the warmed-up server."""
+    for case in TABLE:
+        send(client, server, case)
+    growth = rss(server) - baseline_rss
+    print(f"\nserver RSS: {baseline_rss / MiB:.0f} MiB, then +{growth / MiB:.0f} MiB")
+    assert growth < MAX_RSS_GROWTH
+    assert health_seconds(server) < 1
+
+
+def test_a_cluster_file_nested_too_deep_stops_the_server_at_start(tmp_path: Path) -> None:
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text("nodes: " + "[" * 30_000)
+    with pytest.raises(RuntimeError) as failed:
+        start_server(tmp_path, "--cluster", str(cluster))
+    assert f"{cluster}:1:71: lists and mappings are {DEEP}" in str(failed.value)
