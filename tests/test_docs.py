@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -29,3 +30,33 @@ def test_config_page_examples_are_valid_and_match_the_examples(ctype: ConfigType
         items, _ = parse_items(ctype, document)
         for name, item in items.items():
             assert examples.items[ctype][name] == item, name
+
+
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+CODE_BLOCK = re.compile(r"```.*?```", re.S)
+
+
+def heading_anchors(page: Path) -> set[str]:
+    """GitHub's anchors for the headings of ``page``."""
+    found = set()
+    for line in page.read_text().splitlines():
+        if line.startswith("#"):
+            title = line.lstrip("#").strip().lower()
+            found.add(re.sub(r"[^\w\- ]", "", title).replace(" ", "-"))
+    return found
+
+
+def test_every_relative_link_in_the_docs_resolves() -> None:
+    broken = []
+    for page in sorted((REPO / "docs").rglob("*.md")):
+        text = CODE_BLOCK.sub("", page.read_text())
+        for link in LINK.findall(text):
+            if link.startswith(("http://", "https://", "mailto:")):
+                continue
+            path, _, anchor = link.partition("#")
+            target = (page.parent / path).resolve() if path else page
+            if not target.exists():
+                broken.append(f"{page.relative_to(REPO)}: {link} (no such file)")
+            elif anchor and target.suffix == ".md" and anchor not in heading_anchors(target):
+                broken.append(f"{page.relative_to(REPO)}: {link} (no such heading)")
+    assert broken == []

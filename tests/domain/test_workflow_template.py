@@ -11,7 +11,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from corral.domain.workflow_spec import TaskFile, TaskInput, TaskSpec, parse_workflow_spec
+from corral.domain.workflow_spec import (
+    TaskFile,
+    TaskFileContents,
+    TaskInput,
+    TaskSpec,
+    parse_workflow_spec,
+)
 from corral.domain.workflow_template import (
     parse_set_values,
     render_workflow,
@@ -266,6 +272,7 @@ def test_fuzz_only_user_errors_escape(lines: list[str], sets: list[str]) -> None
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "workflows.md"
 YAML_BLOCK = re.compile(r"```yaml\n(.*?)```", re.S)
+LOCALPATH = re.compile(r"localpath: (\S+)")
 
 
 def test_docs_examples_render_and_parse() -> None:
@@ -273,5 +280,9 @@ def test_docs_examples_render_and_parse() -> None:
     assert len(blocks) >= 5
     for block in blocks:
         rendered = render_workflow(block, source="docs/workflows.md")
-        spec = parse_workflow_spec(rendered.text, rendered=rendered.templated)
+        # what the CLI would read for each localpath (docs/workflows.md#local-files)
+        local = {path: TaskFileContents(f"# {path}\n") for path in LOCALPATH.findall(block)}
+        spec = parse_workflow_spec(rendered.text, rendered=rendered.templated, local_files=local)
         assert spec.tasks()
+        for path in local:
+            assert f"# {path}\n" in [f.contents for t in spec.tasks() for f in t.files]
