@@ -2,11 +2,12 @@
 
 Every write stores a full snapshot of its type and validates the whole state, so its cost grows
 with the number of items. For stores holding 10, 100 and 1,000 pools this prints: p50/p99
-latency of one pool write through ConfigService (validation, lock, revision insert), reads of
+latency of one pool write through ConfigService (validation, the render check of the pool's
+platforms in a sandbox worker, lock, revision insert), reads of
 the current snapshot per second, and, as a baseline measured in the same run on the same
 database, the latency of inserting the same snapshot row with SQLAlchemy Core alone.
 
-    .venv/bin/python benchmarks/config_writes.py [--writes 50]
+    .venv/bin/python benchmarks/config_writes.py [--writes 50] [--sizes 10,100,1000]
 """
 
 from __future__ import annotations
@@ -38,7 +39,12 @@ def pool(index: int) -> dict[str, Any]:
         "description": f"pool {index}",
         "common_pod_template": ["default_ctrl", "default_user"],
         "common_resource_validations": ["default_cpu", "default_memory"],
-        "common_default_variables": {"USER_CPU": 1, "USER_GPU": 0},
+        "common_default_variables": {
+            "USER_CPU": 1,
+            "USER_GPU": 0,
+            "USER_MEMORY": "1Gi",
+            "USER_STORAGE": "1Gi",
+        },
         "platforms": {"a100": {"override_pod_template": []}, "h100": {}},
     }
 
@@ -103,7 +109,9 @@ def postgres_databases(admin_url: str) -> Iterator[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description="Config write and read cost.")
     parser.add_argument("--writes", type=int, default=50)
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="pool counts")
     args = parser.parse_args()
+    sizes = [int(size) for size in args.sizes.split(",")]
     sources: list[tuple[str, Iterator[str]]] = [("sqlite", sqlite_databases())]
     admin_url = os.environ.get(POSTGRES_ENV)
     if admin_url:
@@ -115,7 +123,7 @@ def main() -> None:
         f"{'baseline insert p50':>21}"
     )
     for label, urls in sources:
-        for size in SIZES:
+        for size in sizes:
             url = next(urls)
             runtime = open_runtime(url)
             result = measure(runtime, size, args.writes)

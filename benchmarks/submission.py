@@ -3,7 +3,9 @@
 For workflows of 8, 32 and 100 tasks (one task group in the ``nvl72`` pool, two model
 instances with a required clique each inside one required zone, against the example cluster's
 127 nodes), time ``plan_workflow`` (topology, platforms, resource rules, security, the objects of
-the group, the schema check of every object) and, separately, the parse of the rendered spec.
+the group, the schema check of every object) in the server's process and, as the server runs it,
+in a sandbox worker process (``plan_in_sandbox``: the same work plus sending the configs, spec
+and nodes to the worker and the plan back), and separately the parse of the rendered spec.
 Baseline, same run and input: ``yaml.safe_load`` of the same spec plus ``copy.deepcopy`` of the
 resulting objects, i.e. reading the spec and copying what comes out.
 
@@ -30,6 +32,7 @@ from corral.domain.nodes import Node
 from corral.domain.workflow_plan import Submitter, WorkflowPlan, plan_workflow
 from corral.domain.workflow_spec import parse_workflow_spec
 from corral.files import read_bundle_directory
+from corral.services.submission import plan_in_sandbox
 
 REPO = Path(__file__).resolve().parent.parent
 SIZES = (8, 32, 100)
@@ -79,19 +82,23 @@ def main() -> None:
     state[ConfigType.WORKFLOW] = {**(bundle.workflow or {}), "max_num_tasks": max(SIZES)}
     nodes = parse_cluster((REPO / "examples" / "clusters" / "example.yaml").read_text()).nodes
     print(f"{len(nodes)} nodes; median of {args.repeat} runs per figure")
-    print(f"{'tasks':>6} {'parse ms':>9} {'plan ms':>9} {'per task ms':>12} {'baseline ms':>12}")
+    print(
+        f"{'tasks':>6} {'parse ms':>9} {'plan ms':>9} {'per task ms':>12} {'sandboxed ms':>13} "
+        f"{'baseline ms':>12}"
+    )
     for size in SIZES:
-        parse_ms, plan_ms, baseline_ms = measure(size, state, nodes, args.repeat)
+        parse_ms, plan_ms, sandboxed_ms, baseline_ms = measure(size, state, nodes, args.repeat)
         print(
             f"{size:>6} {parse_ms:>9.1f} {plan_ms:>9.1f} {plan_ms / size:>12.2f} "
-            f"{baseline_ms:>12.1f}"
+            f"{sandboxed_ms:>13.1f} {baseline_ms:>12.1f}"
         )
 
 
 def measure(
     size: int, state: dict[ConfigType, Any], nodes: Sequence[Node], repeat: int
-) -> tuple[float, float, float]:
-    """Median ms of parsing, of planning, and of the baseline, for a workflow of ``size`` tasks."""
+) -> tuple[float, float, float, float]:
+    """Median ms of parsing, of planning in-process and in a sandbox worker, and of the
+    baseline, for a workflow of ``size`` tasks."""
     text = spec_text(size)
     spec = parse_workflow_spec(text)
     submitter = Submitter(f"bench-{size}-1", uuid.uuid4().hex, "bench", "nvl72")
@@ -99,10 +106,15 @@ def measure(
     def plan() -> WorkflowPlan:
         return plan_workflow(state, spec, submitter, nodes, lambda: uuid.uuid4().hex)
 
+    def sandboxed() -> WorkflowPlan:
+        return plan_in_sandbox(state, spec, submitter, nodes)
+
     objects = [manifest for group in plan().groups for manifest in group.manifests]
+    sandboxed()  # the workers start once, with the server
     return (
         median_ms(repeat, lambda: parse_workflow_spec(text)),
         median_ms(repeat, plan),
+        median_ms(repeat, sandboxed),
         median_ms(repeat, lambda: (yaml.safe_load(text), copy.deepcopy(objects))),
     )
 

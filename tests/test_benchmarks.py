@@ -1,0 +1,36 @@
+"""Every benchmark still runs: each one, at its smallest size, prints its table with the
+baseline measured in the same run (the figures themselves are for issue notes, not asserted)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO
+
+SMALLEST = {
+    "config_writes.py": ["--writes", "5", "--sizes", "10"],
+    "scheduler.py": ["--sizes", "200", "--baseline-seconds", "1"],
+    "submission.py": ["--repeat", "1"],
+    "template_engine.py": ["--tasks", "50"],
+}
+
+
+def test_every_benchmark_is_listed() -> None:
+    found = {path.name for path in (REPO / "benchmarks").glob("*.py") if path.name != "__init__.py"}
+    assert found == set(SMALLEST)
+
+
+@pytest.mark.parametrize("name", sorted(SMALLEST))
+def test_the_benchmark_runs_and_prints_its_baseline(name: str) -> None:
+    done = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / name), *SMALLEST[name]],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "baseline" in done.stdout, done.stdout
