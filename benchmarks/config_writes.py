@@ -23,7 +23,7 @@ from typing import Any
 
 from sqlalchemy import insert
 
-from corral.domain.config_types import ConfigType
+from corral.domain.configs.types import ConfigType
 from corral.services.config_service import WriteMeta
 from corral.services.runtime import Runtime, open_runtime
 from corral.store.database import scratch_postgres_database

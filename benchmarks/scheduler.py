@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from corral.domain.nodes import Node, Taint, belongs_to
+from corral.domain.platform.nodes import Node, Taint, belongs_to
 from corral.scheduler import ClusterSnapshot, Placement, place_group
 
 ZONE = "topology.kubernetes.io/zone"

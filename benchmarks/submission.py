@@ -25,12 +25,12 @@ from typing import Any
 
 import yaml
 
-from corral.domain.bundles import parse_bundle
-from corral.domain.cluster import parse_cluster
-from corral.domain.config_types import ConfigType
-from corral.domain.nodes import Node
-from corral.domain.workflow_plan import Submitter, WorkflowPlan, plan_workflow
-from corral.domain.workflow_spec import parse_workflow_spec
+from corral.domain.cluster.description import parse_cluster
+from corral.domain.configs.bundles import parse_bundle
+from corral.domain.configs.types import ConfigType
+from corral.domain.platform.nodes import Node
+from corral.domain.workflows.plan import Submitter, WorkflowPlan, plan_workflow
+from corral.domain.workflows.spec import parse_workflow_spec
 from corral.files import read_bundle_directory
 from corral.services.submission import plan_in_sandbox
 

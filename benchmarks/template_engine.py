@@ -22,13 +22,18 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from corral.domain.bundles import parse_bundle
-from corral.domain.config_types import ConfigType
-from corral.domain.manifests import PodTask, build_pod, render_pod_template
-from corral.domain.nodes import Node, validation_capacity
-from corral.domain.resolved_pool import ResolvedPlatform, resolve_platform
-from corral.domain.task_validation import TaskRequest, validate_task
-from corral.domain.variables import GroupIdentity, ResourceRequest, TaskIdentity, task_variables
+from corral.domain.configs.bundles import parse_bundle
+from corral.domain.configs.types import ConfigType
+from corral.domain.platform.manifests import PodTask, build_pod, render_pod_template
+from corral.domain.platform.nodes import Node, validation_capacity
+from corral.domain.platform.resolved_pool import ResolvedPlatform, resolve_platform
+from corral.domain.platform.task_validation import TaskRequest, validate_task
+from corral.domain.platform.variables import (
+    GroupIdentity,
+    ResourceRequest,
+    TaskIdentity,
+    task_variables,
+)
 from corral.errors import UserError
 from corral.files import read_bundle_directory
 
@@ -117,7 +122,7 @@ def bench_node_rules(state: dict[ConfigType, Any]) -> None:
 
 def _baseline_seconds(nodes: list[Node]) -> float:
     """The same decision without templates: compare numbers per node."""
-    from corral.domain.nodes import Resources
+    from corral.domain.platform.nodes import Resources
 
     control = Resources(Decimal("0.25"), Decimal(2**30), Decimal(3 * 2**30))
     start = time.perf_counter()

@@ -1,5 +1,5 @@
-"""Generate ``src/corral/domain/field_types.json``: the non-string scalar fields of the kinds
-corral renders, read from the real Kubernetes schemas.
+"""Generate ``src/corral/domain/schemas/field_types.json``: the non-string scalar fields of the
+kinds corral renders, read from the real Kubernetes schemas.
 
 Jinja always renders text, but the API server rejects ``"30"`` where it wants ``30``. Rather
 than guess from the text (``"0755"``, ``"yes"``, ``"1e3"`` are all traps), corral looks up the
@@ -33,7 +33,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 CRD_DIR = ROOT / "schemas" / "crds"
-OUTPUT = ROOT / "src" / "corral" / "domain" / "field_types.json"
+OUTPUT = ROOT / "src" / "corral" / "domain" / "schemas" / "field_types.json"
 
 #: Deeper than any real Pod or CRD field; stops runaway recursion through self-similar schemas.
 MAX_DEPTH = 32

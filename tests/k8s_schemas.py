@@ -1,6 +1,6 @@
-"""Test helper: the pipeline's own manifest schema check (``corral.domain.manifest_schemas``)."""
+"""Test helper: the pipeline's own manifest schema check (``corral.domain.schemas.objects``)."""
 
-from corral.domain.manifest_schemas import (
+from corral.domain.schemas.objects import (
     _validator,
     assert_valid_manifest,
     format_path,

@@ -17,8 +17,8 @@ from typer.testing import CliRunner
 
 from corral.backends.kubernetes.rbac import CLUSTER_RULES, NAMESPACED_RULES, group_template_rule
 from corral.cli.main import app
-from corral.domain.kai_objects import priority_class_manifests
-from corral.domain.topology import priority_class_name
+from corral.domain.topology.kai_objects import priority_class_manifests
+from corral.domain.topology.podgroup import priority_class_name
 from tests.conftest import REPO
 
 DEPLOY = REPO / "deploy"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from corral.domain.bundles import parse_bundle
-from corral.domain.config_types import ConfigType, parse_items, parse_singleton
+from corral.domain.configs.bundles import parse_bundle
+from corral.domain.configs.types import ConfigType, parse_items, parse_singleton
 from corral.files import read_bundle_directory
 from tests.conftest import REPO
 

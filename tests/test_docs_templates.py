@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from corral.domain.manifests import render_pod_template
-from corral.domain.template_merge import merge_templates
-from corral.domain.variables import (
+from corral.domain.platform.manifests import render_pod_template
+from corral.domain.platform.template_merge import merge_templates
+from corral.domain.platform.variables import (
     GroupIdentity,
     ResourceRequest,
     TaskIdentity,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from corral.domain.bundles import parse_bundle
-from corral.domain.config_types import ConfigType
-from corral.domain.defaults import initial_bundle
+from corral.domain.configs.bundles import parse_bundle
+from corral.domain.configs.defaults import initial_bundle
+from corral.domain.configs.types import ConfigType
 from corral.errors import UserError
 from corral.files import read_bundle_directory, read_document
 from tests.conftest import REPO

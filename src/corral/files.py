@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from corral.domain.bundles import Origin, merge_files
-from corral.domain.documents import parse_document
+from corral.domain.configs.bundles import Origin, merge_files
+from corral.domain.formats.documents import parse_document
 from corral.errors import UserError
 
 CONFIG_SUFFIXES = (".json", ".yaml", ".yml")

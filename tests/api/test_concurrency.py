@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from corral.domain.config_types import ConfigType
+from corral.domain.configs.types import ConfigType
 from corral.errors import ConflictError
 from corral.services.config_service import WriteMeta
 from corral.services.runtime import Runtime, open_runtime

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from corral.domain.config_types import ConfigType, parse_items
+from corral.domain.configs.types import ConfigType, parse_items
 from tests.conftest import REPO, Api
 
 EXAMPLES = REPO / "examples" / "configs"

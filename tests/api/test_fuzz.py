@@ -8,7 +8,7 @@ from urllib.parse import quote
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from corral.domain.config_types import ConfigType
+from corral.domain.configs.types import ConfigType
 from tests.conftest import Api
 
 FIELD_NAMES = [

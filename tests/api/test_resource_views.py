@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from corral.domain.pool_quota import USAGE_FIELDS
+from corral.domain.views.pool_quota import USAGE_FIELDS
 from corral.store.cluster_objects import ClusterObjectStore
 from tests.conftest import REPO, Api
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from corral.domain.action_registry import resolve
+from corral.domain.access.actions import resolve
 from corral.errors import ForbiddenError
 from tests.conftest import Api
 

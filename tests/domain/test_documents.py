@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from corral.domain.documents import Position, locate, parse_document
+from corral.domain.formats.documents import Position, locate, parse_document
 from corral.errors import UserError
 
 

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from corral.domain.durations import parse_duration
-from corral.domain.kubernetes_names import label_key_problem
-from corral.domain.names import check_name
+from corral.domain.formats.durations import parse_duration
+from corral.domain.formats.kubernetes_names import label_key_problem
+from corral.domain.formats.names import check_name
 from corral.errors import UserError
 
 

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from corral.domain.exit_actions import ExitOutcome, code_ranges, exit_outcome, pool_exit_actions
-from corral.domain.statuses import TaskStatus
-from corral.domain.workflow_spec import ExitAction
+from corral.domain.workflows.exit_actions import (
+    ExitOutcome,
+    code_ranges,
+    exit_outcome,
+    pool_exit_actions,
+)
+from corral.domain.workflows.spec import ExitAction
+from corral.domain.workflows.statuses import TaskStatus
 
 TASK = [ExitAction("COMPLETE", ((0, 0), (3, 3))), ExitAction("RESCHEDULE", ((137, 137),))]
 POOL = pool_exit_actions({"fail": "1-10", "reschedule": "20-29,255"})

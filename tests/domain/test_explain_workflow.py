@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from corral.domain.explain_workflow import (
+from corral.domain.views.explain import (
     GroupExplanation,
     WorkflowExplanation,
     explain_workflow,

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from corral.domain.field_types import FieldType, coerce, expected_type
+from corral.domain.schemas.field_types import FieldType, coerce, expected_type
 
 REPO = Path(__file__).resolve().parents[2]
 GENERATOR = REPO / "scripts" / "generate_field_types.py"
@@ -37,7 +37,9 @@ def generator() -> ModuleType:
 
 
 def test_shipped_json_is_up_to_date_with_the_schemas(generator: ModuleType) -> None:
-    shipped = files("corral.domain").joinpath("field_types.json").read_text(encoding="utf-8")
+    shipped = (
+        files("corral.domain.schemas").joinpath("field_types.json").read_text(encoding="utf-8")
+    )
     assert shipped == generator.render(generator.build()), (
         "field_types.json is stale: run .venv/bin/python scripts/generate_field_types.py"
     )
@@ -147,7 +149,7 @@ def test_unknown_kinds_and_versions_have_no_types() -> None:
 
 
 def test_json_is_sorted_and_uses_only_known_types() -> None:
-    text = files("corral.domain").joinpath("field_types.json").read_text(encoding="utf-8")
+    text = files("corral.domain.schemas").joinpath("field_types.json").read_text(encoding="utf-8")
     table = json.loads(text)
     for fields in table["kinds"].values():
         assert list(fields) == sorted(fields)

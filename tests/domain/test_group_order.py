@@ -5,8 +5,13 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from corral.domain.group_order import GroupState, downstream_of, failed_downstream, ready_groups
-from corral.domain.statuses import TaskStatus
+from corral.domain.workflows.group_order import (
+    GroupState,
+    downstream_of,
+    failed_downstream,
+    ready_groups,
+)
+from corral.domain.workflows.statuses import TaskStatus
 
 T = TaskStatus
 

@@ -6,11 +6,16 @@ from typing import Any
 
 import pytest
 
-from corral.domain.bundles import parse_bundle
-from corral.domain.config_types import ConfigType
-from corral.domain.manifests import PodTask, build_pod, render_group_templates, render_pod_template
-from corral.domain.resolved_pool import merged_group_templates, resolve_platform
-from corral.domain.variables import (
+from corral.domain.configs.bundles import parse_bundle
+from corral.domain.configs.types import ConfigType
+from corral.domain.platform.manifests import (
+    PodTask,
+    build_pod,
+    render_group_templates,
+    render_pod_template,
+)
+from corral.domain.platform.resolved_pool import merged_group_templates, resolve_platform
+from corral.domain.platform.variables import (
     GroupIdentity,
     ResourceRequest,
     TaskIdentity,
@@ -134,7 +139,7 @@ def test_group_templates_with_the_same_kind_and_name_merge_in_order() -> None:
 
 
 def test_a_group_template_using_a_task_variable_names_it() -> None:
-    from corral.domain.rendering import MissingVariableError
+    from corral.domain.jinja.rendering import MissingVariableError
 
     template = {
         "apiVersion": "v1",

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from corral.domain.nodes import (
+from corral.domain.platform.nodes import (
     Node,
     NodeCapacity,
     Resources,

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from corral.domain.diff import changes
-from corral.domain.patch import strategic_merge
+from corral.domain.formats.diff import changes
+from corral.domain.formats.patch import strategic_merge
 from corral.errors import UserError
 
 scalars = st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=4)

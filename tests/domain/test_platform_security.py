@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from corral.domain.configs import Platform
-from corral.domain.platform_security import check_task_security, default_mounts, normalise_path
+from corral.domain.configs.models import Platform
+from corral.domain.platform.security import check_task_security, default_mounts, normalise_path
 from corral.errors import CorralError, UserError
 
 PLATFORM = Platform(allowed_mounts=["/data", "/scratch/", "/models"])

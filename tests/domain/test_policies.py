@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from corral.domain.action_registry import (
+from corral.domain.access.actions import (
     REGISTRY,
     ResolvedAction,
     legacy_grants,
@@ -14,8 +14,7 @@ from corral.domain.action_registry import (
     registered_actions,
     resolve,
 )
-from corral.domain.configs import LegacyAction, Role, RolePolicy
-from corral.domain.policies import (
+from corral.domain.access.policies import (
     DEFAULT_ROLE_NAMES,
     Decision,
     allowed_pools,
@@ -24,6 +23,7 @@ from corral.domain.policies import (
     roles_for_groups,
     roles_for_request,
 )
+from corral.domain.configs.models import LegacyAction, Role, RolePolicy
 
 ADMIN, USER, DEFAULT = default_roles()
 

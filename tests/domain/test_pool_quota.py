@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from corral.domain.pool_quota import (
+from corral.domain.views.pool_quota import (
     NodeGpus,
     ResourceUsage,
     RunningTask,

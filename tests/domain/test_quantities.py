@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from corral.domain.quantities import (
+from corral.domain.formats.quantities import (
     evaluate_arithmetic,
     format_cores,
     format_quantity,

@@ -7,9 +7,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from corral.domain.config_types import ConfigType
-from corral.domain.nodes import Node, Taint
-from corral.domain.resource_listing import (
+from corral.domain.configs.types import ConfigType
+from corral.domain.platform.nodes import Node, Taint
+from corral.domain.views.resource_listing import (
     GI,
     RESERVED,
     SHARED,

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from corral.domain.config_types import ConfigType, parse_items
-from corral.domain.configs import ResourceRule
-from corral.domain.nodes import NodeCapacity
-from corral.domain.rendering import MissingVariableError
-from corral.domain.resource_rules import (
+from corral.domain.configs.models import ResourceRule
+from corral.domain.configs.types import ConfigType, parse_items
+from corral.domain.jinja.rendering import MissingVariableError
+from corral.domain.platform.nodes import NodeCapacity
+from corral.domain.platform.resource_rules import (
     NamedRule,
     check_node_rules,
     check_static_rules,

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from corral.domain.statuses import (
+from corral.domain.workflows.statuses import (
     TaskState,
     TaskStatus,
     WorkflowStatus,

@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
-from corral.domain.bundles import parse_bundle
-from corral.domain.config_types import ConfigType
-from corral.domain.nodes import Node, Taint
-from corral.domain.resolved_pool import resolve_platform
-from corral.domain.task_validation import TaskRequest, platform_nodes, validate_task
-from corral.domain.variables import ResourceRequest
+from corral.domain.configs.bundles import parse_bundle
+from corral.domain.configs.types import ConfigType
+from corral.domain.platform.nodes import Node, Taint
+from corral.domain.platform.resolved_pool import resolve_platform
+from corral.domain.platform.task_validation import TaskRequest, platform_nodes, validate_task
+from corral.domain.platform.variables import ResourceRequest
 from corral.errors import UserError
 from corral.files import read_bundle_directory
 from tests.conftest import REPO

@@ -9,8 +9,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from corral.domain.json_paths import leaves
-from corral.domain.template_merge import merge, merge_templates
+from corral.domain.formats.json_paths import leaves
+from corral.domain.platform.template_merge import merge, merge_templates
 
 # ---------------------------------------------------------------- worked examples of §4.1
 

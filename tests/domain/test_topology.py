@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from corral.domain.topology import (
+from corral.domain.topology.podgroup import (
     GangTask,
     PodGroupPlan,
     PoolTopologyKey,

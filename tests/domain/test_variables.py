@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from corral.domain.manifests import render_pod_template
-from corral.domain.rendering import MissingVariableError, render_text
-from corral.domain.template_merge import merge_templates
-from corral.domain.variables import (
+from corral.domain.jinja.rendering import MissingVariableError, render_text
+from corral.domain.platform.manifests import render_pod_template
+from corral.domain.platform.template_merge import merge_templates
+from corral.domain.platform.variables import (
     GroupIdentity,
     ResourceRequest,
     TaskIdentity,

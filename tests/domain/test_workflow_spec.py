@@ -11,8 +11,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from corral.domain.topology import TopologyRequirement
-from corral.domain.workflow_spec import (
+from corral.domain.topology.podgroup import TopologyRequirement
+from corral.domain.workflows.spec import (
     ExitAction,
     ResourceSpec,
     TaskFile,

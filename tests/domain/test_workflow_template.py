@@ -11,14 +11,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from corral.domain.workflow_spec import (
+from corral.domain.workflows.spec import (
     TaskFile,
     TaskFileContents,
     TaskInput,
     TaskSpec,
     parse_workflow_spec,
 )
-from corral.domain.workflow_template import (
+from corral.domain.workflows.template import (
     parse_set_values,
     render_workflow,
     substitute_tokens,

@@ -10,8 +10,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from corral.backends.kubernetes.backend import node_from_object
-from corral.domain.nodes import Node
-from corral.domain.topology import POD_GROUP_ANNOTATION
+from corral.domain.platform.nodes import Node
+from corral.domain.topology.podgroup import POD_GROUP_ANNOTATION
 from corral.scheduler import Binding, ClusterSnapshot, Placement
 from corral.scheduler.gang import place_group
 from corral.scheduler.resources import pod_demand

@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from corral.domain.manifest_schemas import CORE_KINDS, manifest_problems
+from corral.domain.schemas.objects import CORE_KINDS, manifest_problems
 
 Obj = dict[str, Any]
 FieldPath = tuple[str, ...]

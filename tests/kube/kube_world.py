@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from corral.backends.kubernetes.backend import KubernetesBackend
-from corral.domain.kai_objects import priority_class_manifests
+from corral.domain.topology.kai_objects import priority_class_manifests
 from tests.conftest import Api
 from tests.kube.fake_apiserver import FakeKubeServer
 from tests.kube.fake_kai import FakeKai, FakeKubelet, node_manifest

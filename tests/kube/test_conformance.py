@@ -17,8 +17,8 @@ import pytest
 from corral.backends.kubernetes.api import KubeError, LightkubeApi, connect
 from corral.backends.kubernetes.backend import CLEANUP_FINALIZER, KubernetesBackend
 from corral.backends.kubernetes.informer import Informer
-from corral.domain.configs import KubernetesAccess
-from corral.domain.kai_objects import NAMESPACE_LABEL, queue_manifests, topology_manifests
+from corral.domain.configs.models import KubernetesAccess
+from corral.domain.topology.kai_objects import NAMESPACE_LABEL, queue_manifests, topology_manifests
 from tests.kube.fake_apiserver import FakeKubeServer
 
 REAL_CLUSTER = os.environ.get("CORRAL_TEST_KUBECONFIG", "")
@@ -161,7 +161,7 @@ def test_scheduler_objects_sync_and_recreate_the_topology(api: LightkubeApi) -> 
 
 
 def _state(namespace: str, levels: list[str]) -> dict[object, object]:
-    from corral.domain.config_types import ConfigType
+    from corral.domain.configs.types import ConfigType
 
     keys = [{"key": label.rsplit("/", 1)[-1], "label": label} for label in levels]
     return {

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from corral.domain.kai_objects import queue_manifests, topology_manifests
-from corral.domain.manifest_schemas import manifest_problems
+from corral.domain.schemas.objects import manifest_problems
+from corral.domain.topology.kai_objects import queue_manifests, topology_manifests
 from corral.services.placement import pool_queues, queue_of
 from tests.kube.kube_world import NAMESPACE, KubeWorld, stored_shape
 from tests.services.lifecycle_world import CLIQUE
@@ -107,7 +107,7 @@ def test_use_cases_put_exactly_the_stored_objects_in_the_cluster(
 
 
 def state_pool(w: KubeWorld, name: str) -> Mapping[str, Any]:
-    from corral.domain.config_types import ConfigType
+    from corral.domain.configs.types import ConfigType
 
     return w.runtime.configs.state()[ConfigType.POOL][name]  # type: ignore[no-any-return]
 

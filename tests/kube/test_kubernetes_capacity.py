@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from corral.domain.nodes import GPU_RESOURCE, Node
+from corral.domain.platform.nodes import GPU_RESOURCE, Node
 from tests.kube.fake_kai import node_manifest
 from tests.kube.kube_world import KubeWorld, wait_until
 

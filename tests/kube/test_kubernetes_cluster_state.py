@@ -3,7 +3,7 @@ per pool, KAI's reasons for waiting, exit codes and logs of pods."""
 
 from __future__ import annotations
 
-from corral.domain.kai_objects import NAMESPACE_LABEL
+from corral.domain.topology.kai_objects import NAMESPACE_LABEL
 from tests.kube.kube_world import NAMESPACE, KubeWorld
 
 TOPOLOGY = ("kai.scheduler/v1alpha1", "Topology")

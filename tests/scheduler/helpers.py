@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from corral.domain.nodes import Node, Taint
+from corral.domain.platform.nodes import Node, Taint
 
 ZONE = "topology.kubernetes.io/zone"
 SPINE = "topology.kubernetes.io/spine"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from corral.domain.nodes import Taint
+from corral.domain.platform.nodes import Taint
 from corral.scheduler import ClusterSnapshot, Pending, Placement, Queue, QueueUsage, place_group
 from tests.scheduler.helpers import (
     CLIQUE,

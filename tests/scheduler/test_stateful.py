@@ -13,7 +13,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from corral.domain.nodes import Node
+from corral.domain.platform.nodes import Node
 from corral.scheduler import ClusterSnapshot, Placement, place_group
 from corral.scheduler.resources import Demand
 from tests.scheduler.helpers import (

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from corral.domain.cluster import Cluster, parse_cluster
+from corral.domain.cluster.description import Cluster, parse_cluster
 from corral.scheduler import ClusterSnapshot, Placement, place_group
 from corral.scheduler.resources import Demand
 from corral.services.runtime import load_examples, open_runtime

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from corral.domain.workflow_template import JinjaError, render_workflow
+from corral.domain.workflows.template import JinjaError, render_workflow
 from corral.errors import UserError
 from corral.services.jinja_worker import render_in_subprocess
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from corral.domain.config_types import ConfigType
-from corral.domain.nodes import Node
+from corral.domain.configs.types import ConfigType
+from corral.domain.platform.nodes import Node
 from corral.scheduler import Pending, Placement, Queue
 from corral.services.placement import SchedulingPass, WaitingGroup, pool_queues
 from corral.store.cluster_objects import ClusterObject

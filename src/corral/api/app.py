@@ -25,7 +25,7 @@ from corral.api.resource_routes import build_resource_router
 from corral.api.responses import Health
 from corral.api.user_routes import build_user_router
 from corral.api.workflow_routes import build_workflow_router
-from corral.domain.documents import position_of
+from corral.domain.formats.documents import position_of
 from corral.errors import CorralError
 from corral.services.config_service import WriteResult
 from corral.services.runtime import Runtime

@@ -3,10 +3,11 @@
 Every endpoint authenticates its caller (:meth:`Authorizer.authenticate`) and then checks one
 semantic action (``config:Read`` on ``config/pool``) with :meth:`Authorizer.check`. A check
 evaluates the caller's roles as they are now — the user's role names from the user store, the
-ROLE configs currently stored, plus ``osmo-default`` — with :func:`corral.domain.policies.evaluate`:
-a Deny in any role wins, otherwise one Allow suffices, otherwise 403 naming who, what, on what
-and why. Requests OSMO's action registry does not know (user management) are checked as the
-unregistered action, which only a ``*:*`` policy grants.
+ROLE configs currently stored, plus ``osmo-default`` — with
+:func:`corral.domain.access.policies.evaluate`: a Deny in any role wins, otherwise one Allow
+suffices, otherwise 403 naming who, what, on what and why. Requests OSMO's action registry does
+not know (user management) are checked as the unregistered action, which only a ``*:*`` policy
+grants.
 """
 
 from __future__ import annotations
@@ -21,9 +22,7 @@ from typing import Literal
 import jwt
 from fastapi import Request
 
-from corral.domain.config_types import ConfigType
-from corral.domain.configs import Role
-from corral.domain.policies import (
+from corral.domain.access.policies import (
     UNREGISTERED,
     Decision,
     allowed_pools,
@@ -31,6 +30,8 @@ from corral.domain.policies import (
     roles_for_groups,
     roles_for_request,
 )
+from corral.domain.configs.models import Role
+from corral.domain.configs.types import ConfigType
 from corral.errors import ForbiddenError, UnauthorizedError
 from corral.services.config_service import ConfigService
 from corral.services.oidc import JsonFetcher, OidcSettings, OidcVerifier, http_fetch

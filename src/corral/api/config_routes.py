@@ -21,9 +21,9 @@ from corral.api.schemas import (
     TagsBody,
     WriteBody,
 )
-from corral.domain.bundles import parse_bundle
-from corral.domain.config_types import ConfigType
-from corral.domain.resolved_pool import verbose_pool
+from corral.domain.configs.bundles import parse_bundle
+from corral.domain.configs.types import ConfigType
+from corral.domain.platform.resolved_pool import verbose_pool
 from corral.errors import UserError
 from corral.services.config_service import ConfigService, WriteMeta, WriteResult
 from corral.store.config_store import HistoryQuery, Revision

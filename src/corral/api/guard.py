@@ -23,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from corral.api.auth import Authorizer, Principal
-from corral.domain.documents import check_json_limits
+from corral.domain.formats.documents import check_json_limits
 from corral.errors import CorralError, PayloadTooLargeError
 
 Scope = MutableMapping[str, Any]

@@ -9,9 +9,9 @@ from fastapi import APIRouter, Query
 from corral.api import responses as R
 from corral.api.auth import Authorizer
 from corral.api.config_routes import Caller, check_template_reads
-from corral.domain.config_types import ConfigType
-from corral.domain.pool_render import pool_topology
-from corral.domain.variables import parse_set_values
+from corral.domain.configs.types import ConfigType
+from corral.domain.platform.render import pool_topology
+from corral.domain.platform.variables import parse_set_values
 from corral.services import sandbox
 from corral.services.config_service import ConfigService
 

@@ -18,21 +18,21 @@ from corral.api import responses as R
 from corral.api.auth import Authorizer, Principal
 from corral.api.config_routes import Caller
 from corral.backends.kubernetes.backend import BoundPod
-from corral.domain.config_types import ConfigType
-from corral.domain.pool_quota import (
+from corral.domain.configs.types import ConfigType
+from corral.domain.labels import PRIORITY as PRIORITY_LABEL
+from corral.domain.platform.resolved_pool import State
+from corral.domain.views.pool_quota import (
     NodeGpus,
     RunningTask,
     calculate_pool_quotas,
     quota_json,
 )
-from corral.domain.resolved_pool import State
-from corral.domain.resource_listing import (
+from corral.domain.views.resource_listing import (
     list_resources,
     node_info_json,
     pool_layout,
     resources_json,
 )
-from corral.domain.workflow_plan import PRIORITY_LABEL
 from corral.errors import NotFoundError
 from corral.scheduler.resources import Demand, pod_demand
 from corral.scheduler.resources import capacity as capacity_of_node

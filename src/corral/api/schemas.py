@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import Path, Query
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from corral.domain.config_types import reject_unstorable
+from corral.domain.configs.types import reject_unstorable
 from corral.errors import UserError
 
 #: Revisions are stored in a 32-bit column: a larger number names no revision (and would make

@@ -19,7 +19,7 @@ from corral.api import responses as R
 from corral.api.auth import ADMIN_ONLY, Authorizer, Principal
 from corral.api.config_routes import Caller
 from corral.api.schemas import StrictBody
-from corral.domain.config_types import ConfigType
+from corral.domain.configs.types import ConfigType
 from corral.errors import ForbiddenError, UserError
 from corral.services.config_service import ConfigService
 from corral.store.tokens import TokenStore

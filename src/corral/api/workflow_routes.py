@@ -16,10 +16,10 @@ from corral.api.auth import Authorizer, Principal
 from corral.api.config_routes import Caller
 from corral.api.responses import LEAN
 from corral.api.schemas import StrictBody
-from corral.domain.config_types import ConfigType
-from corral.domain.explain_workflow import explain_workflow
-from corral.domain.workflow_plan import PlannedGroup
-from corral.domain.workflow_spec import TaskFileContents
+from corral.domain.configs.types import ConfigType
+from corral.domain.views.explain import explain_workflow
+from corral.domain.workflows.plan import PlannedGroup
+from corral.domain.workflows.spec import TaskFileContents
 from corral.errors import ConflictError, NotFoundError
 from corral.services.config_service import ConfigService
 from corral.services.runtime import Clock, utc_now

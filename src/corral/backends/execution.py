@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from corral.domain.durations import parse_duration
+from corral.domain.formats.durations import parse_duration
+from corral.domain.labels import CONTROL_CONTAINER
 
-CONTROL_CONTAINER = "osmo-ctrl"
 DURATION_ENV = "CORRAL_SIMULATED_DURATION"
 EXIT_CODE_ENV = "CORRAL_SIMULATED_EXIT_CODE"
 #: ``logs`` returns at most the end of a task's log, this long.

@@ -37,9 +37,9 @@ from corral.cli.output import (
     print_json,
     print_table,
 )
-from corral.domain.bundles import Origin
-from corral.domain.config_types import ConfigType
-from corral.domain.documents import Position, locate, parse_document
+from corral.domain.configs.bundles import Origin
+from corral.domain.configs.types import ConfigType
+from corral.domain.formats.documents import Position, locate, parse_document
 from corral.errors import UserError
 
 app = typer.Typer(

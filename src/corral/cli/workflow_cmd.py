@@ -27,7 +27,7 @@ from corral.cli.output import (
     print_json,
     print_table,
 )
-from corral.domain.documents import parse_document
+from corral.domain.formats.documents import parse_document
 from corral.errors import CorralError
 
 app = typer.Typer(help="Submit and inspect workflows.", no_args_is_help=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from decimal import Decimal
 
-from corral.domain.quantities import format_quantity
+from corral.domain.formats.quantities import format_quantity
 from corral.scheduler.podgroup import PodRequest, PodSet
 from corral.scheduler.resources import Demand, describe
 from corral.scheduler.snapshot import ClusterSnapshot, Domain

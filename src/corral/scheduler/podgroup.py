@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from corral.domain.topology import SUBGROUP_LABEL
+from corral.domain.labels import SUBGROUP as SUBGROUP_LABEL
 from corral.scheduler.resources import Demand, pod_demand
 
 #: The name placements use for the PodGroup itself (subgroup names are never empty).

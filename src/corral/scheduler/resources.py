@@ -15,7 +15,7 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
-from corral.domain.quantities import parse_quantity
+from corral.domain.formats.quantities import parse_quantity
 
 GPU = "nvidia.com/gpu"
 CPU = "cpu"

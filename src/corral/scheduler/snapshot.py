@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from corral.domain.nodes import Node, belongs_to
+from corral.domain.platform.nodes import Node, belongs_to
 from corral.scheduler.resources import Demand, capacity
 
 TOPOLOGY_ROOT = -1

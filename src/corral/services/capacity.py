@@ -24,10 +24,10 @@ import structlog
 
 from corral.backends.kubernetes.backend import BoundPod, KubernetesBackend
 from corral.backends.port import BackendError
-from corral.domain.cluster import Cluster
-from corral.domain.config_types import ConfigType
-from corral.domain.nodes import Node
-from corral.domain.workflow_plan import POOL_LABEL
+from corral.domain.cluster.description import Cluster
+from corral.domain.configs.types import ConfigType
+from corral.domain.labels import POOL as POOL_LABEL
+from corral.domain.platform.nodes import Node
 from corral.services.cluster_backends import Backends, State, kubernetes_backends
 from corral.store.cluster_objects import ClusterObjectStore
 

@@ -19,9 +19,9 @@ from corral.backends.kubernetes.api import connect
 from corral.backends.kubernetes.backend import KubernetesBackend
 from corral.backends.kubernetes.rbac import Rule
 from corral.backends.port import BackendError, ClusterBackend
-from corral.domain.config_types import ConfigType
-from corral.domain.configs import KubernetesAccess
-from corral.domain.kai_objects import backend_namespace
+from corral.domain.configs.models import KubernetesAccess
+from corral.domain.configs.types import ConfigType
+from corral.domain.topology.kai_objects import backend_namespace
 from corral.errors import UserError
 from corral.store.cluster_objects import ClusterObjectStore
 

@@ -11,19 +11,19 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from corral.domain import references
-from corral.domain.bundles import ParsedBundle, parse_bundle
-from corral.domain.config_types import (
+from corral.domain.configs import references
+from corral.domain.configs.bundles import ParsedBundle, parse_bundle
+from corral.domain.configs.models import WorkflowConfig
+from corral.domain.configs.types import (
     ConfigType,
     Item,
     parse_item,
     parse_items,
     parse_singleton,
 )
-from corral.domain.configs import WorkflowConfig
-from corral.domain.diff import changes
-from corral.domain.patch import strategic_merge
-from corral.domain.template_checks import affected_pools
+from corral.domain.formats.diff import changes
+from corral.domain.formats.patch import strategic_merge
+from corral.domain.platform.template_checks import affected_pools
 from corral.errors import ConflictError, NotFoundError, UserError
 from corral.services import sandbox
 from corral.store.config_store import ConfigStore, Heads, HistoryQuery, NewRevision, Revision

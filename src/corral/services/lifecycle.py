@@ -33,16 +33,18 @@ from corral.backends.execution import TaskExecutor, TaskRun
 from corral.backends.kubernetes.backend import KubernetesBackend
 from corral.backends.kubernetes.rbac import Rule, extra_rbac_rules_yaml
 from corral.backends.port import BackendError, ClusterBackend
-from corral.domain.config_types import ConfigType
-from corral.domain.exit_actions import exit_outcome, pool_exit_actions
-from corral.domain.group_order import GroupState, failed_downstream, ready_groups
-from corral.domain.kai_objects import queue_manifests, topology_manifests
-from corral.domain.statuses import TaskState, TaskStatus, group_status, workflow_status
+from corral.domain.configs.types import ConfigType
+from corral.domain.labels import GROUP_UUID as GROUP_LABEL
+from corral.domain.labels import WORKFLOW_UUID as WORKFLOW_LABEL
+from corral.domain.topology.kai_objects import queue_manifests, topology_manifests
+from corral.domain.workflows.exit_actions import exit_outcome, pool_exit_actions
+from corral.domain.workflows.group_order import GroupState, failed_downstream, ready_groups
+from corral.domain.workflows.statuses import TaskState, TaskStatus, group_status, workflow_status
 from corral.scheduler import Placement
 from corral.services.cluster_backends import Backends
 from corral.services.leadership import Leadership
 from corral.services.placement import SchedulingPass, WaitingGroup, pool_queues
-from corral.store.cluster_objects import GROUP_LABEL, ClusterObjectStore
+from corral.store.cluster_objects import ClusterObjectStore
 from corral.store.lease import LostLease
 from corral.store.workflows import (
     Changes,
@@ -56,7 +58,6 @@ from corral.store.workflows import (
 log = structlog.get_logger("corral.lifecycle")
 
 UPSTREAM_FAILED_CODE = 3000
-WORKFLOW_LABEL = "osmo.workflow_uuid"
 #: Ticks in a row a transient error may stop a group's objects from being created before the
 #: group fails (a restart starts counting again).
 MAX_CREATE_ATTEMPTS = 5

@@ -15,11 +15,12 @@ from typing import Any
 
 import structlog
 
-from corral.domain.config_types import ConfigType
-from corral.domain.kai_objects import queue_manifests
-from corral.domain.nodes import Node
-from corral.domain.topology import QUEUE_LABEL
-from corral.domain.workflow_plan import POOL_LABEL, PRIORITY_LABEL
+from corral.domain.configs.types import ConfigType
+from corral.domain.labels import POOL as POOL_LABEL
+from corral.domain.labels import PRIORITY as PRIORITY_LABEL
+from corral.domain.labels import QUEUE as QUEUE_LABEL
+from corral.domain.platform.nodes import Node
+from corral.domain.topology.kai_objects import queue_manifests
 from corral.scheduler import Binding, ClusterSnapshot, Pending, Placement, Queue, QueueUsage
 from corral.scheduler.gang import place_group
 from corral.scheduler.resources import pod_demand
@@ -49,7 +50,8 @@ class WaitingGroup:
 
 def pool_queues(state: Mapping[ConfigType, Any]) -> list[Queue]:
     """The pool queues of every backend, read from the Queue manifests the Kubernetes backend
-    syncs (``domain/kai_objects.py``); the parent queues are unlimited and not needed here."""
+    syncs (``domain/topology/kai_objects.py``); the parent queues are unlimited and not needed
+    here."""
     backends = {str(pool.get("backend")) for pool in state.get(ConfigType.POOL, {}).values()}
     return [
         queue_of(manifest)

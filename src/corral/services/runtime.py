@@ -14,12 +14,12 @@ from sqlalchemy import Engine, make_url, text
 from corral.backends.execution import SimulatedExecution, TaskExecutor, TaskRun
 from corral.backends.local_execution import LocalProcessExecution
 from corral.backends.task_sandbox import confinement_for, private_paths
-from corral.domain.cluster import Cluster, parse_cluster
-from corral.domain.config_types import ConfigType
-from corral.domain.configs import Execution
-from corral.domain.defaults import initial_bundle
-from corral.domain.durations import parse_duration
-from corral.domain.nodes import Node
+from corral.domain.cluster.description import Cluster, parse_cluster
+from corral.domain.configs.defaults import initial_bundle
+from corral.domain.configs.models import Execution
+from corral.domain.configs.types import ConfigType
+from corral.domain.formats.durations import parse_duration
+from corral.domain.platform.nodes import Node
 from corral.errors import UserError
 from corral.files import read_bundle_directory
 from corral.services.capacity import ClusterCapacity, backend_nodes, read_capacity

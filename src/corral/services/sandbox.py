@@ -44,7 +44,7 @@ from functools import partial
 from types import FrameType
 from typing import IO, Any
 
-from corral.domain.rendering import RenderTooSlow, install_render_guard
+from corral.domain.jinja.rendering import RenderTooSlow, install_render_guard
 from corral.errors import CorralError, UserError
 
 #: Workers kept per server process (OSMO's default sandbox pool has 2).
@@ -307,10 +307,10 @@ def _read_exactly(stream: IO[bytes], size: int, deadline: float) -> bytes | None
 @functools.cache
 def functions() -> dict[str, Callable[..., Any]]:
     """The functions a worker runs, by name (imported in the worker only)."""
-    from corral.domain.pool_render import render_pool
-    from corral.domain.template_checks import new_pool_problems
-    from corral.domain.workflow_plan import plan_workflow
-    from corral.domain.workflow_template import render_jinja
+    from corral.domain.platform.render import render_pool
+    from corral.domain.platform.template_checks import new_pool_problems
+    from corral.domain.workflows.plan import plan_workflow
+    from corral.domain.workflows.template import render_jinja
 
     return {
         "render_jinja": render_jinja,
@@ -322,7 +322,7 @@ def functions() -> dict[str, Callable[..., Any]]:
 
 def _warm_up() -> None:
     """Load what calls would load lazily, before the address space is capped."""
-    from corral.domain.manifest_schemas import manifest_problems
+    from corral.domain.schemas.objects import manifest_problems
 
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "warm"}, "spec": {}}
     manifest_problems(pod)

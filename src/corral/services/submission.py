@@ -14,25 +14,25 @@ from enum import Enum
 from functools import partial
 from typing import Any
 
-from corral.domain.config_types import ConfigType
-from corral.domain.nodes import Node
-from corral.domain.restart import restart_document
-from corral.domain.statuses import TaskStatus
-from corral.domain.workflow_plan import (
+from corral.domain.configs.types import ConfigType
+from corral.domain.platform.nodes import Node
+from corral.domain.workflows.plan import (
     Submitter,
     WorkflowPlan,
     check_pool_open,
     check_priority,
     random_id,
 )
-from corral.domain.workflow_spec import (
+from corral.domain.workflows.restart import restart_document
+from corral.domain.workflows.spec import (
     PreviousInput,
     TaskFileContents,
     located_error,
     parse_workflow_spec,
     previous_inputs,
 )
-from corral.domain.workflow_template import Renderer, render_workflow
+from corral.domain.workflows.statuses import TaskStatus
+from corral.domain.workflows.template import Renderer, render_workflow
 from corral.errors import ConflictError, NotFoundError
 from corral.services import sandbox
 from corral.services.config_service import ConfigService

@@ -14,10 +14,9 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, select
 
+from corral.domain.labels import GROUP_UUID as GROUP_LABEL
 from corral.store.database import writing
 from corral.store.tables import cluster_objects
-
-GROUP_LABEL = "osmo.group_uuid"
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from typing import Any, Literal
 from sqlalchemy import ColumnElement, Engine, Select, and_, func, or_, select, update
 from sqlalchemy.engine import Connection, RowMapping
 
-from corral.domain.config_types import ConfigType
+from corral.domain.configs.types import ConfigType
 from corral.store.database import writing
 from corral.store.tables import config_revisions, config_write_lock
 

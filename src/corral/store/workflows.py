@@ -13,8 +13,8 @@ from typing import Any
 from sqlalchemy import Connection, Engine, func, or_, select
 from sqlalchemy.exc import IntegrityError
 
-from corral.domain.workflow_plan import WorkflowPlan
-from corral.domain.workflow_spec import ExitAction, TaskFileContents
+from corral.domain.workflows.plan import WorkflowPlan
+from corral.domain.workflows.spec import ExitAction, TaskFileContents
 from corral.errors import ConflictError, NotFoundError
 from corral.store.database import writing
 from corral.store.tables import task_logs, workflow_groups, workflow_tasks, workflows

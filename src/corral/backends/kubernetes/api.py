@@ -25,8 +25,8 @@ from lightkube.resources.authorization_v1 import SelfSubjectAccessReview
 from lightkube.types import PatchType
 
 from corral.backends.port import BackendError
-from corral.domain.configs import KubernetesAccess
-from corral.domain.durations import parse_duration
+from corral.domain.configs.models import KubernetesAccess
+from corral.domain.formats.durations import parse_duration
 from corral.errors import UserError
 
 FIELD_MANAGER = "corral"

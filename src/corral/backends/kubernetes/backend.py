@@ -23,13 +23,9 @@ from corral.backends.kubernetes.api import Kind, KubeApi, KubeError
 from corral.backends.kubernetes.informer import Informer
 from corral.backends.kubernetes.pod_status import deleted_exit, node_of, pending_reason, pod_exit
 from corral.backends.kubernetes.rbac import GROUP_TEMPLATE_VERBS, Rule, group_template_rule
-from corral.domain.kai_objects import (
-    NAMESPACE_LABEL,
-    PRIORITY_CLASS_KIND,
-    QUEUE_KIND,
-    TOPOLOGY_KIND,
-)
-from corral.domain.nodes import Node, Taint
+from corral.domain.labels import NAMESPACE as NAMESPACE_LABEL
+from corral.domain.platform.nodes import Node, Taint
+from corral.domain.topology.kai_objects import PRIORITY_CLASS_KIND, QUEUE_KIND, TOPOLOGY_KIND
 
 log = structlog.get_logger("corral.kubernetes")
 
@@ -38,7 +34,6 @@ CLEANUP_FINALIZER = "corral.dev/cleanup"
 POD = ("v1", "Pod")
 NODE = ("v1", "Node")
 POD_GROUP = ("scheduling.run.ai/v2alpha2", "PodGroup")
-GROUP_LABEL = "osmo.group_uuid"
 _PERMISSION_TTL_S = 60.0
 _RESYNC_S = 300.0
 _ALLOCATABLE = ("cpu", "memory", "ephemeral-storage", "nvidia.com/gpu")

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from corral.backends.execution import CONTROL_CONTAINER, Exit
+from corral.backends.execution import Exit
+from corral.domain.labels import CONTROL_CONTAINER
 
 #: The pod failed without its task container ending (evicted, node lost, deleted): the task
 #: never reported a code of its own.

@@ -1,0 +1,1 @@
+"""Who may do what: OSMO's action registry (path + method -> action) and role policies."""

@@ -1,0 +1,218 @@
+"""Role policy evaluation, pool access and IdP group → role mapping (reference §8.3-8.6).
+
+A request is a semantic action (``workflow:Create``) and a resource (``pool/team-a``) or ``None``
+for global actions. Matching follows OSMO:
+
+* action: exact, ``*``/``*:*`` any, ``<type>:*`` any action of the type, ``*:<Verb>`` that verb;
+* resource: a global request (``None`` or ``""``) matches any policy of the action; a
+  scoped request needs a pattern that is ``*``, equal, ``prefix/*`` (anything under ``prefix/``),
+  ``prefix*`` (string prefix: ``pool/team*``), or, when the request itself is a wildcard
+  (``pool/*``), any pattern under the same prefix;
+* a policy with no ``resources`` matches global requests only — the documented rule; corral does not
+  copy OSMO's DB-mode startup rewrite that widens it to ``*`` (reference §13 item 34);
+* a Deny in any role wins; otherwise one Allow suffices; otherwise the request is denied.
+
+Legacy actions (``{base, path, method}``, at the role's top level as seed 004 writes them, or inside
+a policy) are converted through :mod:`corral.domain.access.actions`; they keep the scope their path
+names (``/api/pool/shared*`` grants ``pool/shared*``), unless their policy lists ``resources``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from corral.domain.access.actions import legacy_grants
+from corral.domain.configs.defaults import initial_bundle
+from corral.domain.configs.models import LegacyAction, Role, RolePolicy
+
+UNREGISTERED = ""  # the action of a request the registry does not know; only `*:*` grants it
+DEFAULT_ROLE = "osmo-default"
+
+
+def default_roles() -> list[Role]:
+    """corral's built-in roles (``corral.domain.configs.defaults``), as models."""
+    roles = initial_bundle()["roles"]
+    return [Role.model_validate({"name": name, **body}) for name, body in roles.items()]
+
+
+DEFAULT_ROLE_NAMES: tuple[str, ...] = tuple(role.name for role in default_roles())
+
+
+@dataclass(frozen=True)
+class Decision:
+    allowed: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One effective policy: semantic actions only, labelled for the decision's reason."""
+
+    effect: Literal["Allow", "Deny"]
+    actions: tuple[str, ...]
+    resources: tuple[str, ...]
+    label: str
+
+
+# -------------------------------------------------------------------------------- matching
+
+
+def action_matches(pattern: str, action: str) -> bool:
+    """Whether the policy action ``pattern`` covers the requested ``action``."""
+    if pattern in ("*", "*:*"):
+        return True
+    if action == UNREGISTERED:
+        return False
+    if pattern == action:
+        return True
+    kind, _, verb = pattern.partition(":")
+    want_kind, _, want_verb = action.partition(":")
+    return kind in ("*", want_kind) and verb in ("*", want_verb)
+
+
+def is_global(resource: str | None) -> bool:
+    """A request without a resource (``None`` or ``""``): any policy of the action matches."""
+    return resource is None or resource == ""
+
+
+def resource_matches(pattern: str, resource: str) -> bool:
+    """Whether the policy resource ``pattern`` covers the scoped ``resource``."""
+    if pattern in ("*", resource):
+        return True
+    if pattern.endswith("*") and resource.startswith(pattern[:-1]):
+        return True  # "prefix/*" and "prefix*"
+    return resource.endswith("/*") and pattern.startswith(resource[:-1])
+
+
+def _rule_resource(rule: Rule, resource: str | None) -> str | None:
+    """The pattern through which ``rule`` covers ``resource`` (``""`` for a global request)."""
+    if resource is None or is_global(resource):
+        return ""
+    return next((p for p in rule.resources if resource_matches(p, resource)), None)
+
+
+def _describe(rule: Rule, action: str, resource: str | None) -> str | None:
+    """``"<effect> <action pattern> on <resource pattern>"`` if ``rule`` matches, else None."""
+    matched = next((a for a in rule.actions if action_matches(a, action)), None)
+    scope = _rule_resource(rule, resource)
+    if matched is None or scope is None:
+        return None
+    return f"{rule.effect} {matched}" + (f" on {scope}" if scope else " (global action)")
+
+
+# --------------------------------------------------------------------------- effective rules
+
+
+def _policy_rules(policy: RolePolicy, label: str) -> list[Rule]:
+    semantic = tuple(a for a in policy.actions if isinstance(a, str))
+    rules = [Rule(policy.effect, semantic, tuple(policy.resources), label)] if semantic else []
+    legacy = [a for a in policy.actions if isinstance(a, LegacyAction)]
+    for action in legacy:
+        rules += _legacy_rules(action, policy.effect, label, tuple(policy.resources))
+    return rules
+
+
+def _legacy_rules(
+    action: LegacyAction,
+    effect: Literal["Allow", "Deny"],
+    label: str,
+    resources: tuple[str, ...] = (),
+) -> list[Rule]:
+    where = f"{label} legacy {action.method} {action.path}"
+    return [
+        Rule(effect, (name,), resources or (resource,), where)
+        for name, resource in legacy_grants(action)
+    ]
+
+
+def role_rules(role: Role) -> list[Rule]:
+    """The role's policies as semantic rules, legacy actions converted."""
+    rules: list[Rule] = []
+    for index, policy in enumerate(role.policies, start=1):
+        rules += _policy_rules(policy, f"policy {index}")
+    for index, action in enumerate(role.actions or [], start=1):
+        rules += _legacy_rules(action, "Allow", f"action {index}")
+    return rules
+
+
+# ------------------------------------------------------------------------------ evaluation
+
+
+def _target(action: str, resource: str | None) -> str:
+    name = action or "an unregistered request"
+    return name if is_global(resource) else f"{name} on {resource}"
+
+
+def _first_match(
+    role: Role, action: str, resource: str | None, effect: Literal["Allow", "Deny"]
+) -> str | None:
+    for rule in role_rules(role):
+        described = _describe(rule, action, resource) if rule.effect == effect else None
+        if described is not None:
+            return f"role '{role.name}' {rule.label}: {described}"
+    return None
+
+
+def evaluate(roles: Sequence[Role], action: str, resource: str | None = None) -> Decision:
+    """Whether ``roles`` together may do ``action`` on ``resource``; a Deny anywhere wins."""
+    for role in roles:
+        denied = _first_match(role, action, resource, "Deny")
+        if denied is not None:
+            return Decision(False, f"denied by {denied}")
+    for role in roles:
+        allowed = _first_match(role, action, resource, "Allow")
+        if allowed is not None:
+            return Decision(True, f"allowed by {allowed}")
+    if not roles:
+        return Decision(False, f"denied: no roles, so nothing allows {_target(action, resource)}")
+    names = ", ".join(role.name for role in roles)
+    return Decision(False, f"denied: no policy of {names} allows {_target(action, resource)}")
+
+
+def allowed_pools(roles: Sequence[Role], pool_names: Iterable[str]) -> list[str]:
+    """The pools ``roles`` may submit to (``workflow:Create`` on ``pool/<name>``), in order.
+
+    Unlike OSMO's ``GetAllowedPools``, a Deny in any role hides the pool, so the list shows exactly
+    the pools a submission would be accepted for (reference §13 items 12 and 35)."""
+    return [
+        name for name in pool_names if evaluate(roles, "workflow:Create", f"pool/{name}").allowed
+    ]
+
+
+# ------------------------------------------------------------------------ roles per request
+
+
+def roles_for_request(defined: Sequence[Role], names: Iterable[str]) -> list[Role]:
+    """The roles a request acts with: the named ones that exist plus ``osmo-default`` (§8.4)."""
+    wanted = {*names, DEFAULT_ROLE}
+    return [role for role in defined if role.name in wanted]
+
+
+def external_names(role: Role) -> set[str]:
+    """IdP groups mapped to ``role``: ``None`` → the role's own name, ``[]`` → none."""
+    return {role.name} if role.external_roles is None else set(role.external_roles)
+
+
+def roles_for_groups(
+    roles: Sequence[Role], groups: Iterable[str], current_roles: Iterable[str]
+) -> list[str]:
+    """A user's role names after an IdP login carrying ``groups`` (§8.6), sorted.
+
+    A role is mapped from the groups in its ``external_roles``. corral's choice between OSMO's two
+    storage modes: ``external_roles: None`` (absent) is the identity mapping — the group named like
+    the role — as for a new role in OSMO's DB mode and in file mode; ``[]`` maps no group (DB mode;
+    OSMO's file mode reads it as identity, reference §13 item 11). Then per ``sync_mode``:
+    ``import`` adds the role when a mapped group is present and never removes it; ``force`` adds it
+    when present and removes it when absent; ``ignore`` never changes it. Current roles that are
+    not defined are kept."""
+    present = set(groups)
+    result = set(current_roles)
+    for role in roles:
+        mapped = bool(external_names(role) & present)
+        if role.sync_mode != "ignore" and mapped:
+            result.add(role.name)
+        elif role.sync_mode == "force" and not mapped:
+            result.discard(role.name)
+    return sorted(result)

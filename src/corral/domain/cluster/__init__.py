@@ -1,0 +1,1 @@
+"""Cluster descriptions: nodes, the rack generator, Kubernetes NodeLists."""

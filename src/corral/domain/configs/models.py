@@ -1,0 +1,558 @@
+"""Config item models: OSMO's JSON, accepted as OSMO writes it, validated strictly.
+
+Differences from OSMO (each listed in docs/configs.md): unknown keys are rejected instead of
+silently dropped; durations, exit-action ranges, quota bounds, topology keys and Jinja syntax are
+checked when written; ``NE`` is a supported operator; derived read-only fields that OSMO's
+verbose views print (``parsed_*``, ``status`` ...) are accepted and dropped so that a shown
+config can be edited and written back.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from corral.domain.formats.durations import parse_duration
+from corral.domain.formats.kubernetes_names import label_key_problem
+from corral.domain.formats.names import check_name
+from corral.domain.jinja.templating import check_jinja
+from corral.domain.schemas.partial import template_problem
+
+
+class FieldProblem(ValueError):
+    """A problem at a known place below the value being validated (path relative to it)."""
+
+    def __init__(self, key: str | int, message: str, *more: str | int) -> None:
+        super().__init__(message)
+        self.path: tuple[str | int, ...] = (key, *more)
+
+
+class StrictModel(BaseModel):
+    """User input: unknown keys and wrong JSON types are errors."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+def _drop_read_only(data: Any, fields: tuple[str, ...]) -> Any:
+    if isinstance(data, dict):
+        return {key: value for key, value in data.items() if key not in fields}
+    return data
+
+
+def _check_duration(value: str) -> str:
+    if value:
+        parse_duration(value)  # raises ValueError with OSMO's message
+    return value
+
+
+# ------------------------------------------------------------------------------------ POOL
+
+
+class GpuQuota(StrictModel):
+    """KAI queue quota for the pool's GPUs; -1 means "no limit"."""
+
+    guarantee: int = Field(default=-1, ge=-1)
+    maximum: int = Field(default=-1, ge=-1)
+    weight: int = Field(default=1, ge=0)
+
+    @model_validator(mode="after")
+    def _guarantee_within_maximum(self) -> GpuQuota:
+        if self.maximum != -1 and self.guarantee > self.maximum:
+            raise FieldProblem(
+                "guarantee", f"guarantee {self.guarantee} is larger than maximum {self.maximum}"
+            )
+        return self
+
+
+class PoolResources(StrictModel):
+    gpu: GpuQuota | None = None
+
+
+class TopologyKey(StrictModel):
+    """A user-facing topology level name mapped to a node label (coarsest level first)."""
+
+    key: str
+    label: str
+
+    @field_validator("key")
+    @classmethod
+    def _key_syntax(cls, key: str) -> str:
+        if not re.match(r"^[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$", key):
+            raise ValueError(
+                f"topology key {key!r} must be lowercase letters, digits, '-', '_' or '.', "
+                "starting and ending with a letter or digit"
+            )
+        return key
+
+    @field_validator("label")
+    @classmethod
+    def _label_syntax(cls, label: str) -> str:
+        problem = label_key_problem(label)
+        if problem:
+            raise ValueError(f"{label!r} is not a valid Kubernetes label key: {problem}")
+        return label
+
+
+_PLATFORM_READ_ONLY = (
+    "parsed_pod_template",
+    "parsed_resource_validations",
+    "parsed_pod_template_for_accounting",
+    "tolerations",
+    "labels",
+    "default_mounts",
+)
+
+_EXIT_RANGE = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
+_EXIT_ACTIONS = ("COMPLETE", "FAIL", "RESCHEDULE")
+
+
+class Platform(StrictModel):
+    description: str = ""
+    host_network_allowed: bool = False
+    privileged_allowed: bool = False
+    allowed_mounts: list[str] = []
+    default_variables: dict[str, Any] = {}
+    resource_validations: list[str] = []
+    override_pod_template: list[str] = []
+
+    @model_validator(mode="before")
+    @classmethod
+    def _ignore_read_only(cls, data: Any) -> Any:
+        return _drop_read_only(data, _PLATFORM_READ_ONLY)
+
+
+_POOL_READ_ONLY = (
+    "status",
+    "parsed_pod_template",
+    "parsed_resource_validations",
+    "parsed_group_templates",
+    "parsed_pod_template_for_accounting",
+    "last_heartbeat",
+)
+
+
+class Pool(StrictModel):
+    name: str = ""
+    description: str = ""
+    backend: str
+    default_platform: str | None = None
+    enable_maintenance: bool = False
+    download_type: Literal["download"] | None = None
+    default_exec_timeout: str = ""
+    default_queue_timeout: str = ""
+    max_exec_timeout: str = ""
+    max_queue_timeout: str = ""
+    default_exit_actions: dict[str, str] = {}
+    resources: PoolResources = PoolResources()
+    topology_keys: list[TopologyKey] = []
+    common_default_variables: dict[str, Any] = {}
+    common_resource_validations: list[str] = []
+    common_pod_template: list[str] = []
+    common_group_templates: list[str] = []
+    platforms: dict[str, Platform] = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _prepare(cls, data: Any) -> Any:
+        data = _drop_read_only(data, _POOL_READ_ONLY)
+        if isinstance(data, dict) and "action_permissions" in data:
+            raise FieldProblem(
+                "action_permissions",
+                "action_permissions was removed in OSMO 6.2; grant workflow:Exec, "
+                "workflow:PortForward, workflow:Cancel or workflow:Rsync through ROLE policies",
+            )
+        exits = data.get("default_exit_actions") if isinstance(data, dict) else None
+        if isinstance(exits, dict):
+            # OSMO's docs write exit codes as integers; its model wants strings. Take both.
+            data = {
+                **data,
+                "default_exit_actions": {
+                    key: str(value)
+                    if isinstance(value, int) and not isinstance(value, bool)
+                    else value
+                    for key, value in exits.items()
+                },
+            }
+        return data
+
+    @field_validator(
+        "default_exec_timeout", "default_queue_timeout", "max_exec_timeout", "max_queue_timeout"
+    )
+    @classmethod
+    def _timeouts(cls, value: str) -> str:
+        return _check_duration(value)
+
+    @field_validator("default_exit_actions")
+    @classmethod
+    def _exit_actions(cls, actions: dict[str, str]) -> dict[str, str]:
+        for key, codes in actions.items():
+            if key.upper() not in _EXIT_ACTIONS:
+                raise ValueError(f"exit action {key!r} is not one of {', '.join(_EXIT_ACTIONS)}")
+            if not _EXIT_RANGE.match(codes):
+                raise ValueError(
+                    f"exit codes {codes!r} for {key} must look like '1,3-5' "
+                    "(numbers and ranges separated by commas)"
+                )
+        return actions
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Pool:
+        for platform_name in self.platforms:
+            check_name("Platform", platform_name, path=("platforms", platform_name))
+        if self.default_platform is not None and self.default_platform not in self.platforms:
+            raise FieldProblem(
+                "default_platform",
+                f"Default platform {self.default_platform} not in platforms "
+                f"({', '.join(self.platforms) or 'none defined'})",
+            )
+        _check_unique_topology(self.topology_keys)
+        for kind, timeouts in (
+            ("exec", ("default_exec_timeout", "max_exec_timeout")),
+            ("queue", ("default_queue_timeout", "max_queue_timeout")),
+        ):
+            default, maximum = (getattr(self, field) for field in timeouts)
+            if default and maximum and parse_duration(default) > parse_duration(maximum):
+                raise FieldProblem(
+                    timeouts[0],
+                    f"default_{kind}_timeout {default} is longer than max_{kind}_timeout {maximum}",
+                )
+        return self
+
+
+def _check_unique_topology(keys: list[TopologyKey]) -> None:
+    for attribute in ("key", "label"):
+        seen: set[str] = set()
+        for index, entry in enumerate(keys):
+            value = getattr(entry, attribute)
+            if value in seen:
+                raise FieldProblem(
+                    "topology_keys",
+                    f"{attribute} {value!r} appears more than once; each "
+                    f"topology level needs its own {attribute}",
+                    index,
+                    attribute,
+                )
+            seen.add(value)
+
+
+# ------------------------------------------------------------------------ POD / GROUP TEMPLATE
+
+_POD_TEMPLATE_KEYS = ("metadata", "spec")
+
+
+def check_pod_template(template: Any) -> dict[str, Any]:
+    """A pod template is a partial Pod manifest: an object with ``spec`` and/or ``metadata``."""
+    if not isinstance(template, dict):
+        raise ValueError("a pod template must be a JSON object (a partial Pod manifest)")
+    for key, value in template.items():
+        if key not in _POD_TEMPLATE_KEYS:
+            raise FieldProblem(
+                key,
+                f"unknown key {key!r} in a pod template; a partial Pod manifest has "
+                "only 'spec' and 'metadata'",
+            )
+        if key in ("metadata", "spec") and not isinstance(value, dict):
+            raise FieldProblem(key, f"{key} must be an object")
+    _check_fields(template, "v1", "Pod")
+    return template
+
+
+def _check_fields(template: dict[str, Any], api_version: str, kind: str) -> None:
+    """Every field of the template fits the schema of its kind (``partial_schema``)."""
+    found = template_problem(template, api_version, kind)
+    if found is None:
+        return
+    path, message = found
+    if not path:
+        raise ValueError(message)
+    raise FieldProblem(path[0], message, *path[1:])
+
+
+def check_group_template(template: Any) -> dict[str, Any]:
+    """A group template is a full Kubernetes manifest without a namespace."""
+    if not isinstance(template, dict):
+        raise ValueError("a group template must be a JSON object (a Kubernetes manifest)")
+    for key in ("apiVersion", "kind"):
+        if not isinstance(template.get(key), str) or not template[key]:
+            raise FieldProblem(key, f'Group template must have "{key}" field (a non-empty string).')
+    metadata = template.get("metadata")
+    if not isinstance(metadata, dict):
+        raise FieldProblem("metadata", 'Group template must have "metadata.name" field.')
+    if not isinstance(metadata.get("name"), str) or not metadata["name"]:
+        raise FieldProblem("metadata", 'Group template must have "metadata.name" field.', "name")
+    if metadata.get("namespace"):
+        raise FieldProblem(
+            "metadata",
+            'Group template must not have "metadata.namespace" set. '
+            "The namespace is assigned by corral at runtime.",
+            "namespace",
+        )
+    _check_fields(template, template["apiVersion"], template["kind"])
+    return template
+
+
+# ---------------------------------------------------------------------- RESOURCE_VALIDATION
+
+Operator = Literal["GT", "GE", "LT", "LE", "EQ", "NE"]
+
+
+class ResourceRule(StrictModel):
+    operator: Operator
+    left_operand: str
+    right_operand: str
+    assert_message: str
+
+    @field_validator("left_operand", "right_operand", mode="before")
+    @classmethod
+    def _numbers_as_text(cls, value: Any) -> Any:
+        # OSMO demands quoted operands ('0'); a bare number is what was meant, so take it.
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return str(value)
+        return value
+
+    @field_validator("left_operand", "right_operand", "assert_message")
+    @classmethod
+    def _valid_jinja(cls, value: str) -> str:
+        try:
+            check_jinja(value)
+        except Exception as err:  # UserError -> pydantic error at this field
+            raise ValueError(str(err)) from None
+        return value
+
+
+# ------------------------------------------------------------------------------------ ROLE
+
+_SEMANTIC_ACTION = re.compile(r"^(\*|[a-z]+):(\*|[A-Z][a-zA-Z]*)$")
+_HTTP_METHODS = ("*", "get", "post", "put", "patch", "delete", "websocket")
+
+
+class LegacyAction(StrictModel):
+    """OSMO's pre-policy action ``{"base": "http", "path": ..., "method": ...}``, kept as given."""
+
+    base: Literal["http"]
+    path: str = Field(min_length=1)
+    method: str
+
+    @field_validator("method")
+    @classmethod
+    def _method(cls, method: str) -> str:
+        if method.lower() not in _HTTP_METHODS:
+            raise ValueError(f"method {method!r} is not one of {', '.join(_HTTP_METHODS)}")
+        return method
+
+
+class RolePolicy(StrictModel):
+    effect: Literal["Allow", "Deny"] = "Allow"
+    actions: list[str | LegacyAction]
+    resources: list[str] = []
+
+    @field_validator("actions", mode="before")
+    @classmethod
+    def _single_action(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str | dict) else value
+
+    @field_validator("actions")
+    @classmethod
+    def _action_format(cls, actions: list[str | LegacyAction]) -> list[str | LegacyAction]:
+        for action in actions:
+            if isinstance(action, str) and not _SEMANTIC_ACTION.match(action):
+                raise ValueError(
+                    f'Invalid action format: {action}. Expected format: "resource:Action" '
+                    '(e.g., "workflow:Create", "*:*")'
+                )
+        return actions
+
+
+class Role(StrictModel):
+    name: str = ""
+    description: str = ""
+    policies: list[RolePolicy] = []
+    # Seed 004 writes legacy actions at the top level of a role; stored as given.
+    actions: list[LegacyAction] | None = None
+    immutable: bool = False
+    sync_mode: Literal["import", "force", "ignore"] = "import"
+    external_roles: list[str] | None = None
+
+
+# --------------------------------------------------------------------------------- BACKEND
+
+
+class SchedulerSettings(StrictModel):
+    scheduler_type: Literal["kai", "default"] = "kai"
+    scheduler_name: str = "kai-scheduler"
+    scheduler_timeout: int = Field(default=30, ge=1)
+
+
+class NodeConditions(StrictModel):
+    rules: dict[str, str] | None = None
+    prefix: str = "osmo.nvidia.com/"
+
+
+class Execution(StrictModel):
+    """corral only: how the embedded (simulated) backend runs tasks (docs/lifecycle.md).
+
+    ``simulate`` waits ``simulated_duration`` and exits 0 (a task may set the env variables
+    ``CORRAL_SIMULATED_DURATION`` / ``CORRAL_SIMULATED_EXIT_CODE``); ``local_processes`` runs the
+    task's command on the server's machine, confined (docs/lifecycle.md#trust): as ``run_as``
+    (``nobody`` when the server is root), never as root unless ``allow_root``, and nowhere
+    the machine cannot keep it from the server's files unless ``allow_unconfined``."""
+
+    mode: Literal["simulate", "local_processes"] = "simulate"
+    simulated_duration: str = "10s"
+    run_as: str | None = Field(default=None, min_length=1, max_length=64)
+    allow_root: bool = False
+    allow_unconfined: bool = False
+
+    @field_validator("simulated_duration")
+    @classmethod
+    def _duration(cls, text: str) -> str:
+        parse_duration(text)
+        return text
+
+
+class KubernetesAccess(StrictModel):
+    """corral only: the real cluster a ``kubernetes`` backend drives (docs/kubernetes.md).
+
+    A reference, never credentials: the kubeconfig file lives on the server's disk (or the
+    server's service account is used), so no secret is stored in the config database."""
+
+    kubeconfig: str = ""
+    context: str = ""
+    in_cluster: bool = False
+    api_timeout: str = "30s"
+
+    @field_validator("api_timeout")
+    @classmethod
+    def _duration(cls, text: str) -> str:
+        parse_duration(text)
+        return text
+
+    @model_validator(mode="after")
+    def _one_source(self) -> KubernetesAccess:
+        if self.in_cluster and (self.kubeconfig or self.context):
+            raise ValueError(
+                "in_cluster uses the server's service account; remove kubeconfig and context"
+            )
+        if not self.in_cluster and not self.kubeconfig:
+            raise ValueError("set kubeconfig (a kubeconfig file on the server) or in_cluster: true")
+        return self
+
+
+_BACKEND_READ_ONLY = ("version", "last_heartbeat", "created_date", "online")
+
+#: Scheduler types that understand topology constraints (KAI's Topology CRD).
+TOPOLOGY_SCHEDULERS = ("kai",)
+
+
+class Backend(StrictModel):
+    name: str = ""
+    description: str = ""
+    k8s_namespace: str = "default"
+    k8s_uid: str = ""
+    dashboard_url: str = ""
+    grafana_url: str = ""
+    router_address: str = ""
+    tests: list[str] = []
+    scheduler_settings: SchedulerSettings = SchedulerSettings()
+    node_conditions: NodeConditions = NodeConditions()
+    execution: Execution = Execution()
+    #: Set: the backend is a real cluster; unset: the embedded (simulated) cluster.
+    kubernetes: KubernetesAccess | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _ignore_read_only(cls, data: Any) -> Any:
+        return _drop_read_only(data, _BACKEND_READ_ONLY)
+
+    @field_validator("tests")
+    @classmethod
+    def _no_tests(cls, tests: list[str]) -> list[str]:
+        if tests:
+            raise ValueError("backend tests (BACKEND_TEST) are not supported by corral; use []")
+        return tests
+
+    @field_validator("k8s_namespace")
+    @classmethod
+    def _namespace(cls, namespace: str) -> str:
+        if len(namespace) > 63 or not re.match(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", namespace):
+            raise ValueError(f"{namespace!r} is not a valid Kubernetes namespace name")
+        return namespace
+
+
+# -------------------------------------------------------------------------------- WORKFLOW
+
+
+class WorkflowInfo(StrictModel):
+    tags: list[str] = []
+    max_name_length: int = Field(default=64, ge=1)
+
+
+class UserWorkflowLimits(StrictModel):
+    max_num_workflows: int | None = Field(default=None, gt=0)
+    max_num_tasks: int | None = Field(default=None, gt=0)
+    jinja_sandbox_workers: int = Field(default=2, ge=1)
+    jinja_sandbox_max_time: float = Field(default=0.5, gt=0)
+    jinja_sandbox_memory_limit: int = Field(default=104857600, gt=0)
+
+    @field_validator("jinja_sandbox_max_time", mode="before")
+    @classmethod
+    def _int_is_float(cls, value: Any) -> Any:
+        return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+class WorkflowConfig(StrictModel):
+    """Limits and timeouts for workflows. Sections corral does not use yet are kept as given."""
+
+    max_num_tasks: int = Field(default=100, ge=1)
+    max_num_ports_per_task: int = Field(default=30, ge=0)
+    max_retry_per_task: int = Field(default=0, ge=0)
+    max_retry_per_job: int = Field(default=5, ge=0)
+    default_schedule_timeout: int = Field(default=30, ge=1)
+    default_exec_timeout: str = "7d"
+    default_queue_timeout: str = "60d"
+    max_exec_timeout: str = "30d"
+    max_queue_timeout: str = "60d"
+    force_cleanup_delay: str = "1h"
+    max_log_lines: int = Field(default=10000, ge=0)
+    max_task_log_lines: int = Field(default=1000, ge=0)
+    max_error_log_lines: int = Field(default=100, ge=0)
+    max_event_log_lines: int = Field(default=100, ge=0)
+    task_heartbeat_frequency: str = "10m"
+    workflow_info: WorkflowInfo = WorkflowInfo()
+    user_workflow_limits: UserWorkflowLimits = UserWorkflowLimits()
+    workflow_data: dict[str, Any] = {}
+    backend_images: dict[str, Any] = {}
+    credential_config: dict[str, Any] = {}
+    plugins_config: dict[str, Any] = {}
+    labels_config: dict[str, Any] = {}
+    workflow_alerts: dict[str, Any] = {}
+    workflow_log: dict[str, Any] = {}
+    workflow_app: dict[str, Any] = {}
+
+    @field_validator(
+        "default_exec_timeout",
+        "default_queue_timeout",
+        "max_exec_timeout",
+        "max_queue_timeout",
+        "force_cleanup_delay",
+        "task_heartbeat_frequency",
+    )
+    @classmethod
+    def _durations(cls, value: str) -> str:
+        if not value:
+            raise ValueError("a duration is required here (e.g. 7d, 12h, PT30M)")
+        return _check_duration(value)
+
+    @model_validator(mode="after")
+    def _defaults_within_maxima(self) -> WorkflowConfig:
+        for kind in ("exec", "queue"):
+            default = getattr(self, f"default_{kind}_timeout")
+            maximum = getattr(self, f"max_{kind}_timeout")
+            if parse_duration(default) > parse_duration(maximum):
+                raise FieldProblem(
+                    f"default_{kind}_timeout",
+                    f"default_{kind}_timeout {default} is longer than max_{kind}_timeout {maximum}",
+                )
+        return self

@@ -1,0 +1,344 @@
+"""The config types, how each item is parsed, and how documents of each type are shaped.
+
+Every named type is held as a snapshot ``{item name: item}`` of JSON-ready dicts; WORKFLOW is a
+single object. The wire shapes follow OSMO: ``{"pools": {...}}`` for POOL, a list for ROLE,
+``{"backends": [...]}`` for BACKEND, a bare map for the template and validation types.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from corral.domain.configs import models as configs
+from corral.domain.formats.names import check_name
+from corral.domain.jinja.templating import check_all_jinja
+from corral.errors import UserError
+
+Item = Any
+
+
+class ConfigType(StrEnum):
+    POOL = "POOL"
+    POD_TEMPLATE = "POD_TEMPLATE"
+    GROUP_TEMPLATE = "GROUP_TEMPLATE"
+    RESOURCE_VALIDATION = "RESOURCE_VALIDATION"
+    ROLE = "ROLE"
+    BACKEND = "BACKEND"
+    WORKFLOW = "WORKFLOW"
+
+    @property
+    def spec(self) -> TypeSpec:
+        return SPECS[self]
+
+    @property
+    def url_segment(self) -> str:
+        return self.value.lower()
+
+    @classmethod
+    def parse(cls, text: str) -> ConfigType:
+        """Accept ``POOL``, ``pool``, ``pod-template``; reject anything else with the list."""
+        normalized = text.strip().upper().replace("-", "_")
+        try:
+            return cls(normalized)
+        except ValueError:
+            raise UserError(
+                f"Unknown config type {text!r}. Config types: {', '.join(t.value for t in cls)}"
+            ) from None
+
+
+@dataclass(frozen=True)
+class TypeSpec:
+    label: str  # as in messages: "Pool", "Pod template"
+    bundle_key: str | None  # key in a bundle / wrapped document; None for WORKFLOW
+    parse_item: Callable[[Any], Item]
+
+    @property
+    def singleton(self) -> bool:
+        return self.bundle_key is None
+
+
+def _model_parser(model: type[BaseModel]) -> Callable[[Any], Item]:
+    def parse(raw: Any) -> Item:
+        try:
+            return model.model_validate(raw).model_dump(mode="json")
+        except ValidationError as err:
+            raise validation_error(err, raw) from None
+
+    return parse
+
+
+def _free_form_parser(check: Callable[[Any], dict[str, Any]]) -> Callable[[Any], Item]:
+    def parse(raw: Any) -> Item:
+        try:
+            return check(raw)
+        except configs.FieldProblem as problem:
+            raise UserError(str(problem), path=problem.path) from None
+        except ValueError as err:
+            raise UserError(str(err)) from None
+
+    return parse
+
+
+def _parse_rules(raw: Any) -> Item:
+    if not isinstance(raw, list):
+        raise UserError("a resource validation is a list of rules")
+    rule_parser = _model_parser(configs.ResourceRule)
+    parsed = []
+    for index, rule in enumerate(raw):
+        try:
+            parsed.append(rule_parser(rule))
+        except UserError as err:
+            raise err.under(index) from None
+    return parsed
+
+
+def _check_templates_jinja(
+    check: Callable[[Any], dict[str, Any]],
+) -> Callable[[Any], dict[str, Any]]:
+    def checked(raw: Any) -> dict[str, Any]:
+        template = check(raw)
+        check_all_jinja(template)
+        return template
+
+    return checked
+
+
+SPECS: dict[ConfigType, TypeSpec] = {
+    ConfigType.POOL: TypeSpec("Pool", "pools", _model_parser(configs.Pool)),
+    ConfigType.POD_TEMPLATE: TypeSpec(
+        "Pod template",
+        "pod_templates",
+        _free_form_parser(_check_templates_jinja(configs.check_pod_template)),
+    ),
+    ConfigType.GROUP_TEMPLATE: TypeSpec(
+        "Group template",
+        "group_templates",
+        _free_form_parser(_check_templates_jinja(configs.check_group_template)),
+    ),
+    ConfigType.RESOURCE_VALIDATION: TypeSpec(
+        "Resource validation", "resource_validations", _parse_rules
+    ),
+    ConfigType.ROLE: TypeSpec("Role", "roles", _model_parser(configs.Role)),
+    ConfigType.BACKEND: TypeSpec("Backend", "backends", _model_parser(configs.Backend)),
+    ConfigType.WORKFLOW: TypeSpec("Workflow config", None, _model_parser(configs.WorkflowConfig)),
+}
+
+# Types whose items carry their own name (filled from the key on write).
+_NAMED_ITEMS = (ConfigType.POOL, ConfigType.ROLE, ConfigType.BACKEND)
+
+
+def reject_unstorable(value: Any, path: tuple[str | int, ...] = ()) -> None:
+    """Refuse what JSON or PostgreSQL cannot hold although Python's JSON reader accepts it:
+    NaN, Infinity, and NUL characters in text."""
+    if isinstance(value, float) and not math.isfinite(value):
+        shown = "NaN" if math.isnan(value) else "Infinity"
+        raise UserError(
+            f"{shown} is not a JSON number; write a finite number or a string", path=path
+        )
+    if isinstance(value, str) and "\x00" in value:
+        raise UserError("text must not contain NUL characters (\\u0000)", path=path)
+    if isinstance(value, dict):
+        for key, child in value.items():
+            reject_unstorable(key, path)
+            reject_unstorable(child, (*path, key))
+    elif isinstance(value, list):
+        for index, child in enumerate(value):
+            reject_unstorable(child, (*path, index))
+
+
+def parse_item(ctype: ConfigType, name: str, raw: Any) -> Item:
+    """Validate one item written under ``name``; errors carry a path relative to the item."""
+    reject_unstorable(raw)
+    if not ctype.spec.singleton:
+        check_name(ctype.spec.label, name)
+    if ctype in _NAMED_ITEMS and isinstance(raw, dict):
+        given = raw.get("name")
+        if given not in (None, "", name):
+            raise UserError(
+                f'{ctype.spec.label} name "{given}" in the body does not match "{name}", '
+                "the name it is written under. Make them equal or drop the name field.",
+                path=("name",),
+            )
+        raw = {**raw, "name": name}
+    return ctype.spec.parse_item(raw)
+
+
+def parse_items(ctype: ConfigType, document: Any) -> tuple[dict[str, Item], tuple[str, ...]]:
+    """Parse a bulk document of ``ctype`` into items.
+
+    Accepts the wrapped form (``{"pools": {...}}``), the bare map (``{"name": {...}}``) and,
+    for ROLE and BACKEND, OSMO's list of named objects. Returns the items and the path prefix
+    at which they were found, so that errors can point into the original document.
+    """
+    if ctype.spec.singleton:
+        raise UserError(f"{ctype.value} is a single object, not a map of named items")
+    body, prefix = _unwrap(ctype, document)
+    if isinstance(body, list):
+        return _parse_named_list(ctype, body, prefix), prefix
+    if not isinstance(body, dict):
+        raise UserError(
+            f"a {ctype.value} document must be an object mapping names to items", path=prefix
+        )
+    items: dict[str, Item] = {}
+    for name, raw in body.items():
+        try:
+            items[name] = parse_item(ctype, name, raw)
+        except UserError as err:
+            raise err.under(*prefix, name) from None
+    return items, prefix
+
+
+def _unwrap(ctype: ConfigType, document: Any) -> tuple[Any, tuple[str, ...]]:
+    key = ctype.spec.bundle_key
+    assert key is not None
+    if isinstance(document, dict) and set(document) == {key}:
+        inner = document[key]
+        # A lone item that happens to be named like the wrapper is still an item.
+        is_single_item = isinstance(inner, dict) and _looks_like_item(ctype, inner)
+        if not is_single_item:
+            return inner, (key,)
+    return document, ()
+
+
+def _looks_like_item(ctype: ConfigType, value: dict[str, Any]) -> bool:
+    markers = {
+        ConfigType.POOL: "backend",
+        ConfigType.ROLE: "policies",
+        ConfigType.BACKEND: "scheduler_settings",
+        ConfigType.POD_TEMPLATE: "spec",
+        ConfigType.GROUP_TEMPLATE: "apiVersion",
+    }
+    marker = markers.get(ctype)
+    return marker is not None and marker in value and not isinstance(value[marker], dict | list)
+
+
+def _parse_named_list(
+    ctype: ConfigType, body: list[Any], prefix: tuple[str, ...]
+) -> dict[str, Item]:
+    if ctype not in (ConfigType.ROLE, ConfigType.BACKEND):
+        raise UserError(
+            f"a {ctype.value} document must be an object mapping names to items, not a list",
+            path=prefix,
+        )
+    items: dict[str, Item] = {}
+    for index, raw in enumerate(body):
+        name = raw.get("name") if isinstance(raw, dict) else None
+        if not isinstance(name, str) or not name:
+            raise UserError(
+                f"every {ctype.spec.label.lower()} in a list needs a name", path=(*prefix, index)
+            )
+        if name in items:
+            raise UserError(
+                f'{ctype.spec.label} "{name}" appears twice in the list', path=(*prefix, index)
+            )
+        try:
+            items[name] = parse_item(ctype, name, raw)
+        except UserError as err:
+            raise err.under(*prefix, index) from None
+    return items
+
+
+def parse_singleton(ctype: ConfigType, document: Any) -> Item:
+    if not isinstance(document, dict):
+        raise UserError(f"the {ctype.value} config must be a JSON object")
+    reject_unstorable(document)
+    return ctype.spec.parse_item(document)
+
+
+# -------------------------------------------------------------------- pydantic -> UserError
+
+_KNOWN_RENAMES = {
+    "override_resource_validations": "resource_validations",
+    "action": "actions",
+    "resource": "resources",
+}
+
+
+def _all_field_names() -> set[str]:
+    names: set[str] = set()
+    for model in (
+        configs.Pool,
+        configs.Platform,
+        configs.GpuQuota,
+        configs.PoolResources,
+        configs.TopologyKey,
+        configs.ResourceRule,
+        configs.Role,
+        configs.RolePolicy,
+        configs.LegacyAction,
+        configs.Backend,
+        configs.SchedulerSettings,
+        configs.NodeConditions,
+        configs.WorkflowConfig,
+        configs.WorkflowInfo,
+        configs.UserWorkflowLimits,
+    ):
+        names.update(model.model_fields)
+    return names
+
+
+_FIELD_NAMES = _all_field_names()
+
+
+def _suggestion(key: str) -> str:
+    if key in _KNOWN_RENAMES:
+        return f" (did you mean '{_KNOWN_RENAMES[key]}'?)"
+    close = difflib.get_close_matches(key, _FIELD_NAMES, n=1, cutoff=0.75)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def validation_error(err: ValidationError, raw: Any) -> UserError:
+    """The most specific pydantic error as a UserError naming its path, in plain words.
+
+    For unions pydantic reports one error per member; the deepest is the one that explains
+    what went wrong (e.g. a bad ``base`` inside a legacy action rather than "not a string").
+    """
+    details = max(err.errors(), key=lambda d: (len(d["loc"]), d["type"] == "extra_forbidden"))
+    path = _real_path(raw, details["loc"])
+    kind = details["type"]
+    if kind == "extra_forbidden":
+        key = str(path[-1])
+        message = f"Unknown key '{key}'{_suggestion(key)}; remove it or fix its spelling."
+    elif kind == "missing":
+        message = f"Required key '{details['loc'][-1]}' is missing."
+    elif kind in ("value_error", "assertion_error"):
+        message = str(details["msg"]).removeprefix("Value error, ")
+        cause = details.get("ctx", {}).get("error")
+        if isinstance(cause, configs.FieldProblem):
+            path = (*path, *cause.path)
+    else:
+        shown = details.get("input")
+        text = (
+            "Input should be an object" if kind in ("model_type", "dict_type") else details["msg"]
+        )
+        message = f"{text} (got {type(shown).__name__} {shown!r})."
+    return UserError(message, path=path)
+
+
+def _has_child(node: Any, step: str | int) -> bool:
+    if isinstance(node, dict):
+        return step in node
+    return isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node)
+
+
+def _real_path(raw: Any, loc: tuple[str | int, ...]) -> tuple[str | int, ...]:
+    """Drop the union member names pydantic inserts into a location, keeping real keys."""
+    path: list[str | int] = []
+    node = raw
+    for step in loc:
+        if _has_child(node, step):
+            path.append(step)
+            node = node[step]
+        elif not isinstance(node, dict | list) or isinstance(step, int):
+            break
+        elif step in _FIELD_NAMES:  # a missing key: name it
+            path.append(step)
+            node = None
+    return tuple(path)

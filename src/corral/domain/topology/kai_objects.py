@@ -1,0 +1,131 @@
+"""The cluster-scoped KAI objects corral keeps per backend (``osmo-topology.md`` A3.2): a parent
+``Queue`` per namespace, one ``Queue`` per pool under it, and a ``Topology`` per pool with
+``topology_keys``.
+
+The embedded scheduler reads its queues from the same manifests (``services/placement.py``), so
+what the simulated backend enforces is what KAI gets on a real cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from corral.domain.configs.types import ConfigType
+from corral.domain.labels import NAMESPACE as NAMESPACE_LABEL
+from corral.domain.labels import POOL as POOL_LABEL
+from corral.domain.topology.podgroup import priority_class_name, queue_name, topology_crd_name
+
+QUEUE_KIND = ("scheduling.run.ai/v2", "Queue")
+PRIORITY_CLASS_KIND = ("scheduling.k8s.io/v1", "PriorityClass")
+#: Every PodGroup names ``osmo-<priority>``. KAI treats a priority value below 100 as
+#: preemptible (``osmo-topology.md`` B3): LOW is, NORMAL and HIGH are not (KAI's own classes
+#: train, build and inference use 50, 100 and 125).
+PRIORITY_VALUES = {"HIGH": 125, "NORMAL": 100, "LOW": 50}
+TOPOLOGY_KIND = ("kai.scheduler/v1alpha1", "Topology")
+_UNLIMITED = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
+
+State = Mapping[ConfigType, Any]
+
+
+def backend_namespace(state: State, backend: str) -> str:
+    settings = state.get(ConfigType.BACKEND, {}).get(backend) or {}
+    return str(settings.get("k8s_namespace", "default"))
+
+
+def parent_queue_name(namespace: str) -> str:
+    return f"osmo-default-{namespace}"
+
+
+def pools_of(state: State, backend: str) -> dict[str, Mapping[str, Any]]:
+    pools = state.get(ConfigType.POOL, {})
+    return {name: pool for name, pool in pools.items() if pool.get("backend") == backend}
+
+
+def queue_manifests(state: State, backend: str) -> list[dict[str, Any]]:
+    """The parent queue, then one queue per pool of ``backend`` with its GPU quota."""
+    namespace = backend_namespace(state, backend)
+    parent = parent_queue_name(namespace)
+    queues = [_queue(parent, namespace, {"gpu": _UNLIMITED}, pool=None, parent=None)]
+    for name, pool in sorted(pools_of(state, backend).items()):
+        gpu = (pool.get("resources") or {}).get("gpu") or {}
+        quota = {
+            "quota": int(gpu.get("guarantee", -1)),
+            "limit": int(gpu.get("maximum", -1)),
+            "overQuotaWeight": int(gpu.get("weight", 1)),
+        }
+        queues.append(
+            _queue(queue_name(namespace, name), namespace, {"gpu": quota}, pool=name, parent=parent)
+        )
+    return queues
+
+
+def _queue(
+    name: str,
+    namespace: str,
+    resources: Mapping[str, Mapping[str, int]],
+    *,
+    pool: str | None,
+    parent: str | None,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "resources": {
+            "gpu": dict(resources["gpu"]),
+            "cpu": dict(_UNLIMITED),
+            "memory": dict(_UNLIMITED),
+        }
+    }
+    if parent:
+        spec["parentQueue"] = parent
+    return {
+        "apiVersion": QUEUE_KIND[0],
+        "kind": QUEUE_KIND[1],
+        "metadata": {"name": name, "labels": _labels(namespace, pool)},
+        "spec": spec,
+    }
+
+
+def topology_manifests(state: State, backend: str) -> list[dict[str, Any]]:
+    """One Topology per pool of ``backend`` with topology keys, levels in pool order."""
+    namespace = backend_namespace(state, backend)
+    found = []
+    for name, pool in sorted(pools_of(state, backend).items()):
+        keys = pool.get("topology_keys") or []
+        if not keys:
+            continue
+        found.append(
+            {
+                "apiVersion": TOPOLOGY_KIND[0],
+                "kind": TOPOLOGY_KIND[1],
+                "metadata": {
+                    "name": topology_crd_name(namespace, name),
+                    "labels": _labels(namespace, name),
+                },
+                "spec": {"levels": [{"nodeLabel": str(key["label"])} for key in keys]},
+            }
+        )
+    return found
+
+
+def _labels(namespace: str, pool: str | None) -> dict[str, str]:
+    labels = {NAMESPACE_LABEL: namespace}
+    if pool is not None:
+        labels[POOL_LABEL] = pool
+    return labels
+
+
+def priority_class_manifests() -> list[dict[str, Any]]:
+    """The PriorityClasses every workflow's PodGroup needs; ``deploy/kubernetes`` holds them."""
+    return [
+        {
+            "apiVersion": PRIORITY_CLASS_KIND[0],
+            "kind": PRIORITY_CLASS_KIND[1],
+            "metadata": {"name": priority_class_name(priority)},
+            "value": value,
+            "globalDefault": False,
+            "preemptionPolicy": "PreemptLowerPriority",
+            "description": f"corral workflows of priority {priority}"
+            + (" (preemptible)" if value < 100 else ""),
+        }
+        for priority, value in PRIORITY_VALUES.items()
+    ]

@@ -1,0 +1,1 @@
+"""Read-only views over configs, nodes and workflows: pool quota, resource listing, explain."""

@@ -1,0 +1,290 @@
+"""Which nodes serve which pools, and the resource listing (OSMO §8.4, ``resource list``).
+
+**Membership.** A node serves a pool's platform when a task of that platform could run on it:
+it carries every label of the platform's nodeSelector and its taints (other than
+``PreferNoSchedule``) are tolerated — the test the submission pipeline applies
+(:func:`corral.domain.platform.task_validation.platform_nodes`). A node may serve several
+platforms and several pools.
+
+**Type** of a node, over every pool configured (not only those listed):
+
+``RESERVED``
+    the node serves exactly one pool (one or more of its platforms);
+``SHARED``
+    the node serves more than one pool; their workloads compete for it, and ``pool list`` puts
+    those pools in one node set;
+``UNUSED``
+    the node serves no pool: no workflow can run on it. Listed only with ``all``.
+
+**Cells.** Per node, what its pods request (``used``; pods of every pool) against its allocatable
+resources (``capacity``): GPUs, CPU cores, memory and ephemeral storage in GiB. As OSMO, used
+amounts round up and capacities down, used never shows above capacity, and ``free`` is
+``capacity - used``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, Protocol
+
+from corral.domain.configs.types import ConfigType
+from corral.domain.formats.quantities import parse_quantity
+from corral.domain.platform.nodes import GPU_RESOURCE, Node
+from corral.domain.platform.resolved_pool import State, resolve_platform
+from corral.domain.platform.task_validation import platform_nodes
+
+GI = 2**30
+RESERVED = "RESERVED"
+SHARED = "SHARED"
+UNUSED = "UNUSED"
+#: The resources of a listing, in the table's column order, and their units.
+RESOURCES = ("storage", "cpu", "memory", "gpu")
+
+
+class Requested(Protocol):
+    """Requests in Kubernetes' integer units (``corral.scheduler.resources.Demand``)."""
+
+    @property
+    def gpu(self) -> int: ...
+    @property
+    def cpu(self) -> int: ...  # millicores
+    @property
+    def memory(self) -> int: ...  # bytes
+    @property
+    def storage(self) -> int: ...  # bytes
+
+
+@dataclass(frozen=True)
+class Amounts:
+    """Whole GiB of storage, CPU cores, GiB of memory and GPUs: the units of the table."""
+
+    storage: int = 0
+    cpu: int = 0
+    memory: int = 0
+    gpu: int = 0
+
+    def __add__(self, other: Amounts) -> Amounts:
+        return Amounts(*(getattr(self, r) + getattr(other, r) for r in RESOURCES))
+
+    def __sub__(self, other: Amounts) -> Amounts:
+        return Amounts(*(getattr(self, r) - getattr(other, r) for r in RESOURCES))
+
+    def as_json(self) -> dict[str, int]:
+        return {resource: getattr(self, resource) for resource in RESOURCES}
+
+
+# ------------------------------------------------------------------------------ membership
+
+
+@dataclass(frozen=True)
+class PoolLayout:
+    """Which nodes serve which (pool, platform), for every pool configured."""
+
+    #: (pool, platform) -> the names of the nodes serving it, in cluster order.
+    platforms: Mapping[tuple[str, str], tuple[str, ...]]
+    #: pool -> platform -> the platform's default mounts (for the pool views).
+    default_mounts: Mapping[str, Mapping[str, list[str]]]
+    _by_node: dict[str, list[tuple[str, str]]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        by_node: dict[str, list[tuple[str, str]]] = {}
+        for key, names in self.platforms.items():
+            for name in names:
+                by_node.setdefault(name, []).append(key)
+        object.__setattr__(self, "_by_node", by_node)
+
+    def placements(self, node: str) -> list[tuple[str, str]]:
+        """The (pool, platform) pairs ``node`` serves, in config order."""
+        return list(self._by_node.get(node, []))
+
+    def pools_of(self, node: str) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(pool for pool, _ in self.placements(node)))
+
+    def node_type(self, node: str) -> str:
+        served = len(self.pools_of(node))
+        return UNUSED if served == 0 else RESERVED if served == 1 else SHARED
+
+
+def pool_layout(
+    state: State, nodes: Sequence[Node], pools: Collection[str] | None = None
+) -> PoolLayout:
+    """Match every platform of every pool against the nodes, as the submission pipeline does.
+
+    ``pools`` (default: every pool configured) keeps only those pools: the pools whose backend
+    has ``nodes``, so that a node's type counts only the pools that could use it."""
+    platforms: dict[tuple[str, str], tuple[str, ...]] = {}
+    mounts: dict[str, dict[str, list[str]]] = {}
+    for pool_name, pool in state.get(ConfigType.POOL, {}).items():
+        if pools is not None and pool_name not in pools:
+            continue
+        mounts[pool_name] = {}
+        for platform_name in pool.get("platforms") or {}:
+            resolved = resolve_platform(state, pool_name, platform_name)
+            served = platform_nodes(resolved, nodes)
+            platforms[(pool_name, platform_name)] = tuple(node.name for node in served)
+            mounts[pool_name][platform_name] = resolved.default_mounts
+    return PoolLayout(platforms, mounts)
+
+
+# ----------------------------------------------------------------------------------- cells
+
+
+def capacity_of(node: Node) -> Amounts:
+    """The node's allocatable resources in table units, rounded down (missing = 0)."""
+
+    def whole(resource: str, unit: int) -> int:
+        value = parse_quantity(str(node.allocatable.get(resource, "0")))
+        return max(0, math.floor(value / Decimal(unit)))
+
+    return Amounts(
+        storage=whole("ephemeral-storage", GI),
+        cpu=whole("cpu", 1),
+        memory=whole("memory", GI),
+        gpu=whole(GPU_RESOURCE, 1),
+    )
+
+
+def used_of(requested: Requested, capacity: Amounts) -> Amounts:
+    """Requests in table units, rounded up and never above ``capacity``."""
+    return Amounts(
+        storage=min(capacity.storage, -(-requested.storage // GI)),
+        cpu=min(capacity.cpu, -(-requested.cpu // 1000)),
+        memory=min(capacity.memory, -(-requested.memory // GI)),
+        gpu=min(capacity.gpu, requested.gpu),
+    )
+
+
+def cell(used: int, capacity: int, mode: str) -> str:
+    """``used/capacity`` (mode ``used``) or ``capacity - used`` (``free``); ``0`` when the node
+    has none of the resource."""
+    if capacity <= 0:
+        return "0"
+    return f"{used}/{capacity}" if mode == "used" else str(capacity - used)
+
+
+# --------------------------------------------------------------------------------- listing
+
+
+@dataclass(frozen=True)
+class NodeResources:
+    """One node of a listing: the (pool, platform) rows it is listed under (none for an
+    ``UNUSED`` node), and its amounts."""
+
+    name: str
+    type: str
+    placements: tuple[tuple[str, str], ...]
+    capacity: Amounts
+    used: Amounts
+
+    @property
+    def free(self) -> Amounts:
+        return self.capacity - self.used
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "node": self.name,
+            "type": self.type,
+            "pools": [{"pool": pool, "platform": platform} for pool, platform in self.placements],
+            "capacity": self.capacity.as_json(),
+            "used": self.used.as_json(),
+            "free": self.free.as_json(),
+        }
+
+
+def list_resources(
+    layout: PoolLayout,
+    nodes: Iterable[Node],
+    requested: Mapping[str, Requested],
+    *,
+    pools: Sequence[str],
+    platforms: Sequence[str] = (),
+    include_unused: bool = False,
+) -> list[NodeResources]:
+    """The nodes serving a platform of ``pools`` (only ``platforms`` when given), sorted by
+    name, each with the (pool, platform) rows it is listed under; ``include_unused`` adds the
+    nodes serving no pool at all. ``requested`` is what each node's pods request."""
+    wanted_pools = set(pools)
+    found: list[NodeResources] = []
+    for node in sorted(nodes, key=lambda n: n.name):
+        node_type = layout.node_type(node.name)
+        placements = tuple(
+            (pool, platform)
+            for pool, platform in layout.placements(node.name)
+            if pool in wanted_pools and (not platforms or platform in platforms)
+        )
+        if not placements and not (include_unused and node_type == UNUSED):
+            continue
+        capacity = capacity_of(node)
+        zero: Requested = _NOTHING
+        used = used_of(requested.get(node.name, zero), capacity)
+        found.append(NodeResources(node.name, node_type, placements, capacity, used))
+    return found
+
+
+def resources_json(listed: Sequence[NodeResources]) -> dict[str, Any]:
+    """The answer of ``GET /api/resources``: the nodes and the sum, each node counted once."""
+    capacity, used = Amounts(), Amounts()
+    for node in listed:
+        capacity, used = capacity + node.capacity, used + node.used
+    return {
+        "resources": [node.as_json() for node in listed],
+        "resource_sum": {
+            "capacity": capacity.as_json(),
+            "used": used.as_json(),
+            "free": (capacity - used).as_json(),
+        },
+    }
+
+
+@dataclass(frozen=True)
+class _Nothing:
+    gpu: int = 0
+    cpu: int = 0
+    memory: int = 0
+    storage: int = 0
+
+
+_NOTHING = _Nothing()
+
+
+def node_info_json(
+    layout: PoolLayout,
+    node: Node,
+    requested: Requested | None,
+    pools: Mapping[str, Mapping[str, Any]],
+) -> dict[str, Any]:
+    """The answer of ``GET /api/resources/{node}``: the node's labels, taints, allocatable
+    quantities, amounts, and each (pool, platform) of ``pools`` it serves with the platform's
+    security settings and mounts. ``type`` counts every pool configured."""
+    capacity = capacity_of(node)
+    used = used_of(requested or _NOTHING, capacity)
+    served = []
+    for pool_name, platform_name in layout.placements(node.name):
+        if pool_name not in pools:
+            continue
+        platform = (pools[pool_name].get("platforms") or {}).get(platform_name) or {}
+        served.append(
+            {
+                "pool": pool_name,
+                "platform": platform_name,
+                "description": platform.get("description", ""),
+                "host_network_allowed": bool(platform.get("host_network_allowed")),
+                "privileged_allowed": bool(platform.get("privileged_allowed")),
+                "default_mounts": list(layout.default_mounts[pool_name][platform_name]),
+                "allowed_mounts": list(platform.get("allowed_mounts") or []),
+            }
+        )
+    return {
+        "node": node.name,
+        "type": layout.node_type(node.name),
+        "labels": dict(node.labels),
+        "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in node.taints],
+        "allocatable": dict(node.allocatable),
+        "capacity": capacity.as_json(),
+        "used": used.as_json(),
+        "free": (capacity - used).as_json(),
+        "pools": served,
+    }

@@ -1,0 +1,65 @@
+"""What a task's exit code means (``osmo-workflow.md`` §7): the task's own ``exitActions`` first,
+then the pool's ``default_exit_actions``; without a match 0 is COMPLETED and anything else FAILED.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from corral.domain.workflows.spec import ExitAction
+from corral.domain.workflows.statuses import TaskStatus
+
+_STATUS_OF = {
+    "COMPLETE": TaskStatus.COMPLETED,
+    "FAIL": TaskStatus.FAILED,
+    "RESCHEDULE": TaskStatus.RESCHEDULED,
+}
+
+
+@dataclass(frozen=True)
+class ExitOutcome:
+    status: TaskStatus
+    message: str = ""
+
+
+def code_ranges(codes: str) -> tuple[tuple[int, int], ...]:
+    """``"0,3-5"`` as inclusive ranges; the text was validated when the pool was written."""
+    ranges = []
+    for part in codes.split(","):
+        low, _, high = part.strip().partition("-")
+        ranges.append((int(low), int(high or low)))
+    return tuple(ranges)
+
+
+def pool_exit_actions(defaults: Mapping[str, str]) -> list[ExitAction]:
+    """A pool's ``default_exit_actions`` (keys in any case) as exit actions."""
+    return [ExitAction(key.upper(), code_ranges(codes)) for key, codes in defaults.items()]
+
+
+def exit_outcome(
+    code: int,
+    task_actions: Sequence[ExitAction],
+    pool_actions: Sequence[ExitAction],
+    *,
+    retry_id: int,
+    max_retry: int,
+) -> ExitOutcome:
+    """The task's status after it exited with ``code``, and the note OSMO appends to its message.
+
+    RESCHEDULE is not applied once ``retry_id`` reaches ``max_retry``: the plain rule decides.
+    """
+    for action in (*task_actions, *pool_actions):
+        if not any(low <= code <= high for low, high in action.ranges):
+            continue
+        status = _STATUS_OF[action.action]
+        if status is TaskStatus.RESCHEDULED and retry_id >= max_retry:
+            return ExitOutcome(
+                _plain(code), f"No exit action applied due to retry limit {max_retry}."
+            )
+        return ExitOutcome(status, f"Exit Action: {action.action} the task for exit code {code}.")
+    return ExitOutcome(_plain(code))
+
+
+def _plain(code: int) -> TaskStatus:
+    return TaskStatus.COMPLETED if code == 0 else TaskStatus.FAILED

@@ -1,0 +1,68 @@
+"""The import graph of ``src/corral`` keeps its shape (docs/architecture.md): ``domain`` imports
+nothing from the outer rings, and each of its sub-packages imports only the ones below it."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+from tests.conftest import REPO
+
+SRC = REPO / "src" / "corral"
+DOMAIN = SRC / "domain"
+
+#: What each domain sub-package may import, besides itself, ``labels`` and ``corral.errors``.
+ALLOWED = {
+    "formats": set(),
+    "schemas": {"formats"},
+    "jinja": {"formats", "schemas"},
+    "configs": {"formats", "schemas", "jinja"},
+    "access": {"configs"},
+    "platform": {"formats", "schemas", "jinja", "configs"},
+    "cluster": {"formats", "platform"},
+    "topology": {"configs"},
+    "workflows": {"formats", "schemas", "jinja", "configs", "platform", "topology"},
+    "views": {"formats", "configs", "platform", "workflows"},
+}
+
+
+def imported_modules(path: Path) -> Iterator[str]:
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            yield node.module
+            for alias in node.names:
+                yield f"{node.module}.{alias.name}"
+        elif isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+
+
+def test_domain_is_sub_packages_and_imports_nothing_outside() -> None:
+    loose = sorted(
+        p.name for p in DOMAIN.glob("*.py") if p.name not in ("__init__.py", "labels.py")
+    )
+    assert loose == []
+    outside = [
+        f"{path.relative_to(SRC)} imports {module}"
+        for path in DOMAIN.rglob("*.py")
+        for module in imported_modules(path)
+        if module.startswith("corral.")
+        and not module.startswith(("corral.domain", "corral.errors"))
+    ]
+    assert outside == []
+
+
+def test_each_domain_package_imports_only_the_ones_below_it() -> None:
+    packages = sorted(p.name for p in DOMAIN.iterdir() if (p / "__init__.py").exists())
+    assert packages == sorted(ALLOWED)
+    upward = []
+    for package in packages:
+        for path in (DOMAIN / package).rglob("*.py"):
+            for module in imported_modules(path):
+                parts = module.split(".")
+                if parts[:2] != ["corral", "domain"] or len(parts) < 3:
+                    continue
+                other = parts[2]
+                if other not in (package, "labels") and other not in ALLOWED[package]:
+                    upward.append(f"{path.relative_to(SRC)} imports {module}")
+    assert upward == []
