@@ -66,3 +66,16 @@ def test_each_domain_package_imports_only_the_ones_below_it() -> None:
                 if other not in (package, "labels") and other not in ALLOWED[package]:
                     upward.append(f"{path.relative_to(SRC)} imports {module}")
     assert upward == []
+
+
+def test_services_reach_clusters_only_through_the_backend_port() -> None:
+    """``services/`` (and the API and CLI) never import a Kubernetes adapter: what they ask of a
+    cluster is in ``backends/port.py``, and ``backends/registry.py`` picks the adapter."""
+    reaching = [
+        f"{path.relative_to(SRC)} imports {module}"
+        for ring in ("services", "api", "cli")
+        for path in (SRC / ring).rglob("*.py")
+        for module in imported_modules(path)
+        if module.startswith("corral.backends.kubernetes")
+    ]
+    assert reaching == []

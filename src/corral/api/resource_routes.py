@@ -17,7 +17,7 @@ from fastapi import APIRouter, Query
 from corral.api import responses as R
 from corral.api.auth import Authorizer, Principal
 from corral.api.config_routes import Caller
-from corral.backends.kubernetes.backend import BoundPod
+from corral.backends.port import BoundPod
 from corral.domain.configs.types import ConfigType
 from corral.domain.labels import PRIORITY as PRIORITY_LABEL
 from corral.domain.platform.resolved_pool import State

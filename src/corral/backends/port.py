@@ -3,11 +3,63 @@ one (objects in the database, corral's scheduler, local tasks) or a real Kuberne
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
+import yaml
+
 from corral.backends.execution import TaskExecutor
-from corral.backends.kubernetes.rbac import Rule
+from corral.domain.platform.nodes import Node
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One RBAC ``PolicyRule``: ``verbs`` on ``resources`` of ``api_groups``."""
+
+    api_groups: tuple[str, ...]
+    resources: tuple[str, ...]
+    verbs: tuple[str, ...]
+
+    def as_dict(self) -> dict[str, list[str]]:
+        return {
+            "apiGroups": list(self.api_groups),
+            "resources": list(self.resources),
+            "verbs": list(self.verbs),
+        }
+
+
+def extra_rbac_rules_yaml(rules: Iterable[Rule]) -> str:
+    """``rules`` as the ``extraRBACRules`` list an admin pastes into the chart values."""
+    return yaml.safe_dump(
+        [rule.as_dict() for rule in rules], default_flow_style=None, sort_keys=False
+    )
+
+
+@dataclass(frozen=True)
+class BoundPod:
+    """A pod that holds resources on a node (bound, not finished), of any cluster."""
+
+    name: str
+    namespace: str
+    node: str
+    labels: Mapping[str, str]
+    body: Mapping[str, Any]
+
+    @property
+    def spec(self) -> Mapping[str, Any]:
+        spec = self.body.get("spec")
+        return spec if isinstance(spec, Mapping) else {}
+
+
+@dataclass(frozen=True)
+class LiveCluster:
+    """What a connected cluster reports of itself: its nodes, the pods holding resources on
+    them (of every namespace), and the namespace corral's workflows run in."""
+
+    nodes: tuple[Node, ...]
+    bound_pods: tuple[BoundPod, ...]
+    namespace: str
 
 
 class BackendError(Exception):
@@ -40,3 +92,17 @@ class ClusterBackend(Protocol):
 
     def missing_priority_classes(self, names: Sequence[str]) -> list[str]:
         """The PriorityClasses of ``names`` the cluster does not have (none: all there)."""
+
+    def placement(
+        self, namespace: str, pod_names: Sequence[str], pod_group: str | None
+    ) -> dict[str, str] | str | None:
+        """For a backend that ``schedules_itself``: pod -> node once every pod of the group is
+        bound; otherwise the scheduler's reason for waiting, or None while it has said nothing."""
+
+    def sync_scheduler_objects(self, desired: Sequence[Mapping[str, Any]]) -> bool:
+        """Make the cluster's scheduler objects (KAI Queues, Topologies) equal ``desired``;
+        True if it talked to the cluster."""
+
+    def live_cluster(self, wait_seconds: float) -> LiveCluster | None:
+        """The cluster's own nodes and bound pods, waiting up to ``wait_seconds`` for them to be
+        listed; None for a backend whose nodes are the described cluster's."""

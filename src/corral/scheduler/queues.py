@@ -2,7 +2,7 @@
 
 Only the maximum is enforced here: a PodGroup whose GPUs would push its queue over its maximum
 stays pending. Guarantee and weight order pending groups across queues (fair share); that
-ordering belongs to the caller's scheduling loop and is not implemented yet.
+ordering is in ``fair_share.py``.
 """
 
 from __future__ import annotations

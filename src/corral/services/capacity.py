@@ -22,13 +22,12 @@ from typing import Any
 
 import structlog
 
-from corral.backends.kubernetes.backend import BoundPod, KubernetesBackend
-from corral.backends.port import BackendError
+from corral.backends.port import BackendError, BoundPod, LiveCluster
+from corral.backends.registry import Backends, State, kubernetes_backends
 from corral.domain.cluster.description import Cluster
 from corral.domain.configs.types import ConfigType
 from corral.domain.labels import POOL as POOL_LABEL
 from corral.domain.platform.nodes import Node
-from corral.services.cluster_backends import Backends, State, kubernetes_backends
 from corral.store.cluster_objects import ClusterObjectStore
 
 log = structlog.get_logger("corral.capacity")
@@ -100,12 +99,9 @@ def read_capacity(
         connected = _connected(backends, state, name)
         nodes: tuple[Node, ...] = ()
         running: tuple[BoundPod, ...] = ()
-        namespace = None
+        namespace: str | None = None
         if connected is not None:
-            nodes = tuple(connected.nodes())
-            known = {node.name for node in nodes}
-            running = tuple(pod for pod in connected.bound_pods() if pod.node in known)
-            namespace = connected.namespace
+            nodes, running, namespace = connected.nodes, connected.bound_pods, connected.namespace
         found.append(ClusterCapacity(name, nodes, running, tuple(pools.get(name, ())), namespace))
     return found
 
@@ -115,11 +111,11 @@ def backend_nodes(state: State, cluster: Cluster, backends: Backends, backend: s
     if backend not in kubernetes_backends(state):
         return list(cluster.nodes)
     connected = _connected(backends, state, backend)
-    return [] if connected is None else connected.nodes()
+    return [] if connected is None else list(connected.nodes)
 
 
-def _connected(backends: Backends, state: State, name: str) -> KubernetesBackend | None:
-    """The Kubernetes backend ``name`` with its watches listed; None (with a warning) when it
+def _connected(backends: Backends, state: State, name: str) -> LiveCluster | None:
+    """What the Kubernetes backend ``name`` sees of its cluster; None (with a warning) when it
     cannot be connected."""
     try:
         found = backends.get(name, state)
@@ -128,11 +124,4 @@ def _connected(backends: Backends, state: State, name: str) -> KubernetesBackend
             "backend unavailable; its nodes are not counted", backend=name, error=err.message
         )
         return None
-    if not isinstance(found, KubernetesBackend):
-        return None
-    if not all(
-        informer.synced or informer.wait_synced(SYNC_WAIT_S)
-        for informer in (found.nodes_informer, found.pods)
-    ):
-        log.warning("backend's nodes or pods not listed yet; counting what is known", backend=name)
-    return found
+    return found.live_cluster(SYNC_WAIT_S)

@@ -30,9 +30,8 @@ from typing import Any
 import structlog
 
 from corral.backends.execution import TaskExecutor, TaskRun
-from corral.backends.kubernetes.backend import KubernetesBackend
-from corral.backends.kubernetes.rbac import Rule, extra_rbac_rules_yaml
-from corral.backends.port import BackendError, ClusterBackend
+from corral.backends.port import BackendError, ClusterBackend, Rule, extra_rbac_rules_yaml
+from corral.backends.registry import Backends
 from corral.domain.configs.types import ConfigType
 from corral.domain.labels import GROUP_UUID as GROUP_LABEL
 from corral.domain.labels import WORKFLOW_UUID as WORKFLOW_LABEL
@@ -41,7 +40,6 @@ from corral.domain.workflows.exit_actions import exit_outcome, pool_exit_actions
 from corral.domain.workflows.group_order import GroupState, failed_downstream, ready_groups
 from corral.domain.workflows.statuses import TaskState, TaskStatus, group_status, workflow_status
 from corral.scheduler import Placement
-from corral.services.cluster_backends import Backends
 from corral.services.leadership import Leadership
 from corral.services.placement import SchedulingPass, WaitingGroup, pool_queues
 from corral.store.cluster_objects import ClusterObjectStore
@@ -166,7 +164,7 @@ class LifecycleController:
     ) -> None:
         embedded = [entry for entry in waiting if not entry.backend.schedules_itself]
         for entry in waiting:
-            if isinstance(entry.backend, KubernetesBackend):
+            if entry.backend.schedules_itself:
                 self._observe(entry, entry.backend, report)
         if not embedded:
             return
@@ -188,7 +186,7 @@ class LifecycleController:
             else:
                 self._wait(group, result.reason)
 
-    def _observe(self, entry: Waiting, backend: KubernetesBackend, report: TickReport) -> None:
+    def _observe(self, entry: Waiting, backend: ClusterBackend, report: TickReport) -> None:
         """A group KAI places: bound once every pod has a node; else KAI's reason."""
         group = entry.group
         pod_group = _pod_group_name(group.manifests)

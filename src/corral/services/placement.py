@@ -1,9 +1,5 @@
 """One scheduling pass of the embedded backend: what is already bound, the queues, and the
-order in which waiting task groups are offered to the scheduler (KAI's fair share).
-
-Order: queues first — a queue below its GPU ``guarantee`` before one at or above it, then the
-queue using the fewest GPUs per unit of ``weight`` — and inside a queue HIGH before NORMAL
-before LOW, older before newer. A group that does not fit does not block the ones behind it.
+waiting task groups offered to the scheduler in fair-share order (``scheduler/fair_share.py``).
 LOW groups are preemptible in OSMO: they neither count against nor are limited by the quota.
 """
 
@@ -22,13 +18,13 @@ from corral.domain.labels import QUEUE as QUEUE_LABEL
 from corral.domain.platform.nodes import Node
 from corral.domain.topology.kai_objects import queue_manifests
 from corral.scheduler import Binding, ClusterSnapshot, Pending, Placement, Queue, QueueUsage
+from corral.scheduler.fair_share import fair_share_order
 from corral.scheduler.gang import place_group
 from corral.scheduler.resources import pod_demand
 from corral.store.cluster_objects import ClusterObject
 
 log = structlog.get_logger("corral.placement")
 
-PRIORITY_RANK = {"HIGH": 0, "NORMAL": 1, "LOW": 2}
 POD_GROUP_KIND = ("scheduling.run.ai/v2alpha2", "PodGroup")
 
 
@@ -131,20 +127,8 @@ class SchedulingPass:
         return result
 
     def order(self, waiting: Iterable[WaitingGroup]) -> list[WaitingGroup]:
-        """The order to offer groups in (module docstring); usage as it stands now."""
-        return sorted(
-            waiting,
-            key=lambda g: (self._share(g.queue), PRIORITY_RANK.get(g.priority, 1), g.age),
-        )
-
-    def _share(self, queue: str) -> tuple[int, float]:
-        found = self.usage.queues.get(queue)
-        if found is None:
-            return (1, 0.0)
-        used = self.usage.used[queue]
-        below_guarantee = used < found.gpu_guarantee
-        per_weight = used / found.weight if found.weight else float("inf")
-        return (0 if below_guarantee else 1, per_weight)
+        """The order to offer groups in (``scheduler/fair_share.py``); usage as it stands now."""
+        return fair_share_order(waiting, self.usage)
 
 
 def _pod_group(manifests: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:

@@ -13,6 +13,7 @@ from sqlalchemy import Engine, make_url, text
 
 from corral.backends.execution import SimulatedExecution, TaskExecutor, TaskRun
 from corral.backends.local_execution import LocalProcessExecution
+from corral.backends.registry import Backends, State
 from corral.backends.task_sandbox import confinement_for, private_paths
 from corral.domain.cluster.description import Cluster, parse_cluster
 from corral.domain.configs.defaults import initial_bundle
@@ -23,7 +24,6 @@ from corral.domain.platform.nodes import Node
 from corral.errors import UserError
 from corral.files import read_bundle_directory
 from corral.services.capacity import ClusterCapacity, backend_nodes, read_capacity
-from corral.services.cluster_backends import Backends, State
 from corral.services.config_service import ConfigService, WriteMeta, WriteResult
 from corral.services.leadership import Leadership
 from corral.services.lifecycle import LifecycleController

@@ -12,7 +12,6 @@ import hashlib
 import json
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -22,7 +21,8 @@ from corral.backends.execution import Exit, TaskRun, log_tail
 from corral.backends.kubernetes.api import Kind, KubeApi, KubeError
 from corral.backends.kubernetes.informer import Informer
 from corral.backends.kubernetes.pod_status import deleted_exit, node_of, pending_reason, pod_exit
-from corral.backends.kubernetes.rbac import GROUP_TEMPLATE_VERBS, Rule, group_template_rule
+from corral.backends.kubernetes.rbac import GROUP_TEMPLATE_VERBS, group_template_rule
+from corral.backends.port import BoundPod, LiveCluster, Rule
 from corral.domain.labels import NAMESPACE as NAMESPACE_LABEL
 from corral.domain.platform.nodes import Node, Taint
 from corral.domain.topology.kai_objects import PRIORITY_CLASS_KIND, QUEUE_KIND, TOPOLOGY_KIND
@@ -38,22 +38,6 @@ _PERMISSION_TTL_S = 60.0
 _RESYNC_S = 300.0
 _ALLOCATABLE = ("cpu", "memory", "ephemeral-storage", "nvidia.com/gpu")
 _IMMUTABLE_KINDS = ("Topology",)
-
-
-@dataclass(frozen=True)
-class BoundPod:
-    """A pod that holds resources on a node (bound, not finished), of any cluster."""
-
-    name: str
-    namespace: str
-    node: str
-    labels: Mapping[str, str]
-    body: Mapping[str, Any]
-
-    @property
-    def spec(self) -> Mapping[str, Any]:
-        spec = self.body.get("spec")
-        return spec if isinstance(spec, Mapping) else {}
 
 
 class KubernetesBackend:
@@ -202,6 +186,21 @@ class KubernetesBackend:
                 )
             )
         return bound
+
+    def live_cluster(self, wait_seconds: float) -> LiveCluster:
+        """Nodes and bound pods from the watches, after waiting up to ``wait_seconds`` for
+        their first lists (what is known so far, with a warning, when they are late)."""
+        if not all(
+            informer.synced or informer.wait_synced(wait_seconds)
+            for informer in (self.nodes_informer, self.pods)
+        ):
+            log.warning(
+                "backend's nodes or pods not listed yet; counting what is known", backend=self.name
+            )
+        nodes = tuple(self.nodes())
+        known = {node.name for node in nodes}
+        running = tuple(pod for pod in self.bound_pods() if pod.node in known)
+        return LiveCluster(nodes, running, self.namespace)
 
     # -- KAI queues and topologies ------------------------------------------------------------
 

@@ -7,27 +7,9 @@ the exact rule to add, in the shape of OSMO's ``extraRBACRules`` Helm value (see
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
-import yaml
-
-
-@dataclass(frozen=True)
-class Rule:
-    """One RBAC ``PolicyRule``: ``verbs`` on ``resources`` of ``api_groups``."""
-
-    api_groups: tuple[str, ...]
-    resources: tuple[str, ...]
-    verbs: tuple[str, ...]
-
-    def as_dict(self) -> dict[str, list[str]]:
-        return {
-            "apiGroups": list(self.api_groups),
-            "resources": list(self.resources),
-            "verbs": list(self.verbs),
-        }
-
+from corral.backends.port import Rule
 
 #: What a group-template kind needs at least (seed 000: list and patch for label injection and
 #: cleanup tracking, create and delete to make and remove the object).
@@ -57,13 +39,6 @@ CLUSTER_RULES: tuple[Rule, ...] = (
 def group_template_rule(api_group: str, resource: str) -> Rule:
     """The rule a group template of ``resource`` (plural, in ``api_group``) needs."""
     return Rule((api_group,), (resource,), GROUP_TEMPLATE_VERBS)
-
-
-def extra_rbac_rules_yaml(rules: Iterable[Rule]) -> str:
-    """``rules`` as the ``extraRBACRules`` list an admin pastes into the chart values."""
-    return yaml.safe_dump(
-        [rule.as_dict() for rule in rules], default_flow_style=None, sort_keys=False
-    )
 
 
 def verbs_missing(allowed: Sequence[str], needed: Sequence[str]) -> list[str]:

@@ -2,22 +2,23 @@
 Kubernetes cluster when the backend has a ``kubernetes`` section (docs/kubernetes.md).
 
 Kubernetes backends are connected once and kept (their watches run in the background); a
-change of the backend's access settings or namespace reconnects it.
+change of the backend's access settings or namespace reconnects it. The services see every
+backend through the port (``backends/port.py``) only.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import structlog
 
+from corral.backends.embedded import EmbeddedBackend
 from corral.backends.execution import TaskExecutor
 from corral.backends.kubernetes.api import connect
 from corral.backends.kubernetes.backend import KubernetesBackend
-from corral.backends.kubernetes.rbac import Rule
 from corral.backends.port import BackendError, ClusterBackend
 from corral.domain.configs.models import KubernetesAccess
 from corral.domain.configs.types import ConfigType
@@ -28,36 +29,6 @@ from corral.store.cluster_objects import ClusterObjectStore
 log = structlog.get_logger("corral.backends")
 
 State = Mapping[ConfigType, Any]
-
-
-class EmbeddedBackend:
-    """The embedded cluster: objects in the database, placed by corral's scheduling pass."""
-
-    schedules_itself = False
-
-    def __init__(self, name: str, objects: ClusterObjectStore, executor: TaskExecutor) -> None:
-        self.name = name
-        self._objects = objects
-        self._executor = executor
-
-    def apply(self, manifest: Mapping[str, Any], namespace: str) -> None:
-        self._objects.apply(self.name, manifest, namespace)
-
-    def delete_collection(
-        self, api_version: str, kind: str, namespace: str, labels: Mapping[str, str]
-    ) -> int:
-        return self._objects.delete_collection(self.name, api_version, kind, namespace, labels)
-
-    def executor(self) -> TaskExecutor:
-        return self._executor
-
-    def missing_rules(self, kinds: Sequence[Sequence[str]], namespace: str) -> list[Rule]:
-        del kinds, namespace  # nothing to be refused by
-        return []
-
-    def missing_priority_classes(self, names: Sequence[str]) -> list[str]:
-        del names  # the embedded scheduler orders by the workflow's priority itself
-        return []
 
 
 def kubernetes_backends(state: State) -> set[str]:
@@ -116,9 +87,9 @@ class Backends:
             return EmbeddedBackend(name, self._objects, self._embedded_executor(name))
         return self._kubernetes(name, access, backend_namespace(state, name))
 
-    def kubernetes(self, state: State) -> list[KubernetesBackend]:
+    def kubernetes(self, state: State) -> list[ClusterBackend]:
         """Every backend of ``state`` that is a Kubernetes cluster, connected."""
-        found = []
+        found: list[ClusterBackend] = []
         for name in sorted(kubernetes_backends(state)):
             try:
                 backend = self.get(name, state)

@@ -1,0 +1,56 @@
+"""The embedded cluster as a backend: objects in the database (``cluster_objects``, as an API
+server keeps them in etcd), placed by corral's own scheduling pass, tasks run by the backend's
+executor (simulated, or local processes)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from corral.backends.execution import TaskExecutor
+from corral.backends.port import LiveCluster, Rule
+from corral.store.cluster_objects import ClusterObjectStore
+
+
+class EmbeddedBackend:
+    """The embedded cluster: objects in the database, placed by corral's scheduling pass."""
+
+    schedules_itself = False
+
+    def __init__(self, name: str, objects: ClusterObjectStore, executor: TaskExecutor) -> None:
+        self.name = name
+        self._objects = objects
+        self._executor = executor
+
+    def apply(self, manifest: Mapping[str, Any], namespace: str) -> None:
+        self._objects.apply(self.name, manifest, namespace)
+
+    def delete_collection(
+        self, api_version: str, kind: str, namespace: str, labels: Mapping[str, str]
+    ) -> int:
+        return self._objects.delete_collection(self.name, api_version, kind, namespace, labels)
+
+    def executor(self) -> TaskExecutor:
+        return self._executor
+
+    def missing_rules(self, kinds: Sequence[Sequence[str]], namespace: str) -> list[Rule]:
+        del kinds, namespace  # nothing to be refused by
+        return []
+
+    def missing_priority_classes(self, names: Sequence[str]) -> list[str]:
+        del names  # the embedded scheduler orders by the workflow's priority itself
+        return []
+
+    def placement(
+        self, namespace: str, pod_names: Sequence[str], pod_group: str | None
+    ) -> dict[str, str] | str | None:
+        del namespace, pod_names, pod_group  # corral's scheduling pass places these groups
+        return None
+
+    def sync_scheduler_objects(self, desired: Sequence[Mapping[str, Any]]) -> bool:
+        del desired  # the scheduling pass reads the queues from the pools directly
+        return False
+
+    def live_cluster(self, wait_seconds: float) -> LiveCluster | None:
+        del wait_seconds  # its nodes are the cluster description's
+        return None
