@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import stat
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -164,3 +167,25 @@ def test_server_refuses_a_bad_cluster_file(tmp_path: Path) -> None:
     assert f"error: {cluster}:2:3: nodes[0].name: 'Bad_Name' is not a valid" in " ".join(
         str(caught.value).split()
     )
+
+
+def test_a_port_in_use_is_named_before_the_database_is_touched(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        data = str(tmp_path / "data")
+        done = subprocess.run(
+            [sys.executable, "-m", "corral", "server", "--port", str(port), "--data-dir", data],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200"},
+            timeout=60,
+        )
+    assert (done.returncode, done.stdout, done.stderr) == (
+        1,
+        "",
+        f"error: port {port} on 127.0.0.1 is in use (another corral server?); stop what uses "
+        f"it, or choose another port: --port {port + 1}.\n",
+    )
+    assert not (tmp_path / "data").exists()

@@ -360,11 +360,16 @@ def test_task_count_limit(examples: Api) -> None:
     assert message.startswith("Workflow cannot have more than 2 tasks.")
 
 
-def test_topology_key_missing_from_the_pool(examples: Api) -> None:
-    text = simple(gpu=4, extra=", topology: [{key: row}]")
+@pytest.mark.parametrize(
+    ("key", "hint"), [("row", ""), ("rak", ' Did you mean "rack"?')], ids=["unknown", "misspelled"]
+)
+def test_topology_key_missing_from_the_pool(examples: Api, key: str, hint: str) -> None:
+    """OSMO's message, at the key's line and column (issue 14), with a did-you-mean."""
+    text = simple(gpu=4, extra=f", topology: [{{key: {key}}}]")
     assert rejected(examples, "nvl72", text) == (
         400,
-        'Topology key "row" in resource "default" is not available in pool "nvl72". '
+        "wf.yaml:4:43: workflow.resources.default.topology[0].key: "
+        f'Topology key "{key}" in resource "default" is not available in pool "nvl72".{hint} '
         "Available topology keys: ['gpu-clique', 'rack', 'spine', 'zone']",
     )
 
@@ -394,10 +399,14 @@ def test_platform_not_in_the_pool(examples: Api) -> None:
     )
 
 
-def test_no_platform_and_no_pool_default(examples: Api) -> None:
-    status, message = rejected(examples, "my-pool", simple(gpu=4))
-    assert status == 400
-    assert message.startswith("Resource default does not have a platform!")
+def test_a_pool_without_platforms_says_so_and_how_to_fix_it(examples: Api) -> None:
+    """Issue 14: it answered "set resources.default.platform to one of: none defined"."""
+    assert rejected(examples, "my-pool", simple(gpu=4)) == (
+        400,
+        "Pool my-pool has no platforms, so no task can run in it. An admin must add one: give "
+        "the pool a platforms entry (for example platforms: {default: {}}) and set "
+        "default_platform to it (docs/configs/pool.md).",
+    )
 
 
 def test_node_rule_fails_on_every_node(examples: Api) -> None:

@@ -494,3 +494,30 @@ def test_apply_directory(live_server: LiveServer) -> None:
     assert message.startswith(f"bundle/pools.yaml:{position(text, 'missing-tpl')}: ")
     assert "missing-tpl" in message
     assert api(server, "/api/configs") == after
+
+
+NO_PLATFORM_FIX = (
+    "give the pool a platforms entry (for example platforms: {default: {}}) and set "
+    "default_platform to it (docs/configs/pool.md)."
+)
+
+
+def test_a_pool_without_platforms_is_explained_on_write_and_at_submission(
+    live_server: LiveServer,
+) -> None:
+    """Seed 000, step 3: a pool with only a backend is valid, but nothing can run in it."""
+    server = live_server
+    write(server, "bare.json", {"bare": {"backend": "default"}})
+    written = config(server, "update", "POOL", "bare", "--file", "bare.json")
+    assert written.returncode == 0, written.stderr
+    assert written.stderr == (
+        "WARNING: Pool bare has no platforms: every submission to it will fail until it has "
+        f"one; {NO_PLATFORM_FIX}\n"
+    )
+    workflow = write(server, "w.yaml", "workflow:\n  name: w\n  tasks:\n  - {name: t, "
+                     "image: busybox, command: [true]}\n")  # fmt: skip
+    refused = server.cli("workflow", "submit", workflow, "--pool", "bare")
+    assert failed(refused) == (
+        f"error: Pool bare has no platforms, so no task can run in it. An admin must add one: "
+        f"{NO_PLATFORM_FIX}"
+    )

@@ -123,9 +123,15 @@ def test_pool_list_and_resource_views(live_server: LiveServer) -> None:
     body = json.loads(succeeded(as_json))
     assert body == api(server, "/api/pool_quota", pools=[JETSON])
     assert body["node_sets"][0]["pools"][0]["resource_usage"]["total_capacity"] == "4"
-    assert succeeded(missing) == "Pools nope, other not found\n"
+    # issue 14: an error on stderr with exit 1 (it was printed on stdout with exit 0)
+    usable = ", ".join(api(server, "/api/profile/settings")["pools"])
+    assert failed(missing) == (
+        f"error: Pools nope, other not found, or not yours to use; pools you may use: {usable}"
+    )
     assert succeeded(partly) == POOL_FREE
-    assert partly.stderr == "Pools nope not found\n"
+    assert partly.stderr == (
+        f"WARNING: Pool nope not found, or not yours to use; pools you may use: {usable}\n"
+    )
 
     assert succeeded(resources) == RESOURCES_USED
     assert succeeded(resources_free).endswith(RESOURCES_FREE_TAIL)

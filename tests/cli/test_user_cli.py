@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+from tests.cli.results import failed
 from tests.conftest import LiveServer
 
 
@@ -57,7 +60,11 @@ def test_user_lifecycle_and_access(live_server: LiveServer) -> None:
 
     assert ok(server, "user", "delete", "alice") == ("Deleted user alice and revoked 1 token.\n")
     revoked = server.cli("profile", "show", extra_env={"CORRAL_TOKEN": token})
-    assert revoked.stderr == "error: The bearer token is unknown or revoked.\n"
+    assert revoked.stderr == (
+        "error: The bearer token is unknown or revoked. It came from CORRAL_TOKEN. Ask an admin "
+        "for a new one (corral user token YOUR_NAME); on the server's machine, the admin token "
+        "is in the credentials file of the user who started `corral server`.\n"
+    )
 
 
 def test_pool_role_from_config_set_grants_prefixed_pools(live_server: LiveServer) -> None:
@@ -67,3 +74,20 @@ def test_pool_role_from_config_set_grants_prefixed_pools(live_server: LiveServer
     token = ok(server, "user", "token", "bob").strip()
     profile = json.loads(ok(server, "profile", "show", "--format", "json", token=token))
     assert profile["pools"] == ["heterogeneous_pool"]
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("127.0.0.1:8000", "it has no http:// or https:// in front"),
+        ("http://127.0.0.1:8000/api", "it has a path (/api); corral adds /api/... itself"),
+    ],
+)
+def test_a_corral_url_that_is_no_server_address_says_what_one_looks_like(
+    live_server: LiveServer, url: str, problem: str
+) -> None:
+    refused = live_server.cli("profile", "show", extra_env={"CORRAL_URL": url})
+    assert failed(refused) == (
+        f"error: CORRAL_URL={url} is not a server address: {problem}. Write it as "
+        "http://HOST:PORT, for example http://127.0.0.1:8000."
+    )

@@ -128,3 +128,13 @@ def test_errors_point_into_the_file(live_server: LiveServer) -> None:
     assert failed(bad_spec).startswith(f"{broken}:6:5: workflow.tasks[0].command: ")
     message = failed(too_big)
     assert "Topology key" in message and "heterogeneous_pool" in message
+
+
+def test_a_pool_that_is_not_yours_names_the_pools_you_may_use(live_server: LiveServer) -> None:
+    server = live_server
+    admin = {"Authorization": f"Bearer {server.token}"}
+    usable = httpx.get(f"{server.url}/api/profile/settings", headers=admin).json()["pools"]
+    refused = server.cli("workflow", "submit", ONE_ZONE, "--pool", "nvl27")
+    assert failed(refused) == (
+        f"error: Pool nvl27 not found. The pools you may use: {', '.join(usable)}."
+    )

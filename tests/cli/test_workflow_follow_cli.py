@@ -5,6 +5,9 @@ the controller would write is written straight into the server's database."""
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -241,3 +244,46 @@ def test_cancel(live_server: LiveServer, store: WorkflowStore) -> None:
     assert failed(live_server.cli("workflow", "cancel", "nope-1")) == (
         "error: Workflow nope-1 not found."
     )
+
+
+def column_cells(text: str, header: str) -> list[str]:
+    """The cells of the column titled ``header`` in the first table of ``text``, one per line
+    (a wrapped cell gives several)."""
+    lines = text.splitlines()
+    head = next(line for line in lines if re.search(rf"[│┃]\s*{header}\s*[│┃]", line))
+    index = [cell.strip() for cell in re.split(r"[│┃]", head)].index(header)
+    start = lines.index(head)
+    cells = []
+    for line in lines[start + 2 :]:
+        if not re.match(r"^\s*[│┃]", line):
+            break
+        cells.append(re.split(r"[│┃]", line)[index].strip())
+    return cells
+
+
+def test_query_fits_a_narrow_terminal_by_wrapping_and_is_whole_when_piped(
+    live_server: LiveServer, store: WorkflowStore
+) -> None:
+    """At 80 columns the clique domain wraps inside its cell, never cut short; piped without
+    COLUMNS, every table line is as long as its content."""
+    wf = submit(live_server, "nvl72-single-rack.yaml", "nvl72")
+    advance(
+        store,
+        wf,
+        run={"status": "RUNNING"},
+        groups={"group1": {"status": "RUNNING", "domains": {"": CLIQUE}}},
+        tasks={},
+    )
+    narrow = succeeded(live_server.cli("workflow", "query", wf, extra_env={"COLUMNS": "80"}))
+    assert max(len(line) for line in narrow.splitlines()) <= 80
+    assert "".join(column_cells(narrow, "Domain")) == CLIQUE
+    piped_env = {k: v for k, v in live_server.env.items() if k != "COLUMNS"}
+    piped = subprocess.run(
+        [sys.executable, "-m", "corral", "workflow", "query", wf],
+        capture_output=True,
+        text=True,
+        env=piped_env,
+        timeout=60,
+    )
+    assert piped.returncode == 0, piped.stderr
+    assert table_row(piped.stdout, "group1", "RUNNING", CLIQUE, "-")

@@ -55,13 +55,14 @@ def test_exact_figures_for_two_node_sets_and_an_empty_pool() -> None:
     report = calculate_pool_quotas(pools, tasks, nodes)
     assert [[q.name for q in s.pools] for s in report.node_sets] == [["a", "b"], ["c"], ["d"]]
     assert usage_of(report, "a") == ResourceUsage(4, 6, 10, 6, 16, 8)
-    # b has no quota (-1): its limit is the capacity of its node set
-    assert usage_of(report, "b") == ResourceUsage(2, 14, 16, 2, 16, 8)
+    # b has no quota (-1): its limit is its capacity, of its own node n2 (issue 14: a pool's
+    # figures are its own, not its node set's, so they do not change with the pools asked for)
+    assert usage_of(report, "b") == ResourceUsage(2, 6, 8, 2, 8, 6)
     assert usage_of(report, "c") == ResourceUsage(0, 4, 4, 1, 4, 3)
     # a pool without nodes: its own node set, capacity 0, quota as configured
     assert usage_of(report, "d") == ResourceUsage(0, 2, 2, 0, 0, 0)
     # quota figures summed per pool; capacity and free per node set (n1, n2 counted once)
-    assert report.total == ResourceUsage(6, 26, 32, 9, 20, 11)
+    assert report.total == ResourceUsage(6, 18, 24, 9, 20, 11)
 
 
 def test_node_sets_merge_transitively() -> None:
@@ -74,7 +75,16 @@ def test_node_sets_merge_transitively() -> None:
     ]
     report = calculate_pool_quotas({"a": pool(), "c": pool(), "b": pool()}, [], nodes[:2])
     assert [s.capacity for s in report.node_sets] == [2]
-    assert usage_of(report, "c").quota_limit == 2
+    assert usage_of(report, "c").quota_limit == 1  # its own node n2
+
+
+def test_a_pools_figures_do_not_depend_on_the_pools_asked_with_it() -> None:
+    """Issue 14: `pool list -p a` and `pool list` (or another caller) give a the same figures."""
+    nodes = [node("n1", 4, "a", "b", usage=1), node("n2", 8, "b", "c", usage=2)]
+    tasks = [RunningTask("a", 1, "HIGH"), RunningTask("b", 2, "NORMAL")]
+    alone = calculate_pool_quotas({"a": pool()}, tasks, nodes)
+    together = calculate_pool_quotas({"a": pool(), "b": pool(), "c": pool()}, tasks, nodes)
+    assert usage_of(alone, "a") == usage_of(together, "a") == ResourceUsage(1, 3, 4, 1, 4, 3)
 
 
 def test_only_the_requested_pools_form_node_sets() -> None:

@@ -22,6 +22,7 @@ from corral.api.schemas import (
     WriteBody,
 )
 from corral.domain.configs.bundles import parse_bundle
+from corral.domain.configs.references import pool_warnings
 from corral.domain.configs.types import ConfigType
 from corral.domain.platform.resolved_pool import verbose_pool
 from corral.errors import UserError
@@ -77,7 +78,13 @@ def build_router(service: ConfigService, authorizer: Authorizer, on_write: Any) 
 
     def written(result: WriteResult) -> dict[str, Any]:
         on_write(result)
-        return write_json(result)
+        pools = [
+            i.name
+            for i in result.items
+            if i.config_type is ConfigType.POOL and i.action in ("created", "updated")
+        ]
+        warnings = pool_warnings(service.snapshot(ConfigType.POOL)[0], pools) if pools else []
+        return {**write_json(result), **({"warnings": warnings} if warnings else {})}
 
     @router.get("", response_model=R.ConfigList, **LEAN)
     def list_configs(caller: Caller) -> dict[str, Any]:

@@ -68,6 +68,8 @@ class WriteAnswer(Answer):
     changed: bool
     revisions: list[RevisionView]
     items: list[ItemChangeView]
+    #: What the write allowed but will stop submissions (a pool without platforms).
+    warnings: list[str] = []
 
 
 class ApplyAnswer(WriteAnswer):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -32,11 +33,30 @@ def server_url() -> str:
     return os.environ.get("CORRAL_URL", DEFAULT_URL).rstrip("/")
 
 
+def url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be the server's address (None: it can)."""
+    parsed = urlsplit(url)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        return "it has no http:// or https:// in front"
+    if parsed.path.rstrip("/"):
+        return f"it has a path ({parsed.path}); corral adds /api/... itself"
+    return None
+
+
 class Client:
     def __init__(
         self, url: str | None = None, token: str | None = None, timeout: float = 30.0
     ) -> None:
         self.url = (url or server_url()).rstrip("/")
+        problem = url_problem(self.url)
+        if problem:
+            raise ApiError(
+                0,
+                {
+                    "message": f"CORRAL_URL={self.url} is not a server address: {problem}. "
+                    "Write it as http://HOST:PORT, for example http://127.0.0.1:8000."
+                },
+            )
         self.token = token or os.environ.get("CORRAL_TOKEN") or read_token(self.url)
         self._http = httpx.Client(base_url=self.url, timeout=timeout)
 
@@ -71,6 +91,11 @@ class Client:
     def get(self, path: str, **params: Any) -> Any:
         return self.request("GET", path, params=_present(params))
 
+    def usable_pools_text(self) -> str:
+        """``pools you may use: a, b`` (from the caller's profile), for errors naming a pool."""
+        pools = self.get("/api/profile/settings")["pools"]
+        return f"pools you may use: {', '.join(pools)}" if pools else "you may use no pool"
+
 
 def _present(params: dict[str, Any]) -> dict[str, Any] | None:
     return {k: v for k, v in params.items() if v is not None} or None
@@ -87,5 +112,16 @@ def _error_body(response: httpx.Response, client: Client) -> dict[str, Any]:
         body["message"] = (
             f"{body.get('message', '')} No token found: set CORRAL_TOKEN, or run "
             f"the CLI as the user who started the server ({credentials_file()})."
+        )
+    elif response.status_code == 401 and "unknown or revoked" in str(body.get("message")):
+        source = (
+            "CORRAL_TOKEN"
+            if os.environ.get("CORRAL_TOKEN")
+            else f"the token for {client.url} in {credentials_file()}"
+        )
+        body["message"] = (
+            f"{body['message']} It came from {source}. Ask an admin for a new one (corral user "
+            "token YOUR_NAME); on the server's machine, the admin token is in the credentials "
+            "file of the user who started `corral server`."
         )
     return body

@@ -36,6 +36,7 @@ from corral.cli.output import (
     local_time,
     print_json,
     print_table,
+    print_warnings,
 )
 from corral.domain.configs.bundles import Origin
 from corral.domain.configs.types import ConfigType
@@ -43,6 +44,7 @@ from corral.domain.formats.documents import Position, locate, parse_document
 from corral.errors import UserError
 
 app = typer.Typer(
+    rich_markup_mode=None,
     help="Show, change and version the configuration (OSMO's `osmo config`).",
     no_args_is_help=True,
 )
@@ -406,6 +408,7 @@ def update(
     if edited:
         Path(source.name).unlink(missing_ok=True)
     echo(summary(client, ctype, result))
+    print_warnings(result)
 
 
 def edit_current(client: Client, ctype: ConfigType, name: str | None) -> SourceFile | None:
@@ -534,6 +537,7 @@ def set_role(
             raise
         fail_in_file(err, source.name, source.text, prefix)
     echo(summary(client, ctype, result))
+    print_warnings(result)
 
 
 # -------------------------------------------------------------------------------- delete
@@ -812,6 +816,7 @@ def apply(
         echo(f"Revisions written: {written}")
     else:
         echo("Nothing changed: every item is already as given.")
+    print_warnings(result)
 
 
 def bundle_key(config_type: str, name: str) -> tuple[str, str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -19,7 +20,7 @@ from typing import Annotated, Any, NoReturn, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
-from rich.table import Table
+from rich.table import Column, Table
 from rich.text import Text
 
 from corral.cli.client import ApiError
@@ -70,6 +71,13 @@ def handle_errors(command: Callable[P, R]) -> Callable[P, R]:
     return run
 
 
+def print_warnings(answer: Any) -> None:
+    """The ``warnings`` of an API answer, one ``WARNING:`` line each on stderr."""
+    warnings = answer.get("warnings") if isinstance(answer, dict) else None
+    for warning in warnings or []:
+        typer.echo(f"WARNING: {warning}", err=True)
+
+
 def print_json(document: Any) -> None:
     """One JSON document on stdout (indent 2, key order as received)."""
     typer.echo(json.dumps(document, indent=2, ensure_ascii=False))
@@ -81,11 +89,25 @@ def echo(text: str = "") -> None:
 
 
 def print_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
-    """A rich table on stdout; cells are plain text, never markup."""
-    table = Table(*columns, show_lines=False, header_style="bold")
+    """A table on stdout; cells are plain text, never markup. On a terminal, long cells wrap
+    to fit its width (an ID or a domain is never cut short); piped, every line is as long as
+    its content needs."""
+    table = Table(*(Column(name, overflow="fold") for name in columns), header_style="bold")
     for row in rows:
         table.add_row(*(Text(cell) for cell in row))
-    Console(highlight=False, soft_wrap=False).print(table)
+    table_console().print(table)
+
+
+def table_console() -> Console:
+    """A console that wraps at the terminal's width, or never when stdout is not a terminal."""
+    console = Console(highlight=False, soft_wrap=False)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console = Console(highlight=False, soft_wrap=False, width=_UNLIMITED)
+    return console
+
+
+#: Wide enough for any table corral prints; rich then sizes the table to its content.
+_UNLIMITED = 100_000
 
 
 def local_time(timestamp: str) -> str:

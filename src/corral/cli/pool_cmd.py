@@ -19,14 +19,23 @@ from urllib.parse import quote
 import typer
 import yaml
 from rich.console import Console
-from rich.table import Column, Table
 from rich.text import Text
 
 from corral.cli.client import Client
-from corral.cli.output import FormatOption, OutputFormat, echo, handle_errors, print_json
+from corral.cli.output import (
+    FormatOption,
+    OutputFormat,
+    echo,
+    fail,
+    handle_errors,
+    print_json,
+    print_table,
+)
 
 app = typer.Typer(
-    help="Inspect pools: what a platform's pod and group templates render to.",
+    rich_markup_mode=None,
+    help="Pools you may use: quota and usage (list), what a platform's templates render to "
+    "(render), the topology keys a workflow may use (topology).",
     no_args_is_help=True,
 )
 
@@ -75,27 +84,31 @@ def list_pools(
     """GPU quota and usage of the pools you may use, grouped by the nodes they share
     (``GET /api/pool_quota``; see docs/resources.md)."""
     wanted = list(pools or [])
-    found = Client().get("/api/pool_quota", pools=wanted or None)
+    client = Client()
+    found = client.get("/api/pool_quota", pools=wanted or None)
+    shown = {pool["name"] for node_set in found["node_sets"] for pool in node_set["pools"]}
+    missing = [name for name in dict.fromkeys(wanted) if name not in shown]
+    if missing and not shown:
+        fail(f"{not_found(missing)}; {client.usable_pools_text()}")
     if output is OutputFormat.json:
         print_json(found)
     else:
-        print_quota_table(found, mode, wanted)
-    shown = {pool["name"] for node_set in found["node_sets"] for pool in node_set["pools"]}
-    missing = [name for name in dict.fromkeys(wanted) if name not in shown]
-    if missing and shown:
-        typer.echo(f"Pools {', '.join(missing)} not found", err=True)
+        print_quota_table(found, mode)
+    if missing:
+        typer.echo(f"WARNING: {not_found(missing)}; {client.usable_pools_text()}", err=True)
 
 
-def print_quota_table(found: Mapping[str, Any], mode: Mode, wanted: Sequence[str]) -> None:
+def not_found(names: Sequence[str]) -> str:
+    plural = "s" if len(names) > 1 else ""
+    return f"Pool{plural} {', '.join(names)} not found, or not yours to use"
+
+
+def print_quota_table(found: Mapping[str, Any], mode: Mode) -> None:
     """OSMO's pool table: a two-line header, one row per pool (the pools of a node set
     together, the shared capacity marked on all but the first), a separator and the sums."""
     node_sets = found["node_sets"]
     if not any(node_set["pools"] for node_set in node_sets):
-        echo(
-            f"Pools {', '.join(dict.fromkeys(wanted))} not found"
-            if wanted
-            else "No pools available"
-        )
+        echo("No pools available")
         return
     columns = QUOTA_COLUMNS[mode]
     rows = []
@@ -228,15 +241,6 @@ def columns_text(
     if total is not None:
         lines += [separator, line(total)]
     return lines
-
-
-def print_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
-    """A table whose long cells (field paths, messages) wrap on a narrow terminal instead of
-    being cut short; cells are plain text, never markup."""
-    table = Table(*(Column(name, overflow="fold") for name in columns), header_style="bold")
-    for row in rows:
-        table.add_row(*(Text(cell) for cell in row))
-    Console(highlight=False, soft_wrap=False).print(table)
 
 
 def print_yaml(document: Any) -> None:

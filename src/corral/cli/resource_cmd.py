@@ -19,6 +19,7 @@ from corral.cli.output import FormatOption, OutputFormat, echo, handle_errors, p
 from corral.cli.pool_cmd import Mode, ModeOption, columns_text
 
 app = typer.Typer(
+    rich_markup_mode=None,
     help="Inspect the nodes of the pools: what they have and what their pods use.",
     no_args_is_help=True,
 )

@@ -24,10 +24,18 @@ from corral.cli.output import (
     print_table,
 )
 
-app = typer.Typer(help="Manage users, their roles and API tokens (admin).", no_args_is_help=True)
-roles_app = typer.Typer(help="Assign roles to a user, or take them away.", no_args_is_help=True)
+app = typer.Typer(
+    rich_markup_mode=None,
+    help="Manage users, their roles and API tokens (admin).",
+    no_args_is_help=True,
+)
+roles_app = typer.Typer(
+    rich_markup_mode=None, help="Assign roles to a user, or take them away.", no_args_is_help=True
+)
 app.add_typer(roles_app, name="roles")
-profile_app = typer.Typer(help="Your own settings: roles, usable pools, default pool.")
+profile_app = typer.Typer(
+    rich_markup_mode=None, help="Your own settings: roles, usable pools, default pool."
+)
 
 NameArgument = Annotated[str, typer.Argument(metavar="NAME", help="The username.")]
 

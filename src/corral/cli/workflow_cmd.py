@@ -16,7 +16,7 @@ from urllib.parse import quote
 import typer
 import yaml
 
-from corral.cli.client import Client
+from corral.cli.client import ApiError, Client
 from corral.cli.output import (
     FormatOption,
     OutputFormat,
@@ -30,7 +30,7 @@ from corral.cli.output import (
 from corral.domain.formats.documents import parse_document
 from corral.errors import CorralError
 
-app = typer.Typer(help="Submit and inspect workflows.", no_args_is_help=True)
+app = typer.Typer(rich_markup_mode=None, help="Submit and inspect workflows.", no_args_is_help=True)
 
 FileArgument = Annotated[
     Path, typer.Argument(metavar="FILE", help="The workflow file (YAML), or - for stdin.")
@@ -396,9 +396,20 @@ def _post(
         params["dry_run"] = "true"
     if validation_only:
         params["validation_only"] = "true"
-    return client.request(
-        "POST", f"/api/pool/{quote(pool, safe='')}/workflow", json=body, params=params
-    )
+    try:
+        return client.request(
+            "POST", f"/api/pool/{quote(pool, safe='')}/workflow", json=body, params=params
+        )
+    except ApiError as err:
+        raise with_usable_pools(err, client, pool) from None
+
+
+def with_usable_pools(err: ApiError, client: Client, pool: str) -> ApiError:
+    """A refusal because of the pool (unknown, or not yours) names the pools you may use."""
+    if err.status not in (403, 404) or pool not in err.message:
+        return err
+    hint = client.usable_pools_text()
+    return ApiError(err.status, {**err.body, "message": f"{err.message} The {hint}."})
 
 
 def print_dry_run(found: dict[str, Any]) -> None:

@@ -33,7 +33,7 @@ from corral.domain.workflows.spec import (
 )
 from corral.domain.workflows.statuses import TaskStatus
 from corral.domain.workflows.template import Renderer, render_workflow
-from corral.errors import ConflictError, NotFoundError
+from corral.errors import ConflictError, NotFoundError, UserError
 from corral.services import sandbox
 from corral.services.config_service import ConfigService
 from corral.services.jinja_worker import render_in_subprocess
@@ -192,7 +192,18 @@ class SubmissionService:
                 pool=pool,
                 priority=priority,
             )
-            plan = plan_in_sandbox(state, spec, submitter, nodes)
+            try:
+                plan = plan_in_sandbox(state, spec, submitter, nodes)
+            except UserError as err:
+                if err.path[:1] != ("workflow",):
+                    raise
+                raise located_error(
+                    accepted.text,
+                    err.path,
+                    err.message,
+                    source=accepted.source,
+                    rendered=accepted.rendered,
+                ) from None
             if mode is not Mode.SUBMIT:
                 return SubmitOutcome(submitter.workflow_id, accepted.text, plan, stored=False)
             try:

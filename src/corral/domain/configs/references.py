@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,3 +83,20 @@ def referrers(state: State, ctype: ConfigType, name: str) -> list[str]:
         for pool_name, pool in pools.items()
         if any(kind is ctype and ref == name for _, kind, ref in _references(pool))
     )
+
+
+#: How a pool gets a platform (said when a pool has none: on write, and at submission).
+NO_PLATFORM_FIX = (
+    "give the pool a platforms entry (for example platforms: {default: {}}) and set "
+    "default_platform to it (docs/configs/pool.md)."
+)
+
+
+def pool_warnings(pools: Mapping[str, Mapping[str, Any]], names: Iterable[str]) -> list[str]:
+    """What is allowed in the pools ``names`` but will stop every submission to them."""
+    return [
+        f"Pool {name} has no platforms: every submission to it will fail until it has one; "
+        f"{NO_PLATFORM_FIX}"
+        for name in names
+        if name in pools and not pools[name].get("platforms")
+    ]

@@ -23,6 +23,7 @@ it for its group).
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import re
@@ -142,12 +143,15 @@ def validate_requirements(
     Every key must be one of the pool's keys (OSMO's message), and a key may appear only once.
     """
     available = {pool_key.key for pool_key in pool_keys}
-    for requirement in requirements:
+    for index, requirement in enumerate(requirements):
         if requirement.key not in available:
+            close = difflib.get_close_matches(requirement.key, sorted(available), n=1)
+            hint = f' Did you mean "{close[0]}"?' if close else ""
             raise UserError(
                 f'Topology key "{requirement.key}" in resource "{resource_name}" is not '
-                f'available in pool "{pool_name}". Available topology keys: '
-                f"{_key_list(pool_keys)}"
+                f'available in pool "{pool_name}".{hint} Available topology keys: '
+                f"{_key_list(pool_keys)}",
+                path=("workflow", "resources", resource_name, "topology", index, "key"),
             )
     _check_duplicates(f'resource "{resource_name}"', requirements)
 

@@ -12,18 +12,21 @@ answers per pool:
     GPUs of the pool's running HIGH and NORMAL tasks. LOW tasks are preemptible: they may borrow
     GPUs beyond the quota and do not count against it.
 ``quota_limit``
-    the pool's ``guarantee``; with -1 (no quota) the capacity of the pool's node set.
+    the pool's ``guarantee``; with -1 (no quota) the pool's ``total_capacity``.
 ``quota_free``
     ``quota_limit - quota_used``; below 0 while HIGH/NORMAL tasks run above the guarantee
     (KAI lets a queue go over its quota up to ``maximum`` when others leave GPUs idle).
 ``total_usage``
     GPUs of all the pool's running tasks, LOW included.
 ``total_capacity`` / ``total_free``
-    allocatable GPUs of the pool's *node set*, and those not taken by any pod (whatever its pool).
+    allocatable GPUs of the nodes the pool itself may run on, and those not taken by any pod
+    (whatever its pool). This is the pool's own figure: the same whoever asks and whichever
+    pools are listed with it. (OSMO gives each pool its node set's capacity, which changes
+    with the pools in the answer.)
 
 A node set is a group of pools that share nodes, transitively: if a and b share a node and b and
-c do, a, b and c form one set, and their capacity is that of the union of their nodes — counted
-once, in the sum row too. A pool without nodes is a set of its own with capacity 0.
+c do, a, b and c form one set, shown together (the CLI marks the shared capacity). The sum row
+counts the union of each set's nodes once. A pool without nodes is a set of its own.
 Everything here is pure; :mod:`corral.api.resource_routes` gathers the inputs.
 """
 
@@ -197,15 +200,17 @@ def calculate_pool_quotas(
         free = capacity - sum(node.usage for node in set_nodes)
         quotas = []
         for name in members:
+            own = [n for n in set_nodes if name in n.pools]
+            own_capacity = sum(node.allocatable for node in own)
             guarantee = gpu_quota(pools[name])["guarantee"]
-            limit = capacity if guarantee == UNLIMITED else guarantee
+            limit = own_capacity if guarantee == UNLIMITED else guarantee
             usage = ResourceUsage(
                 quota_used=quota_used[name],
                 quota_free=limit - quota_used[name],
                 quota_limit=limit,
                 total_usage=used[name],
-                total_capacity=capacity,
-                total_free=free,
+                total_capacity=own_capacity,
+                total_free=own_capacity - sum(node.usage for node in own),
             )
             quotas.append(PoolQuota(name, usage))
         found.append(NodeSet(tuple(quotas), capacity, free))

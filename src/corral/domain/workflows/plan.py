@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
+from corral.domain.configs.references import NO_PLATFORM_FIX
 from corral.domain.configs.types import ConfigType
 from corral.domain.formats.durations import parse_duration
 from corral.domain.formats.kubernetes_names import label_value_problem
@@ -64,6 +65,7 @@ from corral.domain.workflows.template import substitute_tokens
 from corral.errors import UserError
 
 PRIORITIES = ("HIGH", "NORMAL", "LOW")
+
 #: Where task files are mounted from (one Secret per group, one key per file).
 FILES_VOLUME = "corral-files"
 
@@ -178,6 +180,11 @@ def resource_platforms(state: State, pool_name: str, spec: WorkflowSpec) -> dict
     """The platform of every named resource spec: its own, else the pool's default."""
     pool = pool_of(state, pool_name)
     platforms: Mapping[str, Any] = pool.get("platforms", {})
+    if not platforms:
+        raise UserError(
+            f"Pool {pool_name} has no platforms, so no task can run in it. An admin must add "
+            f"one: {NO_PLATFORM_FIX}"
+        )
     chosen: dict[str, str] = {}
     for name, resource in spec.resources.items():
         platform = resource.platform or pool.get("default_platform")
