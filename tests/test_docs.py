@@ -60,3 +60,22 @@ def test_every_relative_link_in_the_docs_resolves() -> None:
             elif anchor and target.suffix == ".md" and anchor not in heading_anchors(target):
                 broken.append(f"{page.relative_to(REPO)}: {link} (no such heading)")
     assert broken == []
+
+
+#: How a comment would point at material outside the repository: OSMO's research notes, the
+#: seed documents, their section numbers and defect numbers, KAI's section labels.
+OUTSIDE = re.compile(
+    r"osmo-(?:topology|workflow|config)\.md|\bseed \d{3}\b|§\s*\d|[Dd]efect \d+"
+    r"|\b(?:KAI )?[AB]\d+ step\b|\([AB]\d+(?:\.\d+)?\)|\b[AB]\d+(?:-[AB]?\d+)? fixed\b"
+)
+
+
+def test_no_source_comment_points_outside_the_repository() -> None:
+    """Comments cite docs/ (docs/osmo-reference.md keeps what corral follows of OSMO and KAI)."""
+    found = [
+        f"{path.relative_to(REPO)}:{number}: {line.strip()}"
+        for path in sorted((REPO / "src").rglob("*.py"))
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if OUTSIDE.search(line)
+    ]
+    assert found == []

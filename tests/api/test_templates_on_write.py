@@ -66,6 +66,24 @@ def test_a_group_template_follows_its_kinds_schema(examples: Api) -> None:
     assert (status, body["message"]) == (400, "spec.channel: must be a mapping, not 3")
 
 
+def test_a_group_template_using_a_task_variable_is_refused_on_write(examples: Api) -> None:
+    """Issue 14: it was accepted, and every submission to a pool using it failed."""
+    template = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "cm-{{WF_GROUP_UUID}}"},
+        "data": {"task": "{{ WF_TASK_NAME | upper }}"},
+    }
+    status, body = put(examples, "/api/configs/group_template/per-task", template)
+    assert (status, body["message"]) == (
+        400,
+        "data.task: WF_TASK_NAME is a variable of one task, and a group template is rendered "
+        "once for a whole task group; use a group variable instead (WF_GROUP_NAME, "
+        "WF_GROUP_UUID, WF_ID, ...).",
+    )
+    assert examples.call("GET", "/api/configs/group_template/per-task")[0] == 404
+
+
 def test_a_template_that_breaks_a_pool_is_refused_naming_the_pool(examples: Api) -> None:
     good = {"spec": {"priority": "{{ PRIO }}"}}
     status, body = put(examples, "/api/configs/pod_template/prio", good)

@@ -138,3 +138,29 @@ def test_a_pool_that_is_not_yours_names_the_pools_you_may_use(live_server: LiveS
     assert failed(refused) == (
         f"error: Pool nvl27 not found. The pools you may use: {', '.join(usable)}."
     )
+
+
+def test_unused_set_names_and_low_priority_are_warned_about(live_server: LiveServer) -> None:
+    """Issue 14: a misspelled --set was silently ignored, and LOW promised preemption that the
+    embedded backend does not do."""
+    done = live_server.cli(
+        "workflow",
+        "validate",
+        str(EXAMPLES / "compute-domain.yaml"),
+        "--pool",
+        "nvl72",
+        "--set",
+        "trays=4",
+        "--set",
+        "trayz=8",
+        "--priority",
+        "LOW",
+    )
+    assert (done.returncode, done.stdout) == (0, "Workflow validation succeeded.\n")
+    assert done.stderr == (
+        "WARNING: --set trayz: the workflow file never uses this name, so setting it changes "
+        "nothing (check its spelling).\n"
+        "WARNING: LOW priority: the workflow does not count against the pool's GPU quota and "
+        "runs on GPUs others leave idle; on a Kubernetes backend KAI may preempt it for "
+        "higher-priority work (the embedded backend does not preempt).\n"
+    )

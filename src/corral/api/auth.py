@@ -168,7 +168,8 @@ class Authorizer:
         return Principal(claims.username, tuple(user.roles), "session")
 
     def _identity(self, token: str, verifier: OidcVerifier) -> Principal:
-        """Verify the issuer's token, then sync the user's roles from its groups (§8.6)."""
+        """Verify the issuer's token, then sync the user's roles from its groups
+        (docs/access.md)."""
         identity = verifier.verify(token)
         user = self._users.get(identity.username)
         current = user.roles if user else []

@@ -190,6 +190,7 @@ class DryRun(Answer):
     queue_timeout_s: float
     groups: list[PlannedGroupView]
     restarted_from: str | None = None
+    warnings: list[str] = []
 
 
 SubmitAnswer = Submitted | Validated | DryRun

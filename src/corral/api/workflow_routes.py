@@ -220,13 +220,13 @@ def _submitted(outcome: SubmitOutcome, mode: Mode) -> dict[str, Any]:
     if mode is Mode.DRY_RUN:
         return _dry_run(outcome)
     if mode is Mode.VALIDATE:
-        return {"name": outcome.workflow_id, "logs": VALIDATED, "warnings": []}
+        return {"name": outcome.workflow_id, "logs": VALIDATED, "warnings": list(outcome.warnings)}
     return {
         "name": outcome.workflow_id,
         "overview": f"/api/workflow/{outcome.workflow_id}",
         "logs": "",
         "dashboard_url": "",
-        "warnings": [],
+        "warnings": list(outcome.warnings),
     }
 
 
@@ -261,6 +261,7 @@ def _dry_run(outcome: SubmitOutcome) -> dict[str, Any]:
         "exec_timeout_s": plan.exec_timeout.total_seconds(),
         "queue_timeout_s": plan.queue_timeout.total_seconds(),
         "groups": [_planned_group(group) for group in plan.groups],
+        **({"warnings": list(outcome.warnings)} if outcome.warnings else {}),
     }
 
 

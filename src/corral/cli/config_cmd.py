@@ -447,7 +447,8 @@ def edit_current(client: Client, ctype: ConfigType, name: str | None) -> SourceF
 
 
 def generated_role(name: str, role_type: str, field: str | None) -> dict[str, Any]:
-    """OSMO's ``config set ROLE <name> pool|backend`` role (backend: defect 27 fixed)."""
+    """OSMO's ``config set ROLE <name> pool|backend`` role (backend:
+    docs/osmo-reference.md#osmo-defects-corral-fixes)."""
     kind = role_type.lower()
     if kind == "pool":
         if not name.startswith("osmo-"):

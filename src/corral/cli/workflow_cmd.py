@@ -26,6 +26,7 @@ from corral.cli.output import (
     local_time,
     print_json,
     print_table,
+    print_warnings,
 )
 from corral.domain.formats.documents import parse_document
 from corral.errors import CorralError
@@ -86,8 +87,7 @@ def submit(
         echo("Workflow submit successful.")
         echo(f"Workflow ID        - {found['name']}")
         echo(f"Workflow Overview  - {client.url}{found['overview']}")
-        if priority.upper() == "LOW":
-            echo("\nWARNING: LOW priority can be preempted during the run.")
+    print_warnings(found)
 
 
 @app.command()
@@ -108,8 +108,7 @@ def validate(
         print_json(found)
         return
     echo(found["logs"])
-    for warning in found["warnings"]:
-        echo(f"WARNING: {warning}")
+    print_warnings(found)
 
 
 @app.command()

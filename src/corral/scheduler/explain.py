@@ -101,7 +101,7 @@ def _labelled(snapshot: ClusterSnapshot) -> list[int]:
 
 def _room(snapshot: ClusterSnapshot, nodes: Iterable[int], members: list[PodRequest]) -> int:
     """How many copies of the members' largest request fit on ``nodes`` now, on nodes every
-    member may use (KAI's allocatable pod count, B4 step 4)."""
+    member may use (KAI's allocatable pod count)."""
     largest = _representative(members)
     usable = _usable_by_all(snapshot, members)
     return sum(_copies(snapshot.free(i), largest) for i in nodes if usable[i])

@@ -1,4 +1,5 @@
-"""Placing one PodGroup: KAI's gang and topology semantics (``osmo-topology.md`` B4, B5).
+"""Placing one PodGroup: KAI's gang and topology semantics
+(docs/osmo-reference.md#kais-topology-and-gang-semantics).
 
 Phases, as Kubernetes' scheduler framework names them: *filter* (nodeSelector, taints,
 resources per node), *candidates* (topology domains that could hold a set, finest level
@@ -49,7 +50,8 @@ class Pending:
 
 
 class TopologyLevelError(GroupError):
-    """A constraint names a level the topology does not have (KAI B8's message)."""
+    """A constraint names a level the topology does not have (KAI's message,
+    docs/osmo-reference.md#kais-topology-and-gang-semantics)."""
 
 
 def place_group(
@@ -155,7 +157,8 @@ class _Trial:
 
 
 def relevant_levels(snapshot: ClusterSnapshot, pod_set: PodSet) -> list[int]:
-    """Levels to search, finest first (B4 step 7); TOPOLOGY_ROOT stands for "anywhere"."""
+    """Levels to search, finest first (docs/osmo-reference.md#kais-topology-and-gang-semantics:
+    placing a group); TOPOLOGY_ROOT stands for "anywhere"."""
     constraint = pod_set.constraint
     if constraint is None:
         return []
@@ -177,7 +180,7 @@ def candidate_domains(
     if not levels:
         yield within
         return
-    if within.level == CLUSTER_ROOT:  # constrained sets use labelled nodes only (B2)
+    if within.level == CLUSTER_ROOT:  # constrained sets use labelled nodes only (KAI)
         within = snapshot.topology_root
     for level in levels:
         if level <= within.level:  # already inside one domain of this level
@@ -219,8 +222,9 @@ def _domain_order(domain: Domain) -> tuple[int, str]:
 
 
 def fits(domain: Domain, pod_set: PodSet) -> bool:
-    """KAI's optimistic fit test (B4 step 5): pod copies by free GPUs per node when every
-    member asks for the same GPUs, else summed requests against the domain's free sums.
+    """KAI's optimistic fit test (docs/osmo-reference.md#kais-topology-and-gang-semantics): pod
+    copies by free GPUs per node when every member asks for the same GPUs, else summed
+    requests against the domain's free sums.
     Node selectors and taints are checked later, when pods are placed."""
     total = pod_set.total
     if pod_set.uniform_gpu:

@@ -1,10 +1,10 @@
 """Reading a stored KAI PodGroup and its Pods into the tree the scheduler places.
 
-KAI's interpretation (``osmo-topology.md`` B3, B5): the PodGroup is the root set and carries
-its own ``topologyConstraint``; a subgroup that is some subgroup's ``parent`` is a set of sets
-(its ``minMember`` is ignored); a subgroup without children is a leaf holding the pods that
-name it in the ``kai.scheduler/subgroup-name`` label, of which ``max(minMember, 1)`` must be
-placed together. Without subgroups the root is the one leaf, with ``spec.minMember``.
+KAI's interpretation (docs/osmo-reference.md#kais-topology-and-gang-semantics): the PodGroup is the
+root set and carries its own ``topologyConstraint``; a subgroup that is some subgroup's ``parent``
+is a set of sets (its ``minMember`` is ignored); a subgroup without children is a leaf holding the
+pods that name it in the ``kai.scheduler/subgroup-name`` label, of which ``max(minMember, 1)`` must
+be placed together. Without subgroups the root is the one leaf, with ``spec.minMember``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A cluster snapshot: free capacity per node and per topology domain, kept up to date
 incrementally as pods are bound and released (Kueue's TAS snapshot, KAI's domain tree).
 
-The tree, coarsest first (``osmo-topology.md`` B2)::
+The tree, coarsest first (docs/osmo-reference.md#kais-topology-and-gang-semantics)::
 
     cluster root (every node)
     ├── topology root (nodes carrying every level label)

@@ -1,5 +1,5 @@
 """The lifecycle controller: moves stored workflows through OSMO's statuses on the embedded
-cluster (``osmo-workflow.md`` §4, docs/lifecycle.md).
+cluster (docs/osmo-reference.md#group-order, docs/lifecycle.md).
 
 Each :meth:`LifecycleController.tick` reads everything it needs from the database and writes
 each step's result in one transaction, so the server may die at any moment: the next tick (after
@@ -280,7 +280,8 @@ def deletion_order(kinds: Sequence[Sequence[str]]) -> list[tuple[str, str]]:
 
 
 def permission_message(backend: str, namespace: str, missing: Sequence[Rule]) -> str:
-    """The error for missing RBAC permissions, with the rules to add (seed 000's shape)."""
+    """The error for missing RBAC permissions, with the rules to add
+    (docs/osmo-reference.md#osmos-rbac-rules-for-extra-kinds)."""
     kinds = ", ".join(
         f"{'/'.join(r.api_groups) or 'core'} {'/'.join(r.resources)}" for r in missing
     )
@@ -511,7 +512,8 @@ class _Advance:
     def _apply_sibling_rules(
         self, group: StoredGroup, task: StoredTask, status: TaskStatus
     ) -> None:
-        """OSMO §4.3: the lead's end is every task's end; a non-lead failure ends the group
+        """OSMO's lead rule (docs/osmo-reference.md#workflow-statuses): the lead's end is every
+        task's end; a non-lead failure ends the group
         unless ``ignoreNonleadStatus``. Tasks that already ended keep their own status."""
         if task.lead:
             follow = TaskStatus.FAILED if status.failed else status

@@ -73,6 +73,7 @@ class _Accepted:
     template: str | None
     local_files: Mapping[str, TaskFileContents]
     restarted_from: str | None = None
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,8 @@ class SubmitOutcome:
     spec: str  # the rendered workflow document
     plan: WorkflowPlan
     stored: bool
+    #: What was accepted but is probably not what the submitter meant.
+    warnings: tuple[str, ...] = ()
 
 
 NodesOf = Callable[[str], Sequence[Node]]
@@ -124,6 +127,7 @@ class SubmissionService:
             rendered=rendered.templated,
             template=request.file if rendered.templated else None,
             local_files=request.local_files,
+            warnings=tuple(f"--set {name}: {UNUSED_SET}" for name in rendered.unused),
         )
         return self._plan_and_store(state, caller, accepted, request.pool, priority, mode)
 
@@ -205,7 +209,9 @@ class SubmissionService:
                     rendered=accepted.rendered,
                 ) from None
             if mode is not Mode.SUBMIT:
-                return SubmitOutcome(submitter.workflow_id, accepted.text, plan, stored=False)
+                return SubmitOutcome(
+                    submitter.workflow_id, accepted.text, plan, False, warnings(accepted, priority)
+                )
             try:
                 self._store.insert(
                     plan,
@@ -218,7 +224,9 @@ class SubmissionService:
                 )
             except ConflictError:
                 continue
-            return SubmitOutcome(submitter.workflow_id, accepted.text, plan, stored=True)
+            return SubmitOutcome(
+                submitter.workflow_id, accepted.text, plan, True, warnings(accepted, priority)
+            )
         raise ConflictError(
             f"Could not number workflow {spec.name}: {MAX_ID_ATTEMPTS} concurrent submissions "
             "took the next ids first. Submit again."
@@ -246,6 +254,23 @@ class SubmissionService:
                 f"{task.status}; submit once it has finished."
             )
         return None
+
+
+#: Why an unused ``--set`` is worth a warning.
+UNUSED_SET = (
+    "the workflow file never uses this name, so setting it changes nothing (check its spelling)."
+)
+#: What LOW priority means here (docs/submission.md#the-pipeline).
+LOW_PRIORITY = (
+    "LOW priority: the workflow does not count against the pool's GPU quota and runs on GPUs "
+    "others leave idle; on a Kubernetes backend KAI may preempt it for higher-priority work "
+    "(the embedded backend does not preempt)."
+)
+
+
+def warnings(accepted: _Accepted, priority: str) -> tuple[str, ...]:
+    low = (LOW_PRIORITY,) if priority == "LOW" else ()
+    return (*accepted.warnings, *low)
 
 
 def sandboxed_renderer(workflow_config: Mapping[str, Any]) -> Renderer:

@@ -206,7 +206,8 @@ class KubernetesBackend:
 
     def sync_scheduler_objects(self, desired: Sequence[Mapping[str, Any]]) -> bool:
         """Make the cluster's Queues and Topologies labelled with this backend's namespace
-        equal ``desired`` (``osmo-topology.md`` A3.3); True if it talked to the cluster.
+        equal ``desired`` (docs/osmo-reference.md#kai-objects-per-pool); True if it talked to
+        the cluster.
 
         Skipped while ``desired`` is what was synced less than five minutes ago."""
         fingerprint = hashlib.sha256(json.dumps(desired, sort_keys=True).encode()).hexdigest()

@@ -1,5 +1,6 @@
 """What a pod and its PodGroup, as the API server reports them, mean for a task: where it runs,
-how it ended, and why a group still waits (KAI's unschedulable reasons, ``osmo-topology.md`` B8).
+how it ended, and why a group still waits (KAI's unschedulable reasons,
+docs/osmo-reference.md#kais-topology-and-gang-semantics).
 
 Pure functions over the objects' dictionaries, so every mapping is testable without a cluster.
 """

@@ -2,7 +2,8 @@
 
 The same rules are granted by ``deploy/kubernetes`` and checked at run time with
 ``SelfSubjectAccessReview`` before a group's objects are made, so a missing one is reported with
-the exact rule to add, in the shape of OSMO's ``extraRBACRules`` Helm value (seed 000).
+the exact rule to add, in the shape of OSMO's ``extraRBACRules`` Helm value
+(docs/osmo-reference.md#osmos-rbac-rules-for-extra-kinds).
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from collections.abc import Sequence
 
 from corral.backends.port import Rule
 
-#: What a group-template kind needs at least (seed 000: list and patch for label injection and
+#: What a group-template kind needs at least
+#: (docs/osmo-reference.md#osmos-rbac-rules-for-extra-kinds: list and patch for label injection and
 #: cleanup tracking, create and delete to make and remove the object).
 GROUP_TEMPLATE_VERBS = ("create", "delete", "list", "patch")
 #: Watching and reading back what was made.

@@ -2,24 +2,26 @@
 
 OSMO authorizes requests in semantic actions (``workflow:Create``) over resources
 (``pool/<name>``); ``src/utils/roles/action_registry.go`` maps (method, path) to both. This module
-is that table (reference §8.2) plus corral's own endpoints, with OSMO's matching rules:
+is that table (docs/access.md) plus corral's own endpoints, with OSMO's matching rules:
 
 * the query string and a trailing ``/`` are ignored; methods compare case-insensitively;
 * exact paths win, then patterns by OSMO's specificity (earlier literal segments weigh more);
 * ``*`` matches one path segment, a trailing ``/*`` one or more segments;
 * an unregistered (method, path) resolves to ``None`` (only a ``*:*`` policy grants it).
 
-Legacy role actions (``{"base": "http", "path": "/api/pool/*", "method": "*"}``, seed 004) are
-converted to every registered action whose endpoint the legacy path could match. Deviations from
-OSMO, each because OSMO's behaviour makes documented examples grant nothing or too much:
+Legacy role actions (``{"base": "http", "path": "/api/pool/*", "method": "*"}``, see
+docs/osmo-reference.md#legacy-role-actions) are converted to every registered action whose
+endpoint the legacy path could match. Deviations from OSMO, each because OSMO's behaviour makes
+documented examples grant nothing or too much:
 
 * a ``*`` in a legacy path is a glob: within one segment, or, as the path's last character, over
-  the rest of the path (the seed documents ``/api/pool/shared*`` as "every pool whose name starts
+  the rest of the path (OSMO documents ``/api/pool/shared*`` as "every pool whose name starts
   with shared"; OSMO's segment-by-segment comparison maps it to no action at all); a trailing
   ``/*`` also covers the bare prefix, as in OSMO;
-* a legacy path written ``http:/api/...`` (seed 004) is read as ``/api/...``;
+* a legacy path written ``http:/api/...`` is read as ``/api/...``;
 * ``internal:Operator`` resolves to ``backend/<name>`` when the path names the backend
-  (``.../backend/<name>``), so generated backend roles work (reference §13 item 27).
+  (``.../backend/<name>``), so generated backend roles work
+  (docs/osmo-reference.md#osmo-defects-corral-fixes).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Role policy evaluation, pool access and IdP group → role mapping (reference §8.3-8.6).
+"""Role policy evaluation, pool access and IdP group → role mapping (docs/access.md).
 
 A request is a semantic action (``workflow:Create``) and a resource (``pool/team-a``) or ``None``
 for global actions. Matching follows OSMO:
@@ -9,12 +9,14 @@ for global actions. Matching follows OSMO:
   ``prefix*`` (string prefix: ``pool/team*``), or, when the request itself is a wildcard
   (``pool/*``), any pattern under the same prefix;
 * a policy with no ``resources`` matches global requests only — the documented rule; corral does not
-  copy OSMO's DB-mode startup rewrite that widens it to ``*`` (reference §13 item 34);
+  copy OSMO's DB-mode startup rewrite that widens it to ``*``
+  (docs/access.md#differences-from-osmo);
 * a Deny in any role wins; otherwise one Allow suffices; otherwise the request is denied.
 
-Legacy actions (``{base, path, method}``, at the role's top level as seed 004 writes them, or inside
-a policy) are converted through :mod:`corral.domain.access.actions`; they keep the scope their path
-names (``/api/pool/shared*`` grants ``pool/shared*``), unless their policy lists ``resources``.
+Legacy actions (``{base, path, method}``, at the role's top level as old roles write them,
+docs/osmo-reference.md#legacy-role-actions, or inside a policy) are converted through
+:mod:`corral.domain.access.actions`; they keep the scope their path names (``/api/pool/shared*``
+grants ``pool/shared*``), unless their policy lists ``resources``.
 """
 
 from __future__ import annotations
@@ -175,7 +177,7 @@ def allowed_pools(roles: Sequence[Role], pool_names: Iterable[str]) -> list[str]
     """The pools ``roles`` may submit to (``workflow:Create`` on ``pool/<name>``), in order.
 
     Unlike OSMO's ``GetAllowedPools``, a Deny in any role hides the pool, so the list shows exactly
-    the pools a submission would be accepted for (reference §13 items 12 and 35)."""
+    the pools a submission would be accepted for (docs/access.md#differences-from-osmo)."""
     return [
         name for name in pool_names if evaluate(roles, "workflow:Create", f"pool/{name}").allowed
     ]
@@ -185,7 +187,8 @@ def allowed_pools(roles: Sequence[Role], pool_names: Iterable[str]) -> list[str]
 
 
 def roles_for_request(defined: Sequence[Role], names: Iterable[str]) -> list[Role]:
-    """The roles a request acts with: the named ones that exist plus ``osmo-default`` (§8.4)."""
+    """The roles a request acts with: the named ones that exist plus ``osmo-default``
+    (docs/access.md)."""
     wanted = {*names, DEFAULT_ROLE}
     return [role for role in defined if role.name in wanted]
 
@@ -198,15 +201,15 @@ def external_names(role: Role) -> set[str]:
 def roles_for_groups(
     roles: Sequence[Role], groups: Iterable[str], current_roles: Iterable[str]
 ) -> list[str]:
-    """A user's role names after an IdP login carrying ``groups`` (§8.6), sorted.
+    """A user's role names after an IdP login carrying ``groups`` (docs/access.md), sorted.
 
     A role is mapped from the groups in its ``external_roles``. corral's choice between OSMO's two
     storage modes: ``external_roles: None`` (absent) is the identity mapping — the group named like
     the role — as for a new role in OSMO's DB mode and in file mode; ``[]`` maps no group (DB mode;
-    OSMO's file mode reads it as identity, reference §13 item 11). Then per ``sync_mode``:
-    ``import`` adds the role when a mapped group is present and never removes it; ``force`` adds it
-    when present and removes it when absent; ``ignore`` never changes it. Current roles that are
-    not defined are kept."""
+    OSMO's file mode reads it as identity, docs/access.md#differences-from-osmo). Then per
+    ``sync_mode``: ``import`` adds the role when a mapped group is present and never removes it;
+    ``force`` adds it when present and removes it when absent; ``ignore`` never changes it. Current
+    roles that are not defined are kept."""
     present = set(groups)
     result = set(current_roles)
     for role in roles:

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from corral.domain.configs import models as configs
 from corral.domain.formats.names import check_name
-from corral.domain.jinja.templating import check_all_jinja
+from corral.domain.jinja.templating import check_all_jinja, refuse_task_variables
 from corral.errors import UserError
 
 Item = Any
@@ -100,11 +100,13 @@ def _parse_rules(raw: Any) -> Item:
 
 
 def _check_templates_jinja(
-    check: Callable[[Any], dict[str, Any]],
+    check: Callable[[Any], dict[str, Any]], *, group: bool = False
 ) -> Callable[[Any], dict[str, Any]]:
     def checked(raw: Any) -> dict[str, Any]:
         template = check(raw)
         check_all_jinja(template)
+        if group:
+            refuse_task_variables(template)
         return template
 
     return checked
@@ -120,7 +122,7 @@ SPECS: dict[ConfigType, TypeSpec] = {
     ConfigType.GROUP_TEMPLATE: TypeSpec(
         "Group template",
         "group_templates",
-        _free_form_parser(_check_templates_jinja(configs.check_group_template)),
+        _free_form_parser(_check_templates_jinja(configs.check_group_template, group=True)),
     ),
     ConfigType.RESOURCE_VALIDATION: TypeSpec(
         "Resource validation", "resource_validations", _parse_rules

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from jinja2 import TemplateSyntaxError
+from jinja2 import TemplateSyntaxError, meta
 from jinja2.sandbox import SandboxedEnvironment
 
 from corral.errors import UserError
@@ -48,3 +48,31 @@ def string_leaves(
 def check_all_jinja(value: Any) -> None:
     for path, text in string_leaves(value):
         check_jinja(text, path=path)
+
+
+#: Variables a pod template has but a group template does not: a group has no single task
+#: (docs/templates.md#group-templates).
+TASK_ONLY_VARIABLES = (
+    "USER_CONTAINER_NAME",
+    "WF_TASK_NAME",
+    "WF_TASK_UUID",
+    "WF_RETRY_ID",
+    "WF_PLATFORM",
+    "WF_LEAD_CONTAINER",
+)
+
+
+def refuse_task_variables(template: Any) -> None:
+    """A group template that uses a task's variable (UserError naming it and the field)."""
+    for path, text in string_leaves(template):
+        if "{" not in text:
+            continue
+        used = meta.find_undeclared_variables(_ENV.parse(text))
+        found = [name for name in TASK_ONLY_VARIABLES if name in used]
+        if found:
+            raise UserError(
+                f"{found[0]} is a variable of one task, and a group template is rendered once "
+                "for a whole task group; use a group variable instead (WF_GROUP_NAME, "
+                "WF_GROUP_UUID, WF_ID, ...).",
+                path=path,
+            )

@@ -1,9 +1,10 @@
 """Rendering the Kubernetes objects of a task group from a pool's templates.
 
-Order of layers for a pod (OSMO §4.3): corral's base pod, then the platform's merged pod
-template rendered with the task's variables (the template wins), then the system labels again
-(templates cannot change ``osmo.*``). Group templates (OSMO §7) are rendered once per group,
-lose any namespace, and get labels workflow < template < system.
+Order of layers for a pod (docs/templates.md#merging-pod-templates): corral's base pod, then the
+platform's merged pod template rendered with the task's variables (the template wins), then the
+system labels again (templates cannot change ``osmo.*``). Group templates
+(docs/templates.md#group-templates) are rendered once per group, lose any namespace, and get labels
+workflow < template < system.
 """
 
 from __future__ import annotations

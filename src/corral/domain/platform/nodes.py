@@ -1,7 +1,7 @@
 """Nodes: which pool/platform a node belongs to, and what capacity a task can use on it.
 
-OSMO §4.6 and §6.4, with Kubernetes' toleration semantics (an ``Exists`` toleration without a
-key tolerates every taint) and exact quantities (``K8_CPU`` may be ``63.75``).
+docs/resource_validation.md, with Kubernetes' toleration semantics (an ``Exists`` toleration
+without a key tolerates every taint) and exact quantities (``K8_CPU`` may be ``63.75``).
 """
 
 from __future__ import annotations
@@ -78,7 +78,8 @@ def tolerates(toleration: Mapping[str, Any], taint: Taint) -> bool:
     key = toleration.get("key") or ""
     operator = toleration.get("operator") or "Equal"
     if operator == "Exists":
-        return not key or key == taint.key  # no key: tolerate everything (OSMO defect 33)
+        # no key: tolerate everything (docs/osmo-reference.md#osmo-defects-corral-fixes)
+        return not key or key == taint.key
     if operator == "Equal":
         return key == taint.key and (toleration.get("value") or "") == taint.value
     raise UserError(
@@ -110,7 +111,7 @@ def belongs_to(
 DEFAULT_CONTROL = Resources(
     cpu=parse_quantity("250m"), memory=parse_quantity("1Gi"), storage=parse_quantity("3Gi")
 )
-#: Values for keys missing inside a ``requests`` that is given (OSMO §6.4).
+#: Values for keys missing inside a ``requests`` that is given (docs/resource_validation.md).
 _MISSING_REQUEST = {"cpu": "0", "memory": "0", "ephemeral-storage": "1Gi"}
 
 

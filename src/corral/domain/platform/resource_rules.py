@@ -1,4 +1,5 @@
-"""Resource validation rules (OSMO §6): checking a task's request against RESOURCE_VALIDATION.
+"""Resource validation rules (docs/resource_validation.md): checking a task's request against
+RESOURCE_VALIDATION.
 
 A rule compares two rendered operands. Static rules use only the task's variables and are
 checked once; node rules use a node's ``K8_*`` values and pass when one node satisfies them all.

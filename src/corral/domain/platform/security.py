@@ -1,4 +1,5 @@
-"""What a task may ask of its platform: privileged mode, host network, host mounts (OSMO §10.4).
+"""What a task may ask of its platform: privileged mode, host network, host mounts
+(docs/configs/pool.md).
 
 Messages are OSMO's. Unlike OSMO, mount paths are compared after normalisation (``/data/`` is
 ``/data``), and relative paths and ``..`` components are refused, so that a task cannot reach

@@ -1,4 +1,5 @@
-"""Checking one task against its pool's platform before anything is created (OSMO §6.6).
+"""Checking one task against its pool's platform before anything is created
+(docs/resource_validation.md).
 
 Order as OSMO: static rules once per task, then the platform's security rules, then node
 rules, which pass when at least one node of the platform fits all of them. Nodes the task

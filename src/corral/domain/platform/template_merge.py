@@ -1,8 +1,8 @@
 """Merging pod templates (and default variables, and group templates) the way OSMO does.
 
-OSMO's rule (``recursive_dict_update``, osmo-config.md §4.1): mappings merge recursively, lists
-merge item by item on equal ``name`` and otherwise append, anything else replaces. corral keeps
-that rule and fixes its defects (docs/templates.md):
+OSMO's rule (``recursive_dict_update``, docs/osmo-reference.md#pod-template-merge): mappings merge
+recursively, lists merge item by item on equal ``name`` and otherwise append, anything else
+replaces. corral keeps that rule and fixes its defects (docs/templates.md):
 
 - a mapping that the overriding list repeats exactly (the same toleration in two templates) is
   kept once; scalar lists such as ``args`` and ``command`` are still concatenated;

@@ -1,4 +1,5 @@
-"""The cluster-scoped KAI objects corral keeps per backend (``osmo-topology.md`` A3.2): a parent
+"""The cluster-scoped KAI objects corral keeps per backend
+(docs/osmo-reference.md#kai-objects-per-pool): a parent
 ``Queue`` per namespace, one ``Queue`` per pool under it, and a ``Topology`` per pool with
 ``topology_keys``.
 
@@ -19,8 +20,8 @@ from corral.domain.topology.podgroup import priority_class_name, queue_name, top
 QUEUE_KIND = ("scheduling.run.ai/v2", "Queue")
 PRIORITY_CLASS_KIND = ("scheduling.k8s.io/v1", "PriorityClass")
 #: Every PodGroup names ``osmo-<priority>``. KAI treats a priority value below 100 as
-#: preemptible (``osmo-topology.md`` B3): LOW is, NORMAL and HIGH are not (KAI's own classes
-#: train, build and inference use 50, 100 and 125).
+#: preemptible (docs/osmo-reference.md#kais-topology-and-gang-semantics): LOW is, NORMAL and HIGH
+#: are not (KAI's own classes train, build and inference use 50, 100 and 125).
 PRIORITY_VALUES = {"HIGH": 125, "NORMAL": 100, "LOW": 50}
 TOPOLOGY_KIND = ("kai.scheduler/v1alpha1", "Topology")
 _UNLIMITED = {"quota": -1, "limit": -1, "overQuotaWeight": 1}

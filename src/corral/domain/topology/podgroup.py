@@ -1,7 +1,8 @@
 """Topology-aware scheduling: a task group's topology requirements -> KAI's PodGroup.
 
-Pure functions behind OSMO's ``PodGroupTopologyBuilder`` (``osmo-topology.md`` A6-A7), with the
-defects listed in A9 fixed:
+Pure functions behind OSMO's ``PodGroupTopologyBuilder``
+(docs/osmo-reference.md#from-a-group-to-a-podgroup), with the defects listed in
+docs/submission.md#differences-from-osmo fixed:
 
 - a single-child chain keeps its finest *required* level and, when finer, its finest
   *preferred* level in one constraint (OSMO kept only the finest level, losing a hard
@@ -88,7 +89,8 @@ class PodGroupPlan:
 
 
 def topology_crd_name(namespace: str, pool: str) -> str:
-    """The cluster-scoped KAI ``Topology`` OSMO syncs for a pool (``osmo-topology.md`` A3.2)."""
+    """The cluster-scoped KAI ``Topology`` OSMO syncs for a pool
+    (docs/osmo-reference.md#kai-objects-per-pool)."""
     return _object_name(f"osmo-pool-{namespace}-{pool}-topology")
 
 

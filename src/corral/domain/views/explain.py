@@ -2,7 +2,8 @@
 
 Pure: it reads a stored workflow (anything shaped like ``corral.store.workflows.StoredWorkflow``;
 the shapes are protocols so the domain imports nothing from the store) and the current time.
-Statuses are OSMO's (``osmo-workflow.md`` §4); a status corral does not know is shown as is.
+Statuses are OSMO's (docs/osmo-reference.md#workflow-statuses); a status corral does not know is
+shown as is.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The pool quota table: how many GPUs each pool uses, may use, and could use (OSMO §8.3).
+"""The pool quota table: how many GPUs each pool uses, may use, and could use (docs/resources.md).
 
 OSMO's ``calculate_pool_quotas``, given
 

@@ -1,4 +1,4 @@
-"""Which nodes serve which pools, and the resource listing (OSMO §8.4, ``resource list``).
+"""Which nodes serve which pools, and the resource listing (docs/resources.md, ``resource list``).
 
 **Membership.** A node serves a pool's platform when a task of that platform could run on it:
 it carries every label of the platform's nodeSelector and its taints (other than

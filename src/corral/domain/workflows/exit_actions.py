@@ -1,4 +1,5 @@
-"""What a task's exit code means (``osmo-workflow.md`` §7): the task's own ``exitActions`` first,
+"""What a task's exit code means (docs/osmo-reference.md#exit-actions): the task's own
+``exitActions`` first,
 then the pool's ``default_exit_actions``; without a match 0 is COMPLETED and anything else FAILED.
 """
 

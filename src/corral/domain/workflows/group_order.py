@@ -1,4 +1,4 @@
-"""Which task groups may start, and which can no longer run (``osmo-workflow.md`` §4.2).
+"""Which task groups may start, and which can no longer run (docs/osmo-reference.md#group-order).
 
 A group starts when every group it takes input from has COMPLETED. When a group fails, every group
 downstream of it, directly or through others, is FAILED_UPSTREAM (exit code 3000).

@@ -1,10 +1,11 @@
 """From a parsed workflow to the exact Kubernetes objects of each task group (pure).
 
-The submission pipeline's pool-dependent steps, in OSMO's order (``osmo-config.md`` §11):
-task-count limit, topology keys, platform per task, then each task against its platform (static
-rules, platform security, node rules); then every group's objects are rendered in creation
-order (group-template resources, secrets, PodGroup, Pods, headless Service) and checked against
-the Kubernetes schemas. What this returns is what is stored, and what a backend applies.
+The submission pipeline's pool-dependent steps, in OSMO's order
+(docs/osmo-reference.md#submission-order): task-count limit, topology keys, platform per task, then
+each task against its platform (static rules, platform security, node rules); then every group's
+objects are rendered in creation order (group-template resources, secrets, PodGroup, Pods, headless
+Service) and checked against the Kubernetes schemas. What this returns is what is stored, and what
+a backend applies.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The workflow file (OSMO spec version 2), parsed into a normalised, validated model.
 
 Input is the *rendered* document (``workflow_template.render_workflow`` runs Jinja first). The
-rules are OSMO's (``osmo-workflow.md`` §1-§2, §7) with its error texts; every error is a
+rules are OSMO's (docs/osmo-reference.md#the-workflow-file, #exit-actions) with its error texts;
+every error is a
 :class:`UserError` whose message starts with ``FILE:LINE:COL:`` at the offending key or item,
 then the dotted field path (``workflow.tasks[0].command``), then the reason and what to do.
 

@@ -1,5 +1,6 @@
 """OSMO's status names for workflows, groups and tasks, and how they aggregate
-(``osmo-workflow.md`` §4). The exact strings are part of the user-facing contract."""
+(docs/osmo-reference.md#workflow-statuses). The exact strings are part of the user-facing
+contract."""
 
 from __future__ import annotations
 

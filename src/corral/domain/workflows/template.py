@@ -1,4 +1,5 @@
-"""From a submitted workflow file to the rendered document (OSMO ``osmo-workflow.md`` §1, §3).
+"""From a submitted workflow file to the rendered document
+(docs/osmo-reference.md#the-workflow-file).
 
 1. Split the file into its top-level sections by a regex over column-0 lines, as OSMO does
    (Jinja control lines such as ``{% for %}`` stay inside the current section).
@@ -76,6 +77,8 @@ class RenderedWorkflow:
     variables: dict[str, Any]
     #: Whether Jinja rendering was needed.
     templated: bool
+    #: ``--set``/``--set-string`` names the file never mentions: they change nothing.
+    unused: tuple[str, ...] = ()
 
 
 # ------------------------------------------------------------------------------- sections
@@ -246,15 +249,30 @@ def render_workflow(
     variables.update(parse_set_values(set_values, as_string=False))
     variables.update(parse_set_values(set_strings, as_string=True))
     shielded, originals = shield_tokens(document)
+    unused = unused_names([*set_values, *set_strings], shielded)
     if not is_template(shielded):
-        return RenderedWorkflow(text=document, variables=variables, templated=False)
+        return RenderedWorkflow(document, variables, templated=False, unused=unused)
     try:
         rendered = (renderer or render_jinja)(shielded, variables)
     except JinjaError as err:
         raise UserError(_located(err, document, source)) from None
     if len(rendered) > MAX_RENDERED_CHARS:
         raise UserError(f"{source}: {_too_long()}")
-    return RenderedWorkflow(restore_tokens(rendered, originals), variables, templated=True)
+    return RenderedWorkflow(
+        restore_tokens(rendered, originals), variables, templated=True, unused=unused
+    )
+
+
+def unused_names(assignments: Sequence[str], document: str) -> tuple[str, ...]:
+    """The names of ``NAME=VALUE`` assignments that ``document`` never mentions (a word
+    search: a name that only appears in plain text counts as used)."""
+    names = dict.fromkeys(item.split("=", 1)[0] for item in assignments)
+    templated = is_template(document)
+    return tuple(
+        name
+        for name in names
+        if not templated or not re.search(rf"(?<![\w]){re.escape(name)}(?![\w])", document)
+    )
 
 
 def _located(err: JinjaError, document: str, source: str) -> str:
