@@ -38,6 +38,7 @@ from corral.cli.output import (
     print_table,
     print_warnings,
 )
+from corral.domain.access.generated_roles import generated_role
 from corral.domain.configs.bundles import Origin
 from corral.domain.configs.types import ConfigType
 from corral.domain.formats.documents import Position, locate, parse_document
@@ -444,50 +445,6 @@ def edit_current(client: Client, ctype: ConfigType, name: str | None) -> SourceF
 
 
 # ----------------------------------------------------------------------------------- set
-
-
-def generated_role(name: str, role_type: str, field: str | None) -> dict[str, Any]:
-    """OSMO's ``config set ROLE <name> pool|backend`` role (backend:
-    docs/osmo-reference.md#osmo-defects-corral-fixes)."""
-    kind = role_type.lower()
-    if kind == "pool":
-        if not name.startswith("osmo-"):
-            fail('Pool role name must start with "osmo-"')
-        if field is not None:
-            fail("Pool name must be specified in the role name")
-        pool = name.removeprefix("osmo-")
-        if not pool:
-            fail('Pool role name needs the pool name (prefix) after "osmo-", e.g. osmo-team')
-        description = f"Generated Role for pool {pool}"
-        # The trailing * is OSMO's rule: the role reaches every pool whose name starts with it.
-        policies = [{"effect": "Allow", "actions": ["workflow:*"], "resources": [f"pool/{pool}*"]}]
-    elif kind == "backend":
-        if not field:
-            fail("Backend name is required for backend role")
-        description = f"Generated Role for backend {field}"
-        policies = [
-            {
-                "effect": "Allow",
-                "actions": ["internal:Operator"],
-                "resources": [f"backend/{field}"],
-            },
-            # config:Read resolves to config/<segment>, so it must be scoped there (OSMO: never
-            # matched, because it was scoped to backend/<name>).
-            {
-                "effect": "Allow",
-                "actions": ["pool:List", "config:Read"],
-                "resources": ["config/backend"],
-            },
-        ]
-    else:
-        fail(f"Unknown role type {role_type!r}: use pool or backend (or --file FILE)")
-    return {
-        "name": name,
-        "description": description,
-        "policies": policies,
-        "immutable": False,
-        "sync_mode": "import",
-    }
 
 
 @app.command("set")
