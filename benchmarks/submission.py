@@ -30,7 +30,7 @@ from corral.domain.configs.bundles import parse_bundle
 from corral.domain.configs.types import ConfigType
 from corral.domain.platform.nodes import Node
 from corral.domain.workflows.plan import Submitter, WorkflowPlan, plan_workflow
-from corral.domain.workflows.spec import parse_workflow_spec
+from corral.domain.workflows.spec_parser import parse_workflow_spec
 from corral.files import read_bundle_directory
 from corral.services.submission import plan_in_sandbox
 

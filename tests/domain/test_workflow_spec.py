@@ -12,15 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from corral.domain.topology.podgroup import TopologyRequirement
-from corral.domain.workflows.spec import (
-    ExitAction,
-    ResourceSpec,
-    TaskFile,
-    TaskInput,
-    WorkflowSpec,
-    k8s_name,
-    parse_workflow_spec,
-)
+from corral.domain.workflows.spec import ExitAction, ResourceSpec, TaskFile, TaskInput, WorkflowSpec
+from corral.domain.workflows.spec_parser import parse_workflow_spec
+from corral.domain.workflows.spec_reader import k8s_name
 from corral.errors import UserError
 
 

@@ -11,13 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from corral.domain.workflows.spec import (
-    TaskFile,
-    TaskFileContents,
-    TaskInput,
-    TaskSpec,
-    parse_workflow_spec,
-)
+from corral.domain.workflows.spec import TaskFile, TaskFileContents, TaskInput, TaskSpec
+from corral.domain.workflows.spec_parser import parse_workflow_spec
 from corral.domain.workflows.template import (
     parse_set_values,
     render_workflow,

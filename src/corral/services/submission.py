@@ -24,13 +24,9 @@ from corral.domain.workflows.plan import (
     random_id,
 )
 from corral.domain.workflows.restart import restart_document
-from corral.domain.workflows.spec import (
-    PreviousInput,
-    TaskFileContents,
-    located_error,
-    parse_workflow_spec,
-    previous_inputs,
-)
+from corral.domain.workflows.spec import PreviousInput, TaskFileContents, previous_inputs
+from corral.domain.workflows.spec_parser import parse_workflow_spec
+from corral.domain.workflows.spec_reader import located_error
 from corral.domain.workflows.statuses import TaskStatus
 from corral.domain.workflows.template import Renderer, render_workflow
 from corral.errors import ConflictError, NotFoundError, UserError

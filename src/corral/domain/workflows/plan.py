@@ -55,13 +55,7 @@ from corral.domain.topology.podgroup import (
     validate_requirements,
     validate_uniform_keys,
 )
-from corral.domain.workflows.spec import (
-    ExitAction,
-    GroupSpec,
-    ResourceSpec,
-    TaskSpec,
-    WorkflowSpec,
-)
+from corral.domain.workflows.spec import ExitAction, GroupSpec, ResourceSpec, TaskSpec, WorkflowSpec
 from corral.domain.workflows.template import substitute_tokens
 from corral.errors import UserError
 
