@@ -148,6 +148,18 @@ def _too_deep() -> str:
 def _too_deep_offset(text: str) -> int | None:
     """Where a JSON text opens its ``MAX_NESTING + 1``-th nested list or object."""
     depth = 0
+    for offset, char in _brackets(text):
+        if char in _CLOSER_FOR:
+            depth += 1
+            if depth > MAX_NESTING:
+                return offset
+        else:
+            depth -= 1
+    return None
+
+
+def _brackets(text: str) -> Iterator[tuple[int, str]]:
+    """Every ``{``, ``[``, ``}`` and ``]`` of a JSON text outside its strings, with its offset."""
     in_string = escaped = False
     for offset, char in enumerate(text):
         if in_string:
@@ -159,13 +171,8 @@ def _too_deep_offset(text: str) -> int | None:
                 in_string = False
         elif char == '"':
             in_string = True
-        elif char in _CLOSER_FOR:
-            depth += 1
-            if depth > MAX_NESTING:
-                return offset
-        elif char in ("}", "]"):
-            depth -= 1
-    return None
+        elif char in "{[}]":
+            yield offset, char
 
 
 def check_value(value: Any) -> None:
@@ -340,20 +347,10 @@ def _bracket_hint(text: str, error_offset: int) -> str:
 
 def _open_brackets(text: str, end: int) -> list[tuple[str, int]]:
     stack: list[tuple[str, int]] = []
-    in_string = escaped = False
-    for offset, char in enumerate(text[:end]):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in _CLOSER_FOR:
+    for offset, char in _brackets(text[:end]):
+        if char in _CLOSER_FOR:
             stack.append((char, offset))
-        elif char in ("}", "]") and stack and _CLOSER_FOR[stack[-1][0]] == char:
+        elif stack and _CLOSER_FOR[stack[-1][0]] == char:
             stack.pop()
     return stack
 
