@@ -29,7 +29,8 @@ from corral.domain.cluster.description import parse_cluster
 from corral.domain.configs.bundles import parse_bundle
 from corral.domain.configs.types import ConfigType
 from corral.domain.platform.nodes import Node
-from corral.domain.workflows.plan import Submitter, WorkflowPlan, plan_workflow
+from corral.domain.workflows.plan import Submitter, WorkflowPlan
+from corral.domain.workflows.planner import plan_workflow
 from corral.domain.workflows.spec_parser import parse_workflow_spec
 from corral.files import read_bundle_directory
 from corral.services.submission import plan_in_sandbox

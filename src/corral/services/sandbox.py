@@ -309,7 +309,7 @@ def functions() -> dict[str, Callable[..., Any]]:
     """The functions a worker runs, by name (imported in the worker only)."""
     from corral.domain.platform.render import render_pool
     from corral.domain.platform.template_checks import new_pool_problems
-    from corral.domain.workflows.plan import plan_workflow
+    from corral.domain.workflows.planner import plan_workflow
     from corral.domain.workflows.template import render_jinja
 
     return {

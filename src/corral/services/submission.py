@@ -16,13 +16,8 @@ from typing import Any
 
 from corral.domain.configs.types import ConfigType
 from corral.domain.platform.nodes import Node
-from corral.domain.workflows.plan import (
-    Submitter,
-    WorkflowPlan,
-    check_pool_open,
-    check_priority,
-    random_id,
-)
+from corral.domain.workflows.plan import Submitter, WorkflowPlan, random_id
+from corral.domain.workflows.plan_checks import check_pool_open, check_priority
 from corral.domain.workflows.restart import restart_document
 from corral.domain.workflows.spec import PreviousInput, TaskFileContents, previous_inputs
 from corral.domain.workflows.spec_parser import parse_workflow_spec
