@@ -79,15 +79,33 @@ def workflow_limits(workflow_config: Mapping[str, Any]) -> Limits:
     """The WORKFLOW config's ``user_workflow_limits`` for rendering pool templates: each value
     may take ``jinja_sandbox_max_time`` of CPU time (as OSMO's sandbox), the renders of one
     call together at most :data:`CALL_CPU_SECONDS`, in ``jinja_sandbox_memory_limit``."""
-    limits = workflow_config.get("user_workflow_limits") or {}
-    per_value = float(limits.get("jinja_sandbox_max_time", 0.5))
-    memory = int(limits.get("jinja_sandbox_memory_limit", DEFAULT_MEMORY))
+    max_time, memory = _user_limits(workflow_config)
     return Limits(
         cpu_seconds=CALL_CPU_SECONDS,
         wall_seconds=2.0 * CALL_CPU_SECONDS,
-        memory_bytes=max(memory, MIN_MEMORY),
-        render_seconds=per_value,
+        memory_bytes=memory,
+        render_seconds=max_time,
     )
+
+
+def workflow_jinja_limits(workflow_config: Mapping[str, Any]) -> Limits:
+    """The same settings for a workflow file's Jinja, rendered as one text: its CPU time
+    rounded up plus a second of slack, wall time max(5 s, 4 x that time), the same memory."""
+    max_time, memory = _user_limits(workflow_config)
+    return Limits(
+        cpu_seconds=math.ceil(max_time) + 1,
+        wall_seconds=max(5.0, 4 * max_time),
+        memory_bytes=memory,
+    )
+
+
+def _user_limits(workflow_config: Mapping[str, Any]) -> tuple[float, int]:
+    """``jinja_sandbox_max_time`` (seconds) and ``jinja_sandbox_memory_limit`` (bytes, at least
+    :data:`MIN_MEMORY`) of the WORKFLOW config's ``user_workflow_limits``."""
+    limits = workflow_config.get("user_workflow_limits") or {}
+    max_time = float(limits.get("jinja_sandbox_max_time", 0.5))
+    memory = int(limits.get("jinja_sandbox_memory_limit", DEFAULT_MEMORY))
+    return max_time, max(memory, MIN_MEMORY)
 
 
 def workers_setting(workflow_config: Mapping[str, Any]) -> int:

@@ -7,7 +7,6 @@ security → objects of every group, schema-checked → stored in one transactio
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -28,7 +27,6 @@ from corral.errors import ConflictError, NotFoundError, UserError
 from corral.services import sandbox
 from corral.services.config_service import ConfigService
 from corral.services.jinja_worker import render_in_subprocess
-from corral.services.sandbox import DEFAULT_MEMORY, MIN_MEMORY
 from corral.store.workflows import WorkflowStore
 
 #: How often a submission re-numbers itself when a concurrent one took its id (each round of
@@ -268,14 +266,12 @@ def sandboxed_renderer(workflow_config: Mapping[str, Any]) -> Renderer:
     """User Jinja runs in a sandbox worker limited as the WORKFLOW config's
     ``user_workflow_limits`` say: CPU time (rounded up, plus a second of slack), memory
     beyond the worker's own, and wall time."""
-    limits = workflow_config.get("user_workflow_limits", {})
-    cpu = float(limits.get("jinja_sandbox_max_time", 0.5))
-    memory = int(limits.get("jinja_sandbox_memory_limit", DEFAULT_MEMORY))
+    limits = sandbox.workflow_jinja_limits(workflow_config)
     return partial(
         render_in_subprocess,
-        timeout_seconds=max(5.0, 4 * cpu),
-        cpu_seconds=math.ceil(cpu) + 1,
-        memory_bytes=max(memory, MIN_MEMORY),
+        timeout_seconds=limits.wall_seconds,
+        cpu_seconds=limits.cpu_seconds,
+        memory_bytes=limits.memory_bytes,
     )
 
 
