@@ -8,8 +8,6 @@ the exact rule to add, in the shape of OSMO's ``extraRBACRules`` Helm value
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from corral.backends.port import Rule
 
 #: What a group-template kind needs at least
@@ -41,7 +39,3 @@ CLUSTER_RULES: tuple[Rule, ...] = (
 def group_template_rule(api_group: str, resource: str) -> Rule:
     """The rule a group template of ``resource`` (plural, in ``api_group``) needs."""
     return Rule((api_group,), (resource,), GROUP_TEMPLATE_VERBS)
-
-
-def verbs_missing(allowed: Sequence[str], needed: Sequence[str]) -> list[str]:
-    return [verb for verb in needed if verb not in allowed and "*" not in allowed]

@@ -67,13 +67,6 @@ POOL_FIELDS = (
     "topology_keys",
     "platforms",
 )
-PLATFORM_FIELDS = (
-    "description",
-    "host_network_allowed",
-    "privileged_allowed",
-    "allowed_mounts",
-    "default_mounts",
-)
 
 
 @dataclass(frozen=True)
