@@ -27,6 +27,7 @@ import yaml
 
 from corral.domain.cluster.description import parse_cluster
 from corral.domain.configs.bundles import parse_bundle
+from corral.domain.configs.snapshot import Configs
 from corral.domain.configs.types import ConfigType
 from corral.domain.platform.nodes import Node
 from corral.domain.workflows.plan import Submitter, WorkflowPlan
@@ -79,8 +80,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=20)
     args = parser.parse_args()
     bundle = parse_bundle(read_bundle_directory(REPO / "examples" / "configs")[0])
-    state: dict[ConfigType, Any] = {ctype: bundle.items.get(ctype, {}) for ctype in ConfigType}
-    state[ConfigType.WORKFLOW] = {**(bundle.workflow or {}), "max_num_tasks": max(SIZES)}
+    data: dict[ConfigType, Any] = {ctype: bundle.items.get(ctype, {}) for ctype in ConfigType}
+    data[ConfigType.WORKFLOW] = {**(bundle.workflow or {}), "max_num_tasks": max(SIZES)}
+    state = Configs(data)
     nodes = parse_cluster((REPO / "examples" / "clusters" / "example.yaml").read_text()).nodes
     print(f"{len(nodes)} nodes; median of {args.repeat} runs per figure")
     print(
@@ -96,7 +98,7 @@ def main() -> None:
 
 
 def measure(
-    size: int, state: dict[ConfigType, Any], nodes: Sequence[Node], repeat: int
+    size: int, state: Configs, nodes: Sequence[Node], repeat: int
 ) -> tuple[float, float, float, float]:
     """Median ms of parsing, of planning in-process and in a sandbox worker, and of the
     baseline, for a workflow of ``size`` tasks."""

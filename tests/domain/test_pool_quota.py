@@ -7,6 +7,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from corral.domain.configs.models import Pool
 from corral.domain.views.pool_quota import (
     NodeGpus,
     ResourceUsage,
@@ -20,9 +21,11 @@ from corral.domain.views.pool_quota import (
 )
 
 
-def pool(guarantee: int | None = None, **extra: Any) -> dict[str, Any]:
+def pool(guarantee: int | None = None, **extra: Any) -> Pool:
     gpu = None if guarantee is None else {"guarantee": guarantee, "maximum": -1, "weight": 1}
-    return {"description": "", "backend": "default", "resources": {"gpu": gpu}, **extra}
+    return Pool.model_validate(
+        {"description": "", "backend": "default", "resources": {"gpu": gpu}, **extra}
+    )
 
 
 def node(name: str, gpus: int, *pools: str, usage: int = 0) -> NodeGpus:
@@ -102,10 +105,10 @@ def test_duplicate_nodes_count_once_and_over_quota_goes_negative() -> None:
 
 
 def test_defaults_status_and_json_strings() -> None:
-    assert gpu_quota({}) == {"guarantee": -1, "maximum": -1, "weight": 1}
-    assert gpu_quota({"resources": {"gpu": {"guarantee": 3}}})["guarantee"] == 3
-    assert status_of({"enable_maintenance": True}) == "MAINTENANCE"
-    assert status_of({}) == "ONLINE"
+    assert gpu_quota(pool()) == {"guarantee": -1, "maximum": -1, "weight": 1}
+    assert gpu_quota(pool(3))["guarantee"] == 3
+    assert status_of(pool(enable_maintenance=True)) == "MAINTENANCE"
+    assert status_of(pool()) == "ONLINE"
     configs = {
         "a": pool(
             10,

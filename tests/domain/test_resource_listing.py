@@ -7,6 +7,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from corral.domain.configs.snapshot import Configs
 from corral.domain.configs.types import ConfigType
 from corral.domain.platform.nodes import Node, Taint
 from corral.domain.views.resource_listing import (
@@ -49,14 +50,15 @@ STATE: dict[ConfigType, dict[str, Any]] = {
     },
     ConfigType.POOL: {
         "train": {
+            "backend": "default",
             "platforms": {
                 "a100": {"override_pod_template": ["a100"]},
                 "h100": {"override_pod_template": ["h100"], "allowed_mounts": ["/data"]},
-            }
+            },
         },
-        "share": {"platforms": {"a100": {"override_pod_template": ["a100"]}}},
-        "cpu": {"platforms": {"cpu": {"override_pod_template": ["cpu"]}}},
-        "empty": {"platforms": {}},
+        "share": {"backend": "default", "platforms": {"a100": {"override_pod_template": ["a100"]}}},
+        "cpu": {"backend": "default", "platforms": {"cpu": {"override_pod_template": ["cpu"]}}},
+        "empty": {"backend": "default", "platforms": {}},
     },
 }
 NODES = [
@@ -131,7 +133,7 @@ def test_listing_rows_filters_and_sum() -> None:
 
 def test_node_info_shows_only_the_given_pools() -> None:
     h100 = NODES[0]
-    info = node_info_json(layout(), h100, Demand(gpu=8), STATE[ConfigType.POOL])
+    info = node_info_json(layout(), h100, Demand(gpu=8), Configs(STATE).pools())
     assert info["type"] == RESERVED
     assert info["used"]["gpu"] == 8 and info["free"]["gpu"] == 0
     assert info["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
@@ -146,7 +148,7 @@ def test_node_info_shows_only_the_given_pools() -> None:
             "allowed_mounts": ["/data"],
         }
     ]
-    shared = node_info_json(layout(), NODES[1], None, {"share": STATE[ConfigType.POOL]["share"]})
+    shared = node_info_json(layout(), NODES[1], None, {"share": Configs(STATE).pool("share")})
     assert (shared["type"], [p["pool"] for p in shared["pools"]]) == (SHARED, ["share"])
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from corral.services.lifecycle import MAX_CREATE_ATTEMPTS
+from corral.services.workflow_step import MAX_CREATE_ATTEMPTS
 from corral.services.runtime import open_runtime
 from tests.kube.kube_world import NAMESPACE, KubeWorld
 

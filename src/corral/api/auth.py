@@ -31,7 +31,6 @@ from corral.domain.access.policies import (
     roles_for_request,
 )
 from corral.domain.configs.models import Role
-from corral.domain.configs.types import ConfigType
 from corral.errors import ForbiddenError, UnauthorizedError
 from corral.services.config_service import ConfigService
 from corral.services.oidc import JsonFetcher, OidcSettings, OidcVerifier, http_fetch
@@ -47,7 +46,7 @@ from corral.store.users import UserStore
 ADMIN_ROLE = "osmo-admin"
 ADMIN_ONLY = UNREGISTERED  # the action of requests OSMO's registry does not list
 
-RoleSource = Callable[[], list[Role]]
+RoleSource = Callable[[], Sequence[Role]]
 Method = Literal["token", "session", "oidc"]
 
 
@@ -82,16 +81,8 @@ class AuthSettings:
 def config_roles(service: ConfigService) -> RoleSource:
     """The ROLE configs as stored now (read per check: a role edit applies to the next request)."""
 
-    parsed: list[tuple[int, list[Role]]] = [(-1, [])]  # (revision, roles): parse once per revision
-
-    def roles() -> list[Role]:
-        data, revision = service.snapshot(ConfigType.ROLE)
-        if parsed[0][0] != revision:
-            parsed[0] = (
-                revision,
-                [Role.model_validate({**body, "name": name}) for name, body in data.items()],
-            )
-        return parsed[0][1]
+    def roles() -> Sequence[Role]:
+        return service.state().roles
 
     return roles
 

@@ -9,9 +9,10 @@ from fastapi import APIRouter, Query
 from corral.api import responses as R
 from corral.api.auth import Authorizer
 from corral.api.config_routes import Caller, check_template_reads
-from corral.domain.configs.types import ConfigType
+from corral.domain.configs.models import Pool
 from corral.domain.platform.render import pool_topology
 from corral.domain.platform.variables import parse_set_values
+from corral.domain.views.pool_quota import status_of
 from corral.services import sandbox
 from corral.services.config_service import ConfigService
 
@@ -23,9 +24,9 @@ def build_pool_router(service: ConfigService, authorizer: Authorizer) -> APIRout
     def list_pools(caller: Caller) -> dict[str, Any]:
         """The pools the caller may submit to (``workflow:Create`` on ``pool/<name>``)."""
         authorizer.check(caller, "pool:List")
-        pools, _ = service.snapshot(ConfigType.POOL)
-        usable = authorizer.allowed_pools(caller, sorted(pools))
-        return {"pools": [pool_summary(pools[name]) for name in usable]}
+        configs = service.state()
+        usable = authorizer.allowed_pools(caller, sorted(configs.pool_names()))
+        return {"pools": [pool_summary(configs.pool(name)) for name in usable]}
 
     @router.get("/{pool}/render", response_model=R.PoolRender)
     def render(
@@ -46,7 +47,7 @@ def build_pool_router(service: ConfigService, authorizer: Authorizer) -> APIRout
             platform=platform,
             set_values=parse_set_values(set),
             user=caller.username,
-            workflow_config=state[ConfigType.WORKFLOW],
+            workflow_config=state.workflow,
             what="Rendering the pool's templates",
         )
         return rendered
@@ -61,13 +62,13 @@ def build_pool_router(service: ConfigService, authorizer: Authorizer) -> APIRout
     return router
 
 
-def pool_summary(pool: dict[str, Any]) -> dict[str, Any]:
+def pool_summary(pool: Pool) -> dict[str, Any]:
     """What a user needs to pick a pool: name, status, platforms."""
     return {
-        "name": pool["name"],
-        "description": pool.get("description", ""),
-        "status": "MAINTENANCE" if pool.get("enable_maintenance") else "ONLINE",
-        "backend": pool.get("backend"),
-        "default_platform": pool.get("default_platform"),
-        "platforms": sorted(pool.get("platforms") or {}),
+        "name": pool.name,
+        "description": pool.description,
+        "status": status_of(pool),
+        "backend": pool.backend,
+        "default_platform": pool.default_platform,
+        "platforms": sorted(pool.platforms),
     }

@@ -18,9 +18,9 @@ from corral.api import responses as R
 from corral.api.auth import Authorizer, Principal
 from corral.api.config_routes import Caller
 from corral.backends.port import BoundPod
-from corral.domain.configs.types import ConfigType
+from corral.domain.configs.models import Pool
+from corral.domain.configs.snapshot import State
 from corral.domain.labels import PRIORITY as PRIORITY_LABEL
-from corral.domain.platform.resolved_pool import State
 from corral.domain.views.pool_quota import (
     NodeGpus,
     RunningTask,
@@ -51,7 +51,7 @@ def build_resource_router(
     (:func:`corral.services.capacity.read_capacity`)."""
     router = APIRouter(tags=["resources"])
 
-    def visible(caller: Principal, pools: Mapping[str, Any]) -> list[str]:
+    def visible(caller: Principal, pools: Mapping[str, Pool]) -> list[str]:
         return authorizer.allowed_pools(caller, sorted(pools))
 
     @router.get("/api/pool_quota", response_model=R.PoolQuota)
@@ -64,7 +64,7 @@ def build_resource_router(
         not exist, are left out."""
         authorizer.check(caller, "pool:List")
         state = service.state()
-        configured = state.get(ConfigType.POOL, {})
+        configured = state.pools()
         names = visible(caller, configured)
         if pools:
             names = [name for name in names if name in set(pools)]
@@ -110,7 +110,7 @@ def build_resource_router(
         ``all`` adds the nodes no pool uses."""
         authorizer.check(caller, "resources:Read")
         state = service.state()
-        configured = state.get(ConfigType.POOL, {})
+        configured = state.pools()
         names = _named_pools(authorizer, caller, configured, pools) or visible(caller, configured)
         _check_platforms(configured, names, platforms)
         listed = []
@@ -135,7 +135,7 @@ def build_resource_router(
         name)."""
         authorizer.check(caller, "resources:Read")
         state = service.state()
-        configured = state.get(ConfigType.POOL, {})
+        configured = state.pools()
         shown = {pool: configured[pool] for pool in visible(caller, configured)}
         found = []
         for cluster in capacity(state):
@@ -157,7 +157,7 @@ def build_resource_router(
 def _named_pools(
     authorizer: Authorizer,
     caller: Principal,
-    configured: Mapping[str, Any],
+    configured: Mapping[str, Pool],
     pools: Sequence[str],
 ) -> list[str]:
     """The named pools, each checked: it must exist (404) and the caller may use it (403)."""
@@ -173,9 +173,9 @@ def _named_pools(
 
 
 def _check_platforms(
-    configured: Mapping[str, Any], pools: Sequence[str], platforms: Sequence[str]
+    configured: Mapping[str, Pool], pools: Sequence[str], platforms: Sequence[str]
 ) -> None:
-    known = {name for pool in pools for name in configured[pool].get("platforms") or {}}
+    known = {name for pool in pools for name in configured[pool].platforms}
     for platform in platforms:
         if platform not in known:
             raise NotFoundError(

@@ -19,7 +19,6 @@ from corral.api import responses as R
 from corral.api.auth import ADMIN_ONLY, Authorizer, Principal
 from corral.api.config_routes import Caller
 from corral.api.schemas import StrictBody
-from corral.domain.configs.types import ConfigType
 from corral.errors import ForbiddenError, UserError
 from corral.services.config_service import ConfigService
 from corral.store.tokens import TokenStore
@@ -64,7 +63,7 @@ def build_user_router(
         authorizer.check(caller, ADMIN_ONLY, what=what)
 
     def known_roles(names: list[str]) -> list[str]:
-        defined, _ = service.snapshot(ConfigType.ROLE)
+        defined = {role.name for role in service.state().roles}
         for name in names:
             if name not in defined:
                 raise UserError(
@@ -74,8 +73,7 @@ def build_user_router(
         return names
 
     def existing_pool(name: str | None) -> str | None:
-        pools, _ = service.snapshot(ConfigType.POOL)
-        if name is not None and name not in pools:
+        if name is not None and name not in service.state().pool_names():
             raise UserError(f"Pool {name} does not exist.", path=("default_pool",))
         return name
 
@@ -156,12 +154,12 @@ def build_user_router(
 
     def profile(caller: Principal) -> dict[str, Any]:
         user = users.require(caller.username)
-        pools, _ = service.snapshot(ConfigType.POOL)
+        pools = service.state().pool_names()
         return {
             "username": user.username,
             "roles": list(user.roles),
             "default_pool": user.default_pool,
-            "pools": authorizer.allowed_pools(caller, list(pools)),
+            "pools": authorizer.allowed_pools(caller, pools),
         }
 
     @router.get("/api/profile/settings", response_model=R.Profile)

@@ -16,7 +16,6 @@ from corral.api.auth import Authorizer, Principal
 from corral.api.config_routes import Caller
 from corral.api.responses import LEAN
 from corral.api.schemas import StrictBody
-from corral.domain.configs.types import ConfigType
 from corral.domain.views.explain import explain_workflow
 from corral.domain.workflows.plan import PlannedGroup
 from corral.domain.workflows.spec import TaskFileContents
@@ -193,9 +192,9 @@ def build_workflow_router(
     def explain(caller: Caller, workflow_id: str) -> dict[str, Any]:
         """Per group: its status and, in one line, why it is there."""
         workflow = readable(caller, workflow_id)
-        pool = configs.state()[ConfigType.POOL].get(workflow.pool) or {}
+        pool = configs.state().find_pool(workflow.pool)
         found = explain_workflow(
-            workflow, clock(), pool_in_maintenance=bool(pool.get("enable_maintenance"))
+            workflow, clock(), pool_in_maintenance=pool is not None and pool.enable_maintenance
         )
         return {
             "workflow_id": found.workflow_id,

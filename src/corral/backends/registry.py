@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
 import structlog
 
@@ -21,29 +20,18 @@ from corral.backends.kubernetes.api import connect
 from corral.backends.kubernetes.backend import KubernetesBackend
 from corral.backends.port import BackendError, ClusterBackend
 from corral.domain.configs.models import KubernetesAccess
-from corral.domain.configs.types import ConfigType
+from corral.domain.configs.snapshot import State, as_configs
 from corral.domain.topology.kai_objects import backend_namespace
 from corral.errors import UserError
 from corral.store.cluster_objects import ClusterObjectStore
 
 log = structlog.get_logger("corral.backends")
 
-State = Mapping[ConfigType, Any]
-
 
 def kubernetes_backends(state: State) -> set[str]:
-    """The configured backends with a ``kubernetes`` section (valid or not)."""
-    return {
-        name
-        for name, settings in state.get(ConfigType.BACKEND, {}).items()
-        if (settings or {}).get("kubernetes") is not None
-    }
-
-
-def kubernetes_access(state: State, backend: str) -> KubernetesAccess | None:
-    settings = state.get(ConfigType.BACKEND, {}).get(backend) or {}
-    section = settings.get("kubernetes")
-    return None if section is None else KubernetesAccess.model_validate(section)
+    """The configured backends with a ``kubernetes`` section."""
+    configs = as_configs(state)
+    return {name for name in configs.backend_names() if configs.backend(name).kubernetes}
 
 
 Connector = Callable[[str, KubernetesAccess, str], KubernetesBackend]
@@ -79,10 +67,7 @@ class Backends:
     def get(self, name: str, state: State | None = None) -> ClusterBackend:
         """The backend named ``name``; :class:`BackendError` if its cluster cannot be used."""
         state = self._state() if state is None else state
-        try:
-            access = kubernetes_access(state, name)
-        except ValueError as err:
-            raise BackendError(f"backend {name}: {err}", transient=False) from None
+        access = as_configs(state).backend(name).kubernetes
         if access is None:
             return EmbeddedBackend(name, self._objects, self._embedded_executor(name))
         return self._kubernetes(name, access, backend_namespace(state, name))

@@ -18,14 +18,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import structlog
 
 from corral.backends.port import BackendError, BoundPod, LiveCluster
-from corral.backends.registry import Backends, State, kubernetes_backends
+from corral.backends.registry import Backends, kubernetes_backends
 from corral.domain.cluster.description import Cluster
-from corral.domain.configs.types import ConfigType
+from corral.domain.configs.snapshot import State, as_configs
 from corral.domain.labels import POOL as POOL_LABEL
 from corral.domain.platform.nodes import Node
 from corral.store.cluster_objects import ClusterObjectStore
@@ -67,24 +66,20 @@ class ClusterCapacity:
         return pool if pool in self.pools else None
 
 
-def pool_backend(pool: Mapping[str, Any]) -> str:
-    """The backend a pool config names (as the submission pipeline reads it)."""
-    return str(pool.get("backend", ""))
-
-
 def read_capacity(
     state: State, cluster: Cluster, objects: ClusterObjectStore, backends: Backends
 ) -> list[ClusterCapacity]:
     """Every cluster the configuration uses: the embedded one first (left out when every
     configured backend is a Kubernetes one and no pool runs on it), then the Kubernetes
     backends by name."""
-    kubernetes = kubernetes_backends(state)
+    configs = as_configs(state)
+    kubernetes = kubernetes_backends(configs)
     pools: dict[str, list[str]] = {}
-    for name, pool in state.get(ConfigType.POOL, {}).items():
-        backend = pool_backend(pool)
+    for name, pool in configs.pools().items():
+        backend = pool.backend
         pools.setdefault(backend if backend in kubernetes else EMBEDDED, []).append(name)
     found = []
-    configured = set(state.get(ConfigType.BACKEND, {}))
+    configured = set(configs.backend_names())
     if EMBEDDED in pools or not configured or configured - kubernetes:
         known = {node.name for node in cluster.nodes}
         bound = tuple(

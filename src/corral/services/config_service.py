@@ -14,6 +14,7 @@ from typing import Any
 from corral.domain.configs import references
 from corral.domain.configs.bundles import ParsedBundle, parse_bundle
 from corral.domain.configs.models import WorkflowConfig
+from corral.domain.configs.snapshot import Configs, State, as_configs
 from corral.domain.configs.types import (
     ConfigType,
     Item,
@@ -78,7 +79,6 @@ def empty_snapshot(ctype: ConfigType) -> Any:
     return WorkflowConfig().model_dump(mode="json") if ctype.spec.singleton else {}
 
 
-State = Mapping[ConfigType, Any]
 #: The problems a write from one state to another makes in the pools' rendered templates.
 PoolCheck = Callable[[State, State], list[references.Problem]]
 
@@ -88,12 +88,11 @@ def sandboxed_pool_check(before: State, after: State) -> list[references.Problem
     skipped when no pool's inputs changed."""
     if not affected_pools(before, after):
         return []
-    workflow = after.get(ConfigType.WORKFLOW) or empty_snapshot(ConfigType.WORKFLOW)
     found: list[references.Problem] = sandbox.run(
         "new_pool_problems",
         before,
         after,
-        workflow_config=workflow,
+        workflow_config=as_configs(after).workflow,
         what="Rendering the pools' templates",
     )
     return found
@@ -103,6 +102,7 @@ class ConfigService:
     def __init__(self, store: ConfigStore, check_pools: PoolCheck = sandboxed_pool_check) -> None:
         self._store = store
         self._check_pools = check_pools
+        self._state: tuple[tuple[int, ...], Configs] | None = None
 
     # ------------------------------------------------------------------------------ reads
 
@@ -114,10 +114,19 @@ class ConfigService:
         head = self._store.head(ctype)
         return (head.data, head.revision) if head else (empty_snapshot(ctype), 0)
 
-    def state(self) -> dict[ConfigType, Any]:
-        """The current data of every type (what pool views resolve references against)."""
+    def state(self) -> Configs:
+        """The current data of every type, with its typed views (one value per set of
+        revisions, so each stored item is turned into its model once)."""
         current = self._store.current_data()
-        return {ctype: current.get(ctype, empty_snapshot(ctype)) for ctype in ConfigType}
+        key = tuple(current.get(ctype, (0, None))[0] for ctype in ConfigType)
+        cached = self._state
+        if cached is None or cached[0] != key:
+            data = {
+                ctype: current[ctype][1] if ctype in current else empty_snapshot(ctype)
+                for ctype in ConfigType
+            }
+            cached = self._state = (key, Configs(data))
+        return cached[1]
 
     def item(self, ctype: ConfigType, name: str) -> Item:
         data, _ = self.snapshot(ctype)

@@ -11,7 +11,7 @@ from typing import Any
 
 import structlog
 
-from corral.domain.configs.types import ConfigType
+from corral.domain.configs.snapshot import State, as_configs
 from corral.domain.labels import POOL as POOL_LABEL
 from corral.domain.labels import PRIORITY as PRIORITY_LABEL
 from corral.domain.labels import QUEUE as QUEUE_LABEL
@@ -44,11 +44,11 @@ class WaitingGroup:
         return str(((pod_group or {}).get("spec") or {}).get("queue") or "")
 
 
-def pool_queues(state: Mapping[ConfigType, Any]) -> list[Queue]:
+def pool_queues(state: State) -> list[Queue]:
     """The pool queues of every backend, read from the Queue manifests the Kubernetes backend
     syncs (``domain/topology/kai_objects.py``); the parent queues are unlimited and not needed
     here."""
-    backends = {str(pool.get("backend")) for pool in state.get(ConfigType.POOL, {}).values()}
+    backends = {pool.backend for pool in as_configs(state).pools().values()}
     return [
         queue_of(manifest)
         for backend in sorted(backends)

@@ -13,12 +13,11 @@ from sqlalchemy import Engine, make_url, text
 
 from corral.backends.execution import SimulatedExecution, TaskExecutor, TaskRun
 from corral.backends.local_execution import LocalProcessExecution
-from corral.backends.registry import Backends, State
+from corral.backends.registry import Backends
 from corral.backends.task_sandbox import confinement_for, private_paths
 from corral.domain.cluster.description import Cluster, parse_cluster
 from corral.domain.configs.defaults import initial_bundle
-from corral.domain.configs.models import Execution
-from corral.domain.configs.types import ConfigType
+from corral.domain.configs.snapshot import State
 from corral.domain.formats.durations import parse_duration
 from corral.domain.platform.nodes import Node
 from corral.errors import UserError
@@ -72,8 +71,7 @@ class Runtime:
 
     def embedded_executor(self, backend: str) -> TaskExecutor:
         """How ``backend`` runs tasks on the embedded cluster, per its ``execution`` setting."""
-        settings = self.configs.state().get(ConfigType.BACKEND, {}).get(backend) or {}
-        execution = Execution.model_validate(settings.get("execution") or {})
+        execution = self.configs.state().backend(backend).execution
         if execution.mode == "local_processes":
             confinement = confinement_for(execution, backend, self.private)
             return LocalProcessExecution(self.work_dir, confinement)

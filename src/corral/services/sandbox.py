@@ -44,6 +44,7 @@ from functools import partial
 from types import FrameType
 from typing import IO, Any
 
+from corral.domain.configs.models import WorkflowConfig
 from corral.domain.jinja.rendering import RenderTooSlow, install_render_guard
 from corral.errors import CorralError, UserError
 
@@ -52,8 +53,8 @@ POOL_SIZE = 2
 #: CPU seconds one call may take in all: a backstop, as every value it renders has its own
 #: limit and the rest of the work grows with the size of the (bounded) request.
 CALL_CPU_SECONDS = 30
-#: Memory a call may use beyond what the worker itself holds (OSMO's default: 100 MiB).
-DEFAULT_MEMORY = 100 * 2**20
+#: The least memory a call may use beyond what the worker itself holds, whatever the WORKFLOW
+#: config says (its default, as OSMO's, is 100 MiB).
 MIN_MEMORY = 32 * 2**20
 #: A worker that has used this much CPU time in all is replaced after its call (RLIMIT_CPU
 #: counts the whole process; this keeps the arithmetic far from any overflow and clears caches).
@@ -75,7 +76,7 @@ class Limits:
     render_seconds: float | None = None
 
 
-def workflow_limits(workflow_config: Mapping[str, Any]) -> Limits:
+def workflow_limits(workflow_config: WorkflowConfig) -> Limits:
     """The WORKFLOW config's ``user_workflow_limits`` for rendering pool templates: each value
     may take ``jinja_sandbox_max_time`` of CPU time (as OSMO's sandbox), the renders of one
     call together at most :data:`CALL_CPU_SECONDS`, in ``jinja_sandbox_memory_limit``."""
@@ -88,7 +89,7 @@ def workflow_limits(workflow_config: Mapping[str, Any]) -> Limits:
     )
 
 
-def workflow_jinja_limits(workflow_config: Mapping[str, Any]) -> Limits:
+def workflow_jinja_limits(workflow_config: WorkflowConfig) -> Limits:
     """The same settings for a workflow file's Jinja, rendered as one text: its CPU time
     rounded up plus a second of slack, wall time max(5 s, 4 x that time), the same memory."""
     max_time, memory = _user_limits(workflow_config)
@@ -99,19 +100,11 @@ def workflow_jinja_limits(workflow_config: Mapping[str, Any]) -> Limits:
     )
 
 
-def _user_limits(workflow_config: Mapping[str, Any]) -> tuple[float, int]:
+def _user_limits(workflow_config: WorkflowConfig) -> tuple[float, int]:
     """``jinja_sandbox_max_time`` (seconds) and ``jinja_sandbox_memory_limit`` (bytes, at least
     :data:`MIN_MEMORY`) of the WORKFLOW config's ``user_workflow_limits``."""
-    limits = workflow_config.get("user_workflow_limits") or {}
-    max_time = float(limits.get("jinja_sandbox_max_time", 0.5))
-    memory = int(limits.get("jinja_sandbox_memory_limit", DEFAULT_MEMORY))
-    return max_time, max(memory, MIN_MEMORY)
-
-
-def workers_setting(workflow_config: Mapping[str, Any]) -> int:
-    """How many workers the WORKFLOW config asks for (``jinja_sandbox_workers``)."""
-    limits = workflow_config.get("user_workflow_limits") or {}
-    return max(1, int(limits.get("jinja_sandbox_workers", POOL_SIZE)))
+    limits = workflow_config.user_workflow_limits
+    return limits.jinja_sandbox_max_time, max(limits.jinja_sandbox_memory_limit, MIN_MEMORY)
 
 
 class SandboxPool:
@@ -186,11 +179,11 @@ def default_pool() -> SandboxPool:
 
 
 def run(
-    function: str, *args: Any, workflow_config: Mapping[str, Any], what: str, **kwargs: Any
+    function: str, *args: Any, workflow_config: WorkflowConfig, what: str, **kwargs: Any
 ) -> Any:
     """``function`` in the server's pool, with the WORKFLOW config's limits and worker count."""
     pool = default_pool()
-    pool.size = workers_setting(workflow_config)
+    pool.size = workflow_config.user_workflow_limits.jinja_sandbox_workers
     limits = workflow_limits(workflow_config)
     return pool.call(function, *args, limits=limits, what=what, **kwargs)
 

@@ -13,7 +13,8 @@ from enum import Enum
 from functools import partial
 from typing import Any
 
-from corral.domain.configs.types import ConfigType
+from corral.domain.configs.models import WorkflowConfig
+from corral.domain.configs.snapshot import Configs
 from corral.domain.platform.nodes import Node
 from corral.domain.workflows.plan import Submitter, WorkflowPlan, random_id
 from corral.domain.workflows.plan_checks import check_pool_open, check_priority
@@ -108,7 +109,7 @@ class SubmissionService:
             set_values=request.set_values,
             set_strings=request.set_strings,
             source=request.source,
-            renderer=sandboxed_renderer(state[ConfigType.WORKFLOW]),
+            renderer=sandboxed_renderer(state.workflow),
         )
         accepted = _Accepted(
             text=rendered.text,
@@ -149,7 +150,7 @@ class SubmissionService:
 
     def _plan_and_store(
         self,
-        state: Mapping[ConfigType, Any],
+        state: Configs,
         caller: SubmittingUser,
         accepted: _Accepted,
         pool: str,
@@ -174,8 +175,7 @@ class SubmissionService:
                     source=accepted.source,
                     rendered=accepted.rendered,
                 )
-        backend = str(state[ConfigType.POOL][pool].get("backend", ""))
-        nodes = self._nodes_of(backend)
+        nodes = self._nodes_of(state.pool(pool).backend)
         for _ in range(MAX_ID_ATTEMPTS):
             number = self._store.next_number(spec.name)
             submitter = Submitter(
@@ -262,7 +262,7 @@ def warnings(accepted: _Accepted, priority: str) -> tuple[str, ...]:
     return (*accepted.warnings, *low)
 
 
-def sandboxed_renderer(workflow_config: Mapping[str, Any]) -> Renderer:
+def sandboxed_renderer(workflow_config: WorkflowConfig) -> Renderer:
     """User Jinja runs in a sandbox worker limited as the WORKFLOW config's
     ``user_workflow_limits`` say: CPU time (rounded up, plus a second of slack), memory
     beyond the worker's own, and wall time."""
@@ -276,7 +276,7 @@ def sandboxed_renderer(workflow_config: Mapping[str, Any]) -> Renderer:
 
 
 def plan_in_sandbox(
-    state: Mapping[ConfigType, Any], spec: Any, submitter: Submitter, nodes: Sequence[Node]
+    state: Configs, spec: Any, submitter: Submitter, nodes: Sequence[Node]
 ) -> WorkflowPlan:
     """:func:`plan_workflow` in a sandbox worker: it renders the pool's templates, each value
     within the WORKFLOW config's time limit (docs/submission.md#limits)."""
@@ -287,7 +287,7 @@ def plan_in_sandbox(
         submitter,
         list(nodes),
         random_id,
-        workflow_config=state[ConfigType.WORKFLOW],
+        workflow_config=state.workflow,
         what="Rendering the pool's templates",
     )
     return plan

@@ -99,9 +99,10 @@ class ConfigStore:
             self._data_cache[ctype] = (revision, row["data"])
         return _revision(row, data=self._data_cache[ctype][1])
 
-    def current_data(self) -> dict[ConfigType, Any]:
-        """The newest data of every type that has a revision, in one round trip when the cache
-        is current (one query for the newest revision numbers, one for changed data)."""
+    def current_data(self) -> dict[ConfigType, tuple[int, Any]]:
+        """The newest revision and data of every type that has a revision, in one round trip
+        when the cache is current (one query for the newest revision numbers, one for changed
+        data)."""
         table = config_revisions.c
         with self._engine.connect() as connection:
             newest = dict(
@@ -124,7 +125,7 @@ class ConfigStore:
                 ).all()
                 for name, revision, data in rows:
                     self._data_cache[ConfigType(name)] = (revision, data)
-        return {ConfigType(name): self._data_cache[ConfigType(name)][1] for name in newest}
+        return {ConfigType(name): self._data_cache[ConfigType(name)] for name in newest}
 
     def write(self, plan: WritePlan) -> list[Revision]:
         """Run ``plan`` on the current heads and record what it returns, atomically.

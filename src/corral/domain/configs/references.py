@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from corral.domain.configs.models import TOPOLOGY_SCHEDULERS
+from corral.domain.configs.snapshot import State
 from corral.domain.configs.types import ConfigType
 
-State = Mapping[ConfigType, Any]
 Path = tuple[str | int, ...]
 
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from corral.domain.configs.snapshot import State
 from corral.domain.formats.json_paths import get_path
 from corral.domain.platform.manifests import render_group_templates, render_pod_template
-from corral.domain.platform.resolved_pool import State, pool_of, resolve_platform
+from corral.domain.platform.resolved_pool import pool_of, resolve_platform
 from corral.domain.platform.variables import (
     GroupIdentity,
     TaskIdentity,
@@ -92,11 +93,11 @@ def _value_at(tree: Any, path: list[str | int]) -> Any:
 
 def pool_topology(state: State, pool_name: str) -> dict[str, Any]:
     """The pool's topology keys, coarsest level first, as workflows name them."""
-    keys = pool_of(state, pool_name).get("topology_keys", [])
+    keys = pool_of(state, pool_name).topology_keys
     return {
         "pool": pool_name,
         "topology_keys": [
-            {"level": level, "key": entry["key"], "label": entry["label"]}
+            {"level": level, "key": entry.key, "label": entry.label}
             for level, entry in enumerate(keys, start=1)
         ],
     }

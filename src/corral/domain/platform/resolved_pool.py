@@ -7,19 +7,17 @@ submission pipeline, ``pool render`` and the verbose pool view alike.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from corral.domain.configs.models import ResourceRule
+from corral.domain.configs.models import Platform, Pool
+from corral.domain.configs.snapshot import State, as_configs
 from corral.domain.configs.types import ConfigType
 from corral.domain.platform.resource_rules import NamedRule
 from corral.domain.platform.security import default_mounts
 from corral.domain.platform.template_merge import MergedTemplate, merge, merge_into
 from corral.domain.platform.variables import default_variables
-from corral.errors import NotFoundError, UserError
-
-State = Mapping[ConfigType, Mapping[str, Any]]
+from corral.errors import UserError
 
 
 @dataclass(frozen=True)
@@ -42,8 +40,8 @@ class GroupTemplate:
 class ResolvedPlatform:
     pool_name: str
     platform_name: str
-    pool: Mapping[str, Any]
-    platform: Mapping[str, Any]
+    pool: Pool
+    platform: Platform
     pod_template: MergedTemplate
     default_variables: dict[str, Any]
     rules: list[NamedRule]
@@ -65,47 +63,44 @@ class ResolvedPlatform:
         return default_mounts(self.pod_template.value)
 
 
-def pool_of(state: State, pool_name: str) -> Mapping[str, Any]:
-    pools: Mapping[str, Mapping[str, Any]] = state.get(ConfigType.POOL, {})
-    if pool_name not in pools:
-        raise NotFoundError(f"Pool {pool_name} not found.")
-    return pools[pool_name]
+def pool_of(state: State, pool_name: str) -> Pool:
+    """The pool ``pool_name``; NotFoundError if there is none."""
+    return as_configs(state).pool(pool_name)
 
 
-def pool_pod_template(state: State, pool: Mapping[str, Any]) -> MergedTemplate:
+def pool_pod_template(state: State, pool: Pool) -> MergedTemplate:
     """The pool's ``common_pod_template`` merged in order (OSMO's ``parsed_pod_template``)."""
     merged = MergedTemplate()
-    for name in pool.get("common_pod_template", []):
+    for name in pool.common_pod_template:
         merge_into(merged, name, _pod_template(state, name))
     return merged
 
 
-def platform_name_of(pool_name: str, pool: Mapping[str, Any], platform: str | None) -> str:
+def platform_name_of(pool_name: str, pool: Pool, platform: str | None) -> str:
     """``platform``, else the pool's default platform; it must exist in the pool."""
-    chosen = platform or pool.get("default_platform")
+    chosen = platform or pool.default_platform
     if not chosen:
         raise UserError(
             f"Pool {pool_name} has no default platform; name one of its platforms "
-            f"({', '.join(pool.get('platforms', {})) or 'none defined'})"
+            f"({', '.join(pool.platforms) or 'none defined'})"
         )
-    if chosen not in pool.get("platforms", {}):
+    if chosen not in pool.platforms:
         raise UserError(
             f"Platform {chosen} does not exist in pool {pool_name}! Its platforms: "
-            f"{', '.join(pool.get('platforms', {})) or 'none'}"
+            f"{', '.join(pool.platforms) or 'none'}"
         )
-    return str(chosen)
+    return chosen
 
 
 def resolve_platform(state: State, pool_name: str, platform: str | None = None) -> ResolvedPlatform:
     """Everything the pool and one of its platforms (default: the pool's default) define."""
     pool = pool_of(state, pool_name)
     platform_name = platform_name_of(pool_name, pool, platform)
-    platform_config = pool["platforms"][platform_name]
+    platform_config = pool.platforms[platform_name]
     merged = pool_pod_template(state, pool)
-    for name in platform_config.get("override_pod_template", []):
+    for name in platform_config.override_pod_template:
         merge_into(merged, name, _pod_template(state, name))
-    rule_sets = [*pool.get("common_resource_validations", [])]
-    rule_sets += platform_config.get("resource_validations", [])
+    rule_sets = [*pool.common_resource_validations, *platform_config.resource_validations]
     return ResolvedPlatform(
         pool_name=pool_name,
         platform_name=platform_name,
@@ -113,23 +108,21 @@ def resolve_platform(state: State, pool_name: str, platform: str | None = None) 
         platform=platform_config,
         pod_template=merged,
         default_variables=default_variables(
-            pool.get("common_default_variables", {}), platform_config.get("default_variables", {})
+            pool.common_default_variables, platform_config.default_variables
         ),
         rules=named_rules(state, rule_sets),
-        group_templates=merged_group_templates(state, pool.get("common_group_templates", [])),
+        group_templates=merged_group_templates(state, pool.common_group_templates),
     )
 
 
 def named_rules(state: State, set_names: list[str]) -> list[NamedRule]:
     """The rules of the named sets, concatenated in order (no de-duplication, as OSMO)."""
-    sets = state.get(ConfigType.RESOURCE_VALIDATION, {})
-    rules: list[NamedRule] = []
-    for set_name in set_names:
-        if set_name not in sets:
-            raise UserError(f"Resource validation {set_name} does not exist!")
-        for index, rule in enumerate(sets[set_name]):
-            rules.append(NamedRule(set_name, index, ResourceRule.model_validate(rule)))
-    return rules
+    configs = as_configs(state)
+    return [
+        NamedRule(set_name, index, rule)
+        for set_name in set_names
+        for index, rule in enumerate(configs.rules(set_name))
+    ]
 
 
 def merged_group_templates(state: State, names: list[str]) -> list[GroupTemplate]:
@@ -161,19 +154,19 @@ def verbose_pool(state: State, pool_name: str) -> dict[str, Any]:
     """OSMO's verbose pool view: the stored pool plus every derived ``parsed_*`` field."""
     pool = pool_of(state, pool_name)
     view: dict[str, Any] = {
-        **copy.deepcopy(dict(pool)),
+        **pool.model_dump(mode="json"),
         "name": pool_name,
-        "status": "MAINTENANCE" if pool.get("enable_maintenance") else "ONLINE",
+        "status": "MAINTENANCE" if pool.enable_maintenance else "ONLINE",
         "parsed_pod_template": pool_pod_template(state, pool).value,
         "parsed_resource_validations": _rule_dicts(
-            named_rules(state, pool.get("common_resource_validations", []))
+            named_rules(state, pool.common_resource_validations)
         ),
         "parsed_group_templates": [
             template.manifest
-            for template in merged_group_templates(state, pool.get("common_group_templates", []))
+            for template in merged_group_templates(state, pool.common_group_templates)
         ],
     }
-    for platform_name in pool.get("platforms", {}):
+    for platform_name in pool.platforms:
         resolved = resolve_platform(state, pool_name, platform_name)
         view["platforms"][platform_name].update(
             parsed_pod_template=resolved.pod_template.value,

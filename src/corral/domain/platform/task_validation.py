@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from corral.domain.configs.models import Platform
 from corral.domain.formats.json_paths import Path, format_path
 from corral.domain.jinja.rendering import render_tree
 from corral.domain.labels import CONTROL_CONTAINER
@@ -78,7 +77,7 @@ def validate_task(
     mounts = check_task_security(
         task.name,
         resolved.platform_name,
-        Platform.model_validate(resolved.platform),
+        resolved.platform,
         privileged=task.privileged,
         host_network=task.host_network,
         volume_mounts=task.volume_mounts,

@@ -11,11 +11,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from corral.domain.configs.references import Problem
+from corral.domain.configs.snapshot import State
 from corral.domain.configs.types import ConfigType
 from corral.domain.formats.json_paths import Path, format_path
 from corral.domain.platform.manifests import PodTask, build_pod, drop_imageless_control_container
 from corral.domain.platform.render import render_pool, sample_identities
-from corral.domain.platform.resolved_pool import State, resolve_platform
+from corral.domain.platform.resolved_pool import resolve_platform
 from corral.domain.schemas.objects import manifest_problem_paths
 from corral.errors import UserError
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from corral.domain.configs.types import ConfigType
+from corral.domain.configs.models import GpuQuota, Pool
+from corral.domain.configs.snapshot import State, as_configs
 from corral.domain.labels import NAMESPACE as NAMESPACE_LABEL
 from corral.domain.labels import POOL as POOL_LABEL
 from corral.domain.topology.podgroup import priority_class_name, queue_name, topology_crd_name
@@ -26,21 +27,18 @@ PRIORITY_VALUES = {"HIGH": 125, "NORMAL": 100, "LOW": 50}
 TOPOLOGY_KIND = ("kai.scheduler/v1alpha1", "Topology")
 _UNLIMITED = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
 
-State = Mapping[ConfigType, Any]
-
 
 def backend_namespace(state: State, backend: str) -> str:
-    settings = state.get(ConfigType.BACKEND, {}).get(backend) or {}
-    return str(settings.get("k8s_namespace", "default"))
+    return as_configs(state).backend(backend).k8s_namespace
 
 
 def parent_queue_name(namespace: str) -> str:
     return f"osmo-default-{namespace}"
 
 
-def pools_of(state: State, backend: str) -> dict[str, Mapping[str, Any]]:
-    pools = state.get(ConfigType.POOL, {})
-    return {name: pool for name, pool in pools.items() if pool.get("backend") == backend}
+def pools_of(state: State, backend: str) -> dict[str, Pool]:
+    pools = as_configs(state).pools()
+    return {name: pool for name, pool in pools.items() if pool.backend == backend}
 
 
 def queue_manifests(state: State, backend: str) -> list[dict[str, Any]]:
@@ -49,12 +47,8 @@ def queue_manifests(state: State, backend: str) -> list[dict[str, Any]]:
     parent = parent_queue_name(namespace)
     queues = [_queue(parent, namespace, {"gpu": _UNLIMITED}, pool=None, parent=None)]
     for name, pool in sorted(pools_of(state, backend).items()):
-        gpu = (pool.get("resources") or {}).get("gpu") or {}
-        quota = {
-            "quota": int(gpu.get("guarantee", -1)),
-            "limit": int(gpu.get("maximum", -1)),
-            "overQuotaWeight": int(gpu.get("weight", 1)),
-        }
+        gpu = pool.resources.gpu or GpuQuota()
+        quota = {"quota": gpu.guarantee, "limit": gpu.maximum, "overQuotaWeight": gpu.weight}
         queues.append(
             _queue(queue_name(namespace, name), namespace, {"gpu": quota}, pool=name, parent=parent)
         )
@@ -91,8 +85,7 @@ def topology_manifests(state: State, backend: str) -> list[dict[str, Any]]:
     namespace = backend_namespace(state, backend)
     found = []
     for name, pool in sorted(pools_of(state, backend).items()):
-        keys = pool.get("topology_keys") or []
-        if not keys:
+        if not pool.topology_keys:
             continue
         found.append(
             {
@@ -102,7 +95,7 @@ def topology_manifests(state: State, backend: str) -> list[dict[str, Any]]:
                     "name": topology_crd_name(namespace, name),
                     "labels": _labels(namespace, name),
                 },
-                "spec": {"levels": [{"nodeLabel": str(key["label"])} for key in keys]},
+                "spec": {"levels": [{"nodeLabel": key.label} for key in pool.topology_keys]},
             }
         )
     return found

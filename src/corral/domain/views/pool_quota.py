@@ -36,6 +36,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from corral.domain.configs.models import GpuQuota, Pool
+
 #: What ``resources.gpu`` is when a pool does not set it (OSMO's defaults: no quota).
 UNLIMITED = -1
 #: The priority whose tasks do not count against the quota.
@@ -123,20 +125,15 @@ class QuotaReport:
     total: ResourceUsage
 
 
-def status_of(pool: Mapping[str, Any]) -> str:
+def status_of(pool: Pool) -> str:
     """``MAINTENANCE`` when the pool is in maintenance; otherwise ``ONLINE`` (the embedded
     backend is part of the server, so it is always up)."""
-    return "MAINTENANCE" if pool.get("enable_maintenance") else "ONLINE"
+    return "MAINTENANCE" if pool.enable_maintenance else "ONLINE"
 
 
-def gpu_quota(pool: Mapping[str, Any]) -> dict[str, int]:
+def gpu_quota(pool: Pool) -> dict[str, int]:
     """``resources.gpu`` with OSMO's defaults for what is missing (-1, -1, 1)."""
-    gpu = (pool.get("resources") or {}).get("gpu") or {}
-    return {
-        "guarantee": int(gpu.get("guarantee", UNLIMITED)),
-        "maximum": int(gpu.get("maximum", UNLIMITED)),
-        "weight": int(gpu.get("weight", 1)),
-    }
+    return (pool.resources.gpu or GpuQuota()).model_dump()
 
 
 def node_sets(pool_names: Sequence[str], nodes: Iterable[NodeGpus]) -> list[list[str]]:
@@ -167,7 +164,7 @@ def node_sets(pool_names: Sequence[str], nodes: Iterable[NodeGpus]) -> list[list
 
 
 def calculate_pool_quotas(
-    pools: Mapping[str, Mapping[str, Any]],
+    pools: Mapping[str, Pool],
     tasks: Iterable[RunningTask],
     nodes: Iterable[NodeGpus],
 ) -> QuotaReport:
@@ -219,9 +216,7 @@ def calculate_pool_quotas(
     return QuotaReport(tuple(found), total)
 
 
-def pool_minimal(
-    pool: Mapping[str, Any], default_mounts: Mapping[str, list[str]]
-) -> dict[str, Any]:
+def pool_minimal(pool: Pool, default_mounts: Mapping[str, list[str]]) -> dict[str, Any]:
     """OSMO's PoolMinimal view of a stored pool; ``default_mounts`` per platform name."""
     view: dict[str, Any] = {}
     for field in POOL_FIELDS:
@@ -232,22 +227,22 @@ def pool_minimal(
         elif field == "platforms":
             view[field] = {
                 name: {
-                    "description": platform.get("description", ""),
-                    "host_network_allowed": bool(platform.get("host_network_allowed")),
-                    "privileged_allowed": bool(platform.get("privileged_allowed")),
-                    "allowed_mounts": list(platform.get("allowed_mounts") or []),
+                    "description": platform.description,
+                    "host_network_allowed": platform.host_network_allowed,
+                    "privileged_allowed": platform.privileged_allowed,
+                    "allowed_mounts": list(platform.allowed_mounts),
                     "default_mounts": list(default_mounts.get(name, [])),
                 }
-                for name, platform in (pool.get("platforms") or {}).items()
+                for name, platform in pool.platforms.items()
             }
         else:
-            view[field] = pool.get(field)
+            view[field] = pool.model_dump(mode="json", include={field})[field]
     return view
 
 
 def quota_json(
     report: QuotaReport,
-    pools: Mapping[str, Mapping[str, Any]],
+    pools: Mapping[str, Pool],
     default_mounts: Mapping[str, Mapping[str, list[str]]],
 ) -> dict[str, Any]:
     """The answer of ``GET /api/pool_quota``: ``node_sets`` of PoolMinimal + ``resource_usage``,

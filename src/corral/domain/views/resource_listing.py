@@ -30,10 +30,11 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Protocol
 
-from corral.domain.configs.types import ConfigType
+from corral.domain.configs.models import Pool
+from corral.domain.configs.snapshot import State, as_configs
 from corral.domain.formats.quantities import parse_quantity
 from corral.domain.platform.nodes import GPU_RESOURCE, Node
-from corral.domain.platform.resolved_pool import State, resolve_platform
+from corral.domain.platform.resolved_pool import resolve_platform
 from corral.domain.platform.task_validation import platform_nodes
 
 GI = 2**30
@@ -117,11 +118,11 @@ def pool_layout(
     has ``nodes``, so that a node's type counts only the pools that could use it."""
     platforms: dict[tuple[str, str], tuple[str, ...]] = {}
     mounts: dict[str, dict[str, list[str]]] = {}
-    for pool_name, pool in state.get(ConfigType.POOL, {}).items():
+    for pool_name, pool in as_configs(state).pools().items():
         if pools is not None and pool_name not in pools:
             continue
         mounts[pool_name] = {}
-        for platform_name in pool.get("platforms") or {}:
+        for platform_name in pool.platforms:
             resolved = resolve_platform(state, pool_name, platform_name)
             served = platform_nodes(resolved, nodes)
             platforms[(pool_name, platform_name)] = tuple(node.name for node in served)
@@ -254,7 +255,7 @@ def node_info_json(
     layout: PoolLayout,
     node: Node,
     requested: Requested | None,
-    pools: Mapping[str, Mapping[str, Any]],
+    pools: Mapping[str, Pool],
 ) -> dict[str, Any]:
     """The answer of ``GET /api/resources/{node}``: the node's labels, taints, allocatable
     quantities, amounts, and each (pool, platform) of ``pools`` it serves with the platform's
@@ -265,16 +266,16 @@ def node_info_json(
     for pool_name, platform_name in layout.placements(node.name):
         if pool_name not in pools:
             continue
-        platform = (pools[pool_name].get("platforms") or {}).get(platform_name) or {}
+        platform = pools[pool_name].platforms[platform_name]
         served.append(
             {
                 "pool": pool_name,
                 "platform": platform_name,
-                "description": platform.get("description", ""),
-                "host_network_allowed": bool(platform.get("host_network_allowed")),
-                "privileged_allowed": bool(platform.get("privileged_allowed")),
+                "description": platform.description,
+                "host_network_allowed": platform.host_network_allowed,
+                "privileged_allowed": platform.privileged_allowed,
                 "default_mounts": list(layout.default_mounts[pool_name][platform_name]),
-                "allowed_mounts": list(platform.get("allowed_mounts") or []),
+                "allowed_mounts": list(platform.allowed_mounts),
             }
         )
     return {

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from corral.domain.configs.types import ConfigType
+from corral.domain.configs.models import Backend, Pool
 from corral.domain.formats.kubernetes_names import label_value_problem
 from corral.domain.labels import GROUP_UUID, PLATFORM
 from corral.domain.labels import POOL as POOL_LABEL
@@ -20,7 +19,6 @@ from corral.domain.platform.manifests import (
     render_group_templates,
     render_pod_template,
 )
-from corral.domain.platform.resolved_pool import State
 from corral.domain.platform.variables import (
     GroupIdentity,
     TaskIdentity,
@@ -51,24 +49,6 @@ from corral.errors import UserError
 # ---------------------------------------------------------------------------- rendering
 
 
-@dataclass(frozen=True)
-class _Backend:
-    namespace: str
-    scheduler_type: str
-    scheduler_name: str
-
-
-def backend_of(state: State, pool: Mapping[str, Any]) -> _Backend:
-    backends: Mapping[str, Any] = state.get(ConfigType.BACKEND, {})
-    backend = backends.get(pool.get("backend", ""), {})
-    settings = backend.get("scheduler_settings", {})
-    return _Backend(
-        namespace=backend.get("k8s_namespace", "default"),
-        scheduler_type=settings.get("scheduler_type", "kai"),
-        scheduler_name=settings.get("scheduler_name", "kai-scheduler"),
-    )
-
-
 class GroupRenderer:
     """Renders the objects of one task group."""
 
@@ -77,8 +57,8 @@ class GroupRenderer:
         *,
         spec: WorkflowSpec,
         submitter: Submitter,
-        backend: _Backend,
-        pool: Mapping[str, Any],
+        backend: Backend,
+        pool: Pool,
         platform_of: Mapping[str, str],
         platforms: Platforms,
         host_mounts: Mapping[str, list[tuple[str, str]]],
@@ -86,7 +66,8 @@ class GroupRenderer:
     ) -> None:
         self.spec = spec
         self.submitter = submitter
-        self.backend = backend
+        self.namespace = backend.k8s_namespace
+        self.scheduler = backend.scheduler_settings
         self.pool = pool
         self.platform_of = platform_of
         self.platforms = platforms
@@ -164,7 +145,7 @@ class GroupRenderer:
         pod = build_pod(pod_task, identity, rendered, self.spec.labels)
         drop_imageless_control_container(pod)
         metadata = pod["metadata"]
-        metadata["namespace"] = self.backend.namespace
+        metadata["namespace"] = self.namespace
         metadata["labels"].update(self._pod_labels(task_identity))
         self._mount_host_paths(pod, task)
         self._mount_files(pod, task, task_identity)
@@ -183,7 +164,7 @@ class GroupRenderer:
 
     def _hosts(self, identity: GroupIdentity, tasks: Sequence[TaskIdentity]) -> dict[str, str]:
         """``{{host:<task>}}`` of every task of a multi-task group: its pod's DNS name."""
-        domain = f"{_service_name(identity)}.{self.backend.namespace}.svc.cluster.local"
+        domain = f"{_service_name(identity)}.{self.namespace}.svc.cluster.local"
         return {task.name: f"{task.uuid}.{domain}" for task in tasks}
 
     def _mount_host_paths(self, pod: dict[str, Any], task: TaskSpec) -> None:
@@ -237,7 +218,7 @@ class GroupRenderer:
                 "kind": "Secret",
                 "metadata": {
                     "name": _files_secret_name(identity.group_uuid),
-                    "namespace": self.backend.namespace,
+                    "namespace": self.namespace,
                     "labels": system_labels(identity),
                 },
                 "type": "Opaque",
@@ -249,28 +230,28 @@ class GroupRenderer:
         self, group: GroupSpec, identity: GroupIdentity, pods: list[dict[str, Any]]
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """The PodGroup (KAI only) and the pods carrying its labels and scheduler name."""
-        if self.backend.scheduler_type != "kai":
+        if self.scheduler.scheduler_type != "kai":
             return [], pods
         gang = [
             GangTask(task.name, pod["metadata"]["name"], self.spec.resource_of(task).topology)
             for task, pod in zip(group.tasks, pods, strict=True)
         ]
-        queue = queue_name(self.backend.namespace, self.submitter.pool)
+        queue = queue_name(self.namespace, self.submitter.pool)
         plan = build_pod_group(
             group_uuid=identity.group_uuid,
-            namespace=self.backend.namespace,
+            namespace=self.namespace,
             queue=queue,
             priority_class=priority_class_name(self.submitter.priority),
             pool_keys=pool_topology_keys(self.pool),
             tasks=gang,
-            topology_name=topology_crd_name(self.backend.namespace, self.submitter.pool),
+            topology_name=topology_crd_name(self.namespace, self.submitter.pool),
             labels=system_labels(identity),
         )
         for task, pod in zip(group.tasks, pods, strict=True):
             metadata = pod["metadata"]
             metadata["labels"].update(plan.pod_labels[task.name])
             metadata.setdefault("annotations", {}).update(plan.pod_annotations[task.name])
-            pod["spec"]["schedulerName"] = self.backend.scheduler_name
+            pod["spec"]["schedulerName"] = self.scheduler.scheduler_name
         return [plan.manifest], pods
 
     def _service(self, identity: GroupIdentity) -> dict[str, Any]:
@@ -280,7 +261,7 @@ class GroupRenderer:
             "kind": "Service",
             "metadata": {
                 "name": _service_name(identity),
-                "namespace": self.backend.namespace,
+                "namespace": self.namespace,
                 "labels": system_labels(identity),
             },
             "spec": {

@@ -7,13 +7,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import timedelta
-from typing import Any
 
+from corral.domain.configs.models import Pool
 from corral.domain.configs.references import NO_PLATFORM_FIX
-from corral.domain.configs.types import ConfigType
+from corral.domain.configs.snapshot import State, as_configs
 from corral.domain.formats.durations import parse_duration
 from corral.domain.platform.nodes import Node
-from corral.domain.platform.resolved_pool import ResolvedPlatform, State, pool_of, resolve_platform
+from corral.domain.platform.resolved_pool import ResolvedPlatform, pool_of, resolve_platform
 from corral.domain.platform.task_validation import TaskRequest, validate_task
 from corral.domain.platform.variables import (
     GroupIdentity,
@@ -37,7 +37,7 @@ from corral.errors import UserError
 def check_pool_open(state: State, pool_name: str, *, is_admin: bool) -> None:
     """The pool exists and is not in maintenance (admins may still submit)."""
     pool = pool_of(state, pool_name)
-    if pool.get("enable_maintenance") and not is_admin:
+    if pool.enable_maintenance and not is_admin:
         raise UserError(
             f"Pool {pool_name} is undergoing maintenance. Users will have to wait until "
             "maintenance is completed before submission."
@@ -52,7 +52,7 @@ def check_priority(priority: str) -> str:
 
 
 def check_task_count(state: State, spec: WorkflowSpec) -> None:
-    limit = int(state.get(ConfigType.WORKFLOW, {}).get("max_num_tasks", 100))
+    limit = as_configs(state).workflow.max_num_tasks
     if len(spec.tasks()) > limit:
         raise UserError(
             f"Workflow cannot have more than {limit} tasks. This one has {len(spec.tasks())}; "
@@ -61,16 +61,15 @@ def check_task_count(state: State, spec: WorkflowSpec) -> None:
 
 
 def check_name_lengths(state: State, spec: WorkflowSpec) -> None:
-    info = state.get(ConfigType.WORKFLOW, {}).get("workflow_info", {})
-    limit = int(info.get("max_name_length", 64))
+    limit = as_configs(state).workflow.workflow_info.max_name_length
     names = [spec.name, *(g.name for g in spec.groups), *(t.name for t in spec.tasks())]
     for name in names:
         if len(name) > limit:
             raise UserError(f"Name {name} is too long. It must be {limit} characters or less.")
 
 
-def pool_topology_keys(pool: Mapping[str, Any]) -> list[PoolTopologyKey]:
-    return [PoolTopologyKey(k["key"], k["label"]) for k in pool.get("topology_keys", [])]
+def pool_topology_keys(pool: Pool) -> list[PoolTopologyKey]:
+    return [PoolTopologyKey(k.key, k.label) for k in pool.topology_keys]
 
 
 def check_topology(state: State, pool_name: str, spec: WorkflowSpec) -> None:
@@ -86,15 +85,15 @@ def check_topology(state: State, pool_name: str, spec: WorkflowSpec) -> None:
 def resource_platforms(state: State, pool_name: str, spec: WorkflowSpec) -> dict[str, str]:
     """The platform of every named resource spec: its own, else the pool's default."""
     pool = pool_of(state, pool_name)
-    platforms: Mapping[str, Any] = pool.get("platforms", {})
-    if not platforms:
+    if not pool.platforms:
         raise UserError(
             f"Pool {pool_name} has no platforms, so no task can run in it. An admin must add "
             f"one: {NO_PLATFORM_FIX}"
         )
     chosen: dict[str, str] = {}
     for name, resource in spec.resources.items():
-        platform = resource.platform or pool.get("default_platform")
+        platform = resource.platform or pool.default_platform
+        platforms = pool.platforms
         if not platform:
             raise UserError(
                 f"Resource {name} does not have a platform! Pool {pool_name} has no default "
@@ -210,12 +209,14 @@ def timeouts(state: State, pool_name: str, spec: WorkflowSpec) -> tuple[timedelt
     """Exec and queue timeouts: the spec's, else the pool's, else the WORKFLOW config's default;
     capped by the pool's maximum, else the WORKFLOW config's."""
     pool = pool_of(state, pool_name)
-    workflow: Mapping[str, Any] = state.get(ConfigType.WORKFLOW, {})
+    workflow = as_configs(state).workflow
 
     def setting(kind: str, given: timedelta | None) -> timedelta:
-        default = pool.get(f"default_{kind}_timeout") or workflow.get(f"default_{kind}_timeout")
-        maximum = pool.get(f"max_{kind}_timeout") or workflow.get(f"max_{kind}_timeout")
-        value = given if given is not None else parse_duration(str(default or "60d"))
-        return min(value, parse_duration(str(maximum or "60d")))
+        default = getattr(pool, f"default_{kind}_timeout") or getattr(
+            workflow, f"default_{kind}_timeout"
+        )
+        maximum = getattr(pool, f"max_{kind}_timeout") or getattr(workflow, f"max_{kind}_timeout")
+        value = given if given is not None else parse_duration(default)
+        return min(value, parse_duration(maximum))
 
     return setting("exec", spec.timeout.exec_timeout), setting("queue", spec.timeout.queue_timeout)

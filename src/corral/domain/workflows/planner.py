@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from corral.domain.configs.snapshot import State, as_configs
 from corral.domain.platform.nodes import Node
-from corral.domain.platform.resolved_pool import State, pool_of
-from corral.domain.workflows.group_renderer import GroupRenderer, backend_of, check_manifests
+from corral.domain.platform.resolved_pool import pool_of
+from corral.domain.workflows.group_renderer import GroupRenderer, check_manifests
 from corral.domain.workflows.plan import NewId, Submitter, WorkflowPlan
 from corral.domain.workflows.plan_checks import (
     Identities,
@@ -49,7 +50,7 @@ def plan_workflow(
     identities = Identities(spec, submitter, platform_of, new_id)
     host_mounts = check_tasks(spec, platform_of, platforms, nodes, identities)
     exec_timeout, queue_timeout = timeouts(state, pool_name, spec)
-    backend = backend_of(state, pool)
+    backend = as_configs(state).backend(pool.backend)
     renderer = GroupRenderer(
         spec=spec,
         submitter=submitter,
@@ -64,8 +65,8 @@ def plan_workflow(
     check_manifests(groups)
     return WorkflowPlan(
         submitter=submitter,
-        namespace=backend.namespace,
-        backend=str(pool.get("backend", "")),
+        namespace=backend.k8s_namespace,
+        backend=pool.backend,
         exec_timeout=exec_timeout,
         queue_timeout=queue_timeout,
         groups=groups,

@@ -1,0 +1,457 @@
+"""One workflow's step of a lifecycle tick (docs/lifecycle.md#a-workflows-step): decide, then
+commit.
+
+:meth:`WorkflowStep.decide` only reads — the stored workflow, the exits and logs of its tasks,
+whether corral may create a group's kinds — and records each decision: the database changes, and
+the effects on the cluster (tasks to start or stop, groups whose objects to apply), in the order
+they were taken. Nothing on the cluster changes while deciding.
+
+:meth:`WorkflowStep.commit` applies the effects in that order, folds what creating each group
+answered into the decisions (scheduling, a retry, or a failure), aggregates the workflow's status
+and writes every change in one transaction. A start or stop that fails writes nothing: the
+database still holds the step's start, and the next tick decides it again. Every effect is
+idempotent, so redoing one after a crash is safe.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+import structlog
+
+from corral.backends.execution import TaskExecutor, TaskRun
+from corral.backends.port import BackendError, ClusterBackend, Rule, extra_rbac_rules_yaml
+from corral.domain.configs.snapshot import Configs
+from corral.domain.workflows.exit_actions import exit_outcome, pool_exit_actions
+from corral.domain.workflows.group_order import GroupState, failed_downstream, ready_groups
+from corral.domain.workflows.statuses import TaskState, TaskStatus, group_status, workflow_status
+from corral.services.placement import WaitingGroup
+from corral.store.workflows import Changes, StoredGroup, StoredTask, StoredWorkflow, pod_of
+
+log = structlog.get_logger("corral.lifecycle")
+
+UPSTREAM_FAILED_CODE = 3000
+#: Ticks in a row a transient error may stop a group's objects from being created before the
+#: group fails (a restart starts counting again).
+MAX_CREATE_ATTEMPTS = 5
+#: A task in one of these holds a node (and may have a process to stop).
+_RUNNING_STATES = (TaskStatus.INITIALIZING, TaskStatus.RUNNING)
+
+
+@dataclass
+class TickReport:
+    """What one tick did, for logs and tests."""
+
+    created_groups: int = 0
+    placed_groups: int = 0
+    finished_tasks: int = 0
+    cleaned_groups: int = 0
+    finished_workflows: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """A group for the scheduling pass, with the workflow and group it belongs to."""
+
+    candidate: WaitingGroup
+    workflow: StoredWorkflow
+    group: StoredGroup
+    backend: ClusterBackend
+
+
+class Controller(Protocol):
+    """What a step needs of the lifecycle controller."""
+
+    #: Group uuid -> ticks its objects failed to be created with a transient error.
+    create_failures: dict[str, int]
+
+    def check_leading(self) -> None: ...
+
+    def commit(self, changes: Changes, also: Callable[[Any], None] | None = None) -> None: ...
+
+
+# -- effects: what committing does to the cluster, in decision order ------------------------
+
+
+@dataclass(frozen=True)
+class StartTask:
+    run: TaskRun
+
+
+@dataclass(frozen=True)
+class StopTask:
+    run: TaskRun
+
+
+@dataclass(frozen=True)
+class CreateGroup:
+    group: StoredGroup
+
+
+Effect = StartTask | StopTask | CreateGroup
+
+
+class WorkflowStep:
+    """Step 1 of a tick for one workflow (``services/lifecycle.py``)."""
+
+    def __init__(
+        self,
+        controller: Controller,
+        workflow: StoredWorkflow,
+        configs: Configs,
+        report: TickReport,
+        backend: ClusterBackend,
+        executor: TaskExecutor,
+        now: datetime,
+    ) -> None:
+        self.controller = controller
+        self.backend = backend
+        self.workflow = workflow
+        self.report = report
+        self.now = now
+        pool = configs.find_pool(workflow.pool)  # None: deleted while the workflow runs
+        self.pool_actions = pool_exit_actions(pool.default_exit_actions if pool else {})
+        self.in_maintenance = pool is not None and pool.enable_maintenance
+        self.levels = tuple(key.label for key in pool.topology_keys) if pool else ()
+        self.max_retry = configs.workflow.max_retry_per_task
+        self.executor = executor
+        self.changes = Changes()
+        self.effects: list[Effect] = []
+        self.group_status = {g.name: TaskStatus(g.status) for g in workflow.groups}
+        self.task_status = {t.uuid: TaskStatus(t.status) for g in workflow.groups for t in g.tasks}
+
+    # -- deciding ---------------------------------------------------------------------------
+
+    def decide(self) -> None:
+        canceled = self.workflow.cancel_requested_by is not None
+        for group in self.workflow.groups:
+            if canceled:
+                message = f"Canceled by {self.workflow.cancel_requested_by}."
+                self._end_group(group, TaskStatus.FAILED_CANCELED, message)
+            elif self._timed_out(group, TaskStatus.SCHEDULING, self.workflow.queue_timeout_s):
+                self._end_group(group, TaskStatus.FAILED_QUEUE_TIMEOUT, "Queue timeout.")
+            elif self._timed_out(group, TaskStatus.RUNNING, self.workflow.exec_timeout_s):
+                self._end_group(group, TaskStatus.FAILED_EXEC_TIMEOUT, "Exec timeout.")
+            elif self.group_status[group.name] in _RUNNING_STATES:
+                self._follow_tasks(group)
+        self._fail_downstream()
+        self._start_ready_groups()
+
+    # -- committing -------------------------------------------------------------------------
+
+    def commit(self) -> None:
+        """Apply the effects in decision order, then write every change in one transaction."""
+        for effect in self.effects:
+            self.controller.check_leading()
+            if isinstance(effect, StartTask):
+                self.executor.start(effect.run)
+            elif isinstance(effect, StopTask):
+                self.executor.stop(effect.run)  # idempotent, also for a never-started attempt
+            else:
+                self._apply_group(effect.group)
+        self._aggregate()
+        self.controller.commit(self.changes)
+
+    def _apply_group(self, group: StoredGroup) -> None:
+        """Apply the group's objects in their stored order (group templates first), then hand
+        it to the scheduler. An error in between re-applies: existing objects stay as they
+        are."""
+        try:
+            for manifest in group.manifests:
+                self.backend.apply(manifest, self.workflow.namespace)
+        except BackendError as err:
+            self._creation_failed(group, err)
+            return
+        self.controller.create_failures.pop(group.uuid, None)
+        self.group_status[group.name] = TaskStatus.SCHEDULING
+        self.changes.group(group.uuid, status=TaskStatus.SCHEDULING.value, scheduling_at=self.now)
+        for task in group.tasks:
+            self.task_status[task.uuid] = TaskStatus.SCHEDULING
+            self.changes.task(task.uuid, status=TaskStatus.SCHEDULING.value)
+        self.report.created_groups += 1
+
+    def waiting(self) -> list[Waiting]:
+        """The workflow's groups in SCHEDULING after the commit, for the scheduling pass."""
+        if self.workflow.cancel_requested_by is not None:
+            return []
+        found = []
+        for position, group in enumerate(self.workflow.groups):
+            if self.group_status[group.name] is TaskStatus.SCHEDULING:
+                since = group.scheduling_at or self.now  # created in this step
+                age = (since, self.workflow.submitted_at, self.workflow.workflow_id, position)
+                candidate = WaitingGroup(
+                    group.uuid, self.levels, self.workflow.priority, age, group.manifests
+                )
+                found.append(Waiting(candidate, self.workflow, group, self.backend))
+        return found
+
+    # -- ending -----------------------------------------------------------------------------
+
+    def _timed_out(self, group: StoredGroup, status: TaskStatus, limit_s: float) -> bool:
+        """Whether ``group`` has been in ``status`` (queued: since SCHEDULING; running: since
+        RUNNING) for longer than ``limit_s`` seconds."""
+        if self.group_status[group.name] is not status:
+            return False
+        since = group.scheduling_at if status is TaskStatus.SCHEDULING else group.started_at
+        return since is not None and self.now - since > timedelta(seconds=limit_s)
+
+    def _end_group(self, group: StoredGroup, status: TaskStatus, message: str = "") -> None:
+        """Stop whatever of ``group`` still runs; every unfinished task and the group end as
+        ``status``."""
+        if self.group_status[group.name].group_finished:
+            return
+        for task in group.tasks:
+            self._end_task(task, status, message=message)
+        self._set_group(group, status)
+
+    def _end_task(
+        self,
+        task: StoredTask,
+        status: TaskStatus,
+        *,
+        message: str = "",
+        code: int | None = None,
+        stop: bool = True,
+    ) -> None:
+        if self.task_status[task.uuid].group_finished:
+            return
+        if stop and self.task_status[task.uuid] in _RUNNING_STATES:
+            run = self._run(task)
+            self._keep_log(task, run)  # before stopping: a stopped pod takes its log with it
+            self.effects.append(StopTask(run))
+        self.task_status[task.uuid] = status
+        values: dict[str, Any] = {"status": status.value, "ended_at": self.now}
+        if message:
+            values["message"] = message
+        if code is not None:
+            values["exit_code"] = code
+        self.changes.task(task.uuid, **values)
+        self.report.finished_tasks += 1
+
+    def _set_group(self, group: StoredGroup, status: TaskStatus) -> None:
+        if self.group_status[group.name] is status:
+            return
+        self.group_status[group.name] = status
+        values: dict[str, Any] = {"status": status.value}
+        if status.group_finished:
+            values["ended_at"] = self.now
+        elif status is TaskStatus.RUNNING and group.started_at is None:
+            values["started_at"] = self.now
+        self.changes.group(group.uuid, **values)
+
+    # -- running tasks ----------------------------------------------------------------------
+
+    def _keep_log(self, task: StoredTask, run: TaskRun) -> None:
+        """Keep an ending attempt's log in the database when the backend's copy goes away
+        with its objects (a Kubernetes pod); a log that cannot be read now is not kept."""
+        if self.executor.keeps_logs or task.started_at is None:
+            return
+        try:
+            text = self.executor.logs(run)
+        except BackendError as err:
+            log.warning("could not keep a task's log", task_uuid=task.uuid, error=err.message)
+            return
+        self.changes.logs[(task.uuid, task.retry_id)] = text
+
+    def _run(self, task: StoredTask, started_at: datetime | None = None) -> TaskRun:
+        when = started_at or task.started_at or self.now
+        return TaskRun(task.uuid, task.retry_id, pod_of(self.workflow, task), when)
+
+    def _follow_tasks(self, group: StoredGroup) -> None:
+        """Start bound tasks and collect every task's own exit first; only then apply the lead
+        rules, so a task that ended in the same tick as its lead keeps its own exit code."""
+        ended: list[tuple[StoredTask, TaskStatus]] = []
+        for task in group.tasks:
+            status = self.task_status[task.uuid]
+            if status is TaskStatus.INITIALIZING:
+                self.effects.append(StartTask(self._run(task, self.now)))
+                self.task_status[task.uuid] = TaskStatus.RUNNING
+                self.changes.task(task.uuid, status="RUNNING", started_at=self.now)
+            elif status is TaskStatus.RUNNING:
+                outcome = self._collect_exit(task)
+                if outcome is not None:
+                    ended.append((task, outcome))
+        for task, outcome in ended:
+            self._apply_sibling_rules(group, task, outcome)
+        states = [TaskState(self.task_status[t.uuid], t.lead) for t in group.tasks]
+        self._set_group(group, group_status(states, ignore_non_lead_status=group.ignore_non_lead))
+
+    def _collect_exit(self, task: StoredTask) -> TaskStatus | None:
+        """The status the task ended in by itself, or None while it runs (or is rescheduled)."""
+        run = self._run(task)
+        ended = self.executor.poll(run, self.now)
+        if ended is None:
+            return None
+        outcome = exit_outcome(
+            ended.code,
+            task.exit_actions,
+            self.pool_actions,
+            retry_id=task.retry_id,
+            max_retry=self.max_retry,
+        )
+        message = " ".join(part for part in (ended.message, outcome.message) if part)
+        status = outcome.status
+        if status is TaskStatus.RESCHEDULED and self.backend.schedules_itself:
+            status = TaskStatus.FAILED  # docs/kubernetes.md#not-yet
+            message = f"{message} RESCHEDULE is not supported on Kubernetes backends yet.".strip()
+        self._keep_log(task, run)
+        if status is TaskStatus.RESCHEDULED:
+            # Runs again on the node it holds: the group keeps its placement.
+            self.task_status[task.uuid] = TaskStatus.INITIALIZING
+            self.changes.task(
+                task.uuid,
+                status=TaskStatus.INITIALIZING.value,
+                retry_id=task.retry_id + 1,
+                exit_code=ended.code,
+                message=message,
+                started_at=None,
+            )
+            return None
+        # It ended by itself: nothing to stop (on Kubernetes, stopping deletes the pod).
+        self._end_task(task, status, message=message, code=ended.code, stop=False)
+        return status
+
+    def _apply_sibling_rules(
+        self, group: StoredGroup, task: StoredTask, status: TaskStatus
+    ) -> None:
+        """OSMO's lead rule (docs/osmo-reference.md#workflow-statuses): the lead's end is every
+        task's end; a non-lead failure ends the group unless ``ignoreNonleadStatus``. Tasks
+        that already ended keep their own status."""
+        if task.lead:
+            follow = TaskStatus.FAILED if status.failed else status
+            reason = f"Lead task {task.name} ended {status.value}."
+        elif status.failed and not group.ignore_non_lead:
+            follow = TaskStatus.FAILED
+            reason = f"Task {task.name} of the group failed."
+        else:
+            return
+        for sibling in group.tasks:
+            if sibling.uuid != task.uuid:
+                self._end_task(sibling, follow, message=reason)
+
+    # -- starting groups --------------------------------------------------------------------
+
+    def _fail_downstream(self) -> None:
+        for name in failed_downstream(self._group_states()):
+            group = self._group(name)
+            culprits = [up for up in group.upstream if self.group_status[up].failed]
+            message = f"Upstream group {', '.join(culprits)} failed."
+            for task in group.tasks:
+                self._end_task(
+                    task, TaskStatus.FAILED_UPSTREAM, message=message, code=UPSTREAM_FAILED_CODE
+                )
+            self._set_group(group, TaskStatus.FAILED_UPSTREAM)
+
+    def _start_ready_groups(self) -> None:
+        ready = set(ready_groups(self._group_states()))
+        for group in self.workflow.groups:
+            status = self.group_status[group.name]
+            if group.name not in ready or self.in_maintenance:
+                if status is TaskStatus.SUBMITTING:
+                    self._set_group(group, TaskStatus.WAITING)
+                continue
+            self._decide_creation(group)
+
+    def _decide_creation(self, group: StoredGroup) -> None:
+        """Create the group at commit if corral may manage its kinds and the cluster has the
+        PriorityClasses it names; otherwise it fails now."""
+        namespace = self.workflow.namespace
+        try:
+            missing = self.backend.missing_rules(group.resource_kinds, namespace)
+            absent = (
+                []
+                if missing
+                else self.backend.missing_priority_classes(_priority_classes(group.manifests))
+            )
+        except BackendError as err:
+            self._creation_failed(group, err)
+            return
+        if missing:
+            message = permission_message(self.backend.name, namespace, missing)
+            self._end_group(group, TaskStatus.FAILED_BACKEND_ERROR, message)
+        elif absent:
+            message = priority_class_message(self.backend.name, absent)
+            self._end_group(group, TaskStatus.FAILED_BACKEND_ERROR, message)
+        else:
+            self.effects.append(CreateGroup(group))
+
+    def _creation_failed(self, group: StoredGroup, err: BackendError) -> None:
+        """Retry a transient error on the next ticks; fail the group on any other, or when
+        retries are used up (cleanup then deletes whatever was made)."""
+        attempts = self.controller.create_failures.get(group.uuid, 0) + 1
+        self.controller.create_failures[group.uuid] = attempts
+        log.warning(
+            "creating a group's objects failed",
+            group_uuid=group.uuid,
+            attempt=attempts,
+            transient=err.transient,
+            error=err.message,
+        )
+        if err.transient and attempts < MAX_CREATE_ATTEMPTS:
+            if self.group_status[group.name] is TaskStatus.SUBMITTING:
+                self._set_group(group, TaskStatus.WAITING)
+            return
+        tries = f" after {attempts} attempts" if err.transient else ""
+        message = f"The cluster refused the group's objects{tries}: {err.message}"
+        self._end_group(group, TaskStatus.FAILED_BACKEND_ERROR, message)
+
+    # -- the workflow -----------------------------------------------------------------------
+
+    def _aggregate(self) -> None:
+        status = workflow_status(list(self.group_status.values()))
+        values: dict[str, Any] = {}
+        if status.value != self.workflow.status:
+            values["status"] = status.value
+        if status.value == "RUNNING" and self.workflow.started_at is None:
+            values["started_at"] = self.now
+        if not status.alive:
+            values["ended_at"] = self.now
+            self.report.finished_workflows.append(self.workflow.workflow_id)
+        if values:
+            self.changes.workflow(self.workflow.workflow_id, **values)
+
+    def _group_states(self) -> dict[str, GroupState]:
+        return {
+            g.name: GroupState(self.group_status[g.name], tuple(g.upstream))
+            for g in self.workflow.groups
+        }
+
+    def _group(self, name: str) -> StoredGroup:
+        return next(g for g in self.workflow.groups if g.name == name)
+
+
+def permission_message(backend: str, namespace: str, missing: Sequence[Rule]) -> str:
+    """The error for missing RBAC permissions, with the rules to add
+    (docs/osmo-reference.md#osmos-rbac-rules-for-extra-kinds)."""
+    kinds = ", ".join(
+        f"{'/'.join(r.api_groups) or 'core'} {'/'.join(r.resources)}" for r in missing
+    )
+    return (
+        f"corral's service account on backend {backend} may not create, delete, list and "
+        f"patch {kinds} in namespace {namespace}. Add these rules to its Role "
+        f"(extraRBACRules; see docs/deploy.md#permissions):\n"
+        f"{extra_rbac_rules_yaml(missing)}"
+    )
+
+
+def priority_class_message(backend: str, missing: Sequence[str]) -> str:
+    """The error for PriorityClasses the cluster lacks (KAI would ignore the priority)."""
+    names = ", ".join(missing)
+    return (
+        f"PriorityClass {names} does not exist on backend {backend}: KAI would schedule the "
+        "group without its priority. Create corral's PriorityClasses: kubectl apply -f "
+        "deploy/kubernetes/base/priorityclasses.yaml (docs/deploy.md#priority-classes)."
+    )
+
+
+def _priority_classes(manifests: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The PriorityClasses the group's PodGroup and Pods name."""
+    names = [
+        str(manifest.get("spec", {}).get("priorityClassName") or "")
+        for manifest in manifests
+        if manifest["kind"] in ("PodGroup", "Pod")
+    ]
+    return sorted({name for name in names if name})
