@@ -64,13 +64,14 @@ NEGATIVE = {
         "platforms (gb200-platform)"
     ),
     "role-singular-keys.json": (
-        "roles.osmo-team.policies.0.action: Unknown key 'action' (did you mean 'actions'?); "
-        "remove it or fix its spelling."
+        "roles.osmo-team.policies.0.action: unknown field 'action' (did you mean 'actions'?); "
+        "the fields here are effect, actions, resources."
     ),
     "override_resource_validations.json": (
-        "pools.simulation-pool.platforms.l40s_platform.override_resource_validations: Unknown "
-        "key 'override_resource_validations' (did you mean 'resource_validations'?); remove it "
-        "or fix its spelling."
+        "pools.simulation-pool.platforms.l40s_platform.override_resource_validations: unknown "
+        "field 'override_resource_validations' (did you mean 'resource_validations'?); the "
+        "fields here are description, host_network_allowed, privileged_allowed, allowed_mounts, "
+        "default_variables, resource_validations, override_pod_template."
     ),
 }
 

@@ -203,9 +203,10 @@ CASES = [
         POOL,
         pool(platforms={"a": {"override_resource_validations": ["default_cpu"]}}),
         400,
-        "platforms.a.override_resource_validations: Unknown key "
-        "'override_resource_validations' (did you mean 'resource_validations'?); remove it "
-        "or fix its spelling.",
+        "platforms.a.override_resource_validations: unknown field "
+        "'override_resource_validations' (did you mean 'resource_validations'?); the fields "
+        "here are description, host_network_allowed, privileged_allowed, allowed_mounts, "
+        "default_variables, resource_validations, override_pod_template.",
     ),
     Case(
         "pool-typo",
@@ -213,8 +214,12 @@ CASES = [
         POOL,
         pool(common_pod_templates=[]),
         400,
-        "common_pod_templates: Unknown key 'common_pod_templates' (did you mean "
-        "'common_pod_template'?); remove it or fix its spelling.",
+        "common_pod_templates: unknown field 'common_pod_templates' (did you mean "
+        "'common_pod_template'?); the fields here are name, description, backend, "
+        "default_platform, enable_maintenance, download_type, default_exec_timeout, "
+        "default_queue_timeout, max_exec_timeout, max_queue_timeout, default_exit_actions, "
+        "resources, topology_keys, common_default_variables, common_resource_validations, "
+        "common_pod_template, common_group_templates, platforms.",
     ),
     Case(
         "quota-cpu",
@@ -222,7 +227,7 @@ CASES = [
         POOL,
         pool(resources={"cpu": {"guarantee": 1}}),
         400,
-        "resources.cpu: Unknown key 'cpu'; remove it or fix its spelling.",
+        "resources.cpu: unknown field 'cpu'; the fields here are gpu.",
     ),
     Case(
         "role-singular-keys",
@@ -235,8 +240,8 @@ CASES = [
             }
         },
         400,
-        "policies.0.action: Unknown key 'action' (did you mean 'actions'?); remove it or fix "
-        "its spelling.",
+        "policies.0.action: unknown field 'action' (did you mean 'actions'?); the fields here "
+        "are effect, actions, resources.",
     ),
     Case(
         "action-permissions",
@@ -253,8 +258,7 @@ CASES = [
         "/api/configs/pod_template/t",
         {"configs": {"sepc": {}}},
         400,
-        "sepc: unknown key 'sepc' in a pod template; a partial Pod manifest has only 'spec' "
-        "and 'metadata'",
+        "sepc: unknown field 'sepc' (did you mean 'spec'?); the fields here are metadata, spec.",
     ),
     Case(
         "workflow-unknown",
@@ -262,8 +266,13 @@ CASES = [
         "/api/configs/workflow",
         {"configs": {"max_tasks": 3}},
         400,
-        "max_tasks: Unknown key 'max_tasks' (did you mean 'max_num_tasks'?); remove it or fix "
-        "its spelling.",
+        "max_tasks: unknown field 'max_tasks' (did you mean 'max_num_tasks'?); the fields here "
+        "are max_num_tasks, max_num_ports_per_task, max_retry_per_task, max_retry_per_job, "
+        "default_schedule_timeout, default_exec_timeout, default_queue_timeout, "
+        "max_exec_timeout, max_queue_timeout, force_cleanup_delay, max_log_lines, "
+        "max_task_log_lines, max_error_log_lines, max_event_log_lines, task_heartbeat_frequency, "
+        "workflow_info, user_workflow_limits, workflow_data, backend_images, credential_config, "
+        "plugins_config, labels_config, workflow_alerts, workflow_log, workflow_app.",
     ),
     # --- wrong types
     Case(
@@ -534,7 +543,8 @@ CASES = [
         "/api/configs/resource_validation/v",
         rule(severity="high"),
         400,
-        "0.severity: Unknown key 'severity'; remove it or fix its spelling.",
+        "0.severity: unknown field 'severity'; the fields here are operator, left_operand, "
+        "right_operand, assert_message.",
     ),
     # --- values
     Case(

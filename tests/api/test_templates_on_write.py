@@ -40,7 +40,7 @@ def test_a_pod_template_whose_containers_is_not_a_list_is_refused(examples: Api)
     ("template", "message"),
     [
         ({"spec": {"containres": []}}, "spec.containres: unknown field 'containres' (did you "
-         "mean 'containers'?)"),
+         "mean 'containers'?)."),
         ({"spec": {"hostNetwork": "{{ X }}", "priority": True}},
          "spec.priority: must be an integer, not True"),
         ({"metadata": {"labels": {"team": 7}}}, "metadata.labels.team: must be text, not 7"),

@@ -321,10 +321,10 @@ def test_errors_point_into_the_file(live_server: LiveServer) -> None:
     assert "must be closed with ']'" in message
     message = failed(unknown_item)
     assert message.startswith(f"{item}:{item_at}: ")
-    assert "Unknown key 'host_network_allowd'" in message
+    assert "unknown field 'host_network_allowd'" in message
     message = failed(unknown_bulk)
     assert message.startswith(f"{bulk}:{position(bulk_text, 'max_exec_timout')}: ")
-    assert "Unknown key 'max_exec_timout'" in message
+    assert "unknown field 'max_exec_timout'" in message
     message = failed(reference)
     assert message.startswith(f"{ref}:{ref_at}: ") and "nope" in message
     assert failed(missing_file) == "error: missing.json: no such file"

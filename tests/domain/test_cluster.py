@@ -238,7 +238,7 @@ ERRORS: list[tuple[str, str]] = [
     ),
     (
         "nodes: [{name: n1}]\nextra: 1\n",
-        "cluster.yaml:2:1: extra: unknown field 'extra'; the fields here are nodes, generate",
+        "cluster.yaml:2:1: extra: unknown field 'extra'; the fields here are nodes, generate.",
     ),
     (
         "nodes: {name: n1}\n",
@@ -246,8 +246,8 @@ ERRORS: list[tuple[str, str]] = [
     ),
     (
         "nodes:\n  - name: n1\n    label: {}\n",
-        "cluster.yaml:3:5: nodes[0].label: unknown field 'label'; the fields "
-        "here are name, labels, taints, allocatable",
+        "cluster.yaml:3:5: nodes[0].label: unknown field 'label' (did you mean 'labels'?); the "
+        "fields here are name, labels, taints, allocatable.",
     ),
     (
         "nodes:\n  - labels: {}\n",
@@ -299,7 +299,7 @@ ERRORS: list[tuple[str, str]] = [
     (
         "nodes:\n  - name: n1\n    taints: [{key: k, effect: NoSchedule, timeAdded: x}]\n",
         "cluster.yaml:3:43: nodes[0].taints[0].timeAdded: unknown field "
-        "'timeAdded'; the fields here are key, value, effect",
+        "'timeAdded'; the fields here are key, value, effect.",
     ),
     (
         "nodes:\n  - name: n1\n    allocatable: {cpu: lots}\n",
@@ -320,7 +320,7 @@ ERRORS: list[tuple[str, str]] = [
     (
         "nodes:\n  - name: n1\n    allocatable: {gpu: 1}\n",
         "cluster.yaml:3:19: nodes[0].allocatable.gpu: unknown field 'gpu'; the "
-        "fields here are cpu, memory, ephemeral-storage, nvidia.com/gpu",
+        "fields here are cpu, memory, ephemeral-storage, nvidia.com/gpu.",
     ),
     (
         "nodes:\n  - name: n1\n    allocatable: {cpu: [1]}\n",

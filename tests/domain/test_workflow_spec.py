@@ -132,7 +132,7 @@ REJECTIONS = [
     (
         "workflow:\n  name: w\n  tasks:\n  - name: t\n    image: x\n    command: [a]\n"
         "    colour: red\n",
-        'workflow.yaml:7:5: workflow.tasks[0].colour: unknown field "colour" Allowed fields: '
+        "workflow.yaml:7:5: workflow.tasks[0].colour: unknown field 'colour'; the fields here are "
         "name, image, command, args, lead, environment, credentials, inputs, outputs, files, "
         "volumeMounts, privileged, hostNetwork, resource, exitActions, checkpoint, "
         "downloadType, cacheSize, kpis.",
@@ -308,8 +308,8 @@ REJECTIONS = [
     ),
     (
         "workflow:\n  name: w\n  tasks:\n  - name: t\n    image: x\n  command: [a]\n",
-        'workflow.yaml:6:3: workflow.command: unknown field "command" Allowed fields: name, pool, '
-        "labels, tasks, groups, resources, timeout, backend.",
+        "workflow.yaml:6:3: workflow.command: unknown field 'command'; the fields here are name, "
+        "pool, labels, tasks, groups, resources, timeout, backend.",
     ),
     (
         "workflow: [\n",

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from corral.services.workflow_step import MAX_CREATE_ATTEMPTS
 from corral.services.runtime import open_runtime
+from corral.services.workflow_step import MAX_CREATE_ATTEMPTS
 from tests.kube.kube_world import NAMESPACE, KubeWorld
 
 GROUP_KINDS = ("ComputeDomain", "PodGroup", "Pod", "Service", "Secret")

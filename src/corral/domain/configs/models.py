@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from corral.domain.formats.durations import parse_duration
 from corral.domain.formats.kubernetes_names import label_key_problem
 from corral.domain.formats.names import check_name
+from corral.domain.formats.unknown_fields import unknown_field
 from corral.domain.jinja.templating import check_jinja
 from corral.domain.schemas.partial import template_problem
 
@@ -248,11 +249,7 @@ def check_pod_template(template: Any) -> dict[str, Any]:
         raise ValueError("a pod template must be a JSON object (a partial Pod manifest)")
     for key, value in template.items():
         if key not in _POD_TEMPLATE_KEYS:
-            raise FieldProblem(
-                key,
-                f"unknown key {key!r} in a pod template; a partial Pod manifest has "
-                "only 'spec' and 'metadata'",
-            )
+            raise FieldProblem(key, unknown_field(key, _POD_TEMPLATE_KEYS))
         if key in ("metadata", "spec") and not isinstance(value, dict):
             raise FieldProblem(key, f"{key} must be an object")
     _check_fields(template, "v1", "Pod")

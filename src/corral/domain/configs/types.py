@@ -7,17 +7,18 @@ single object. The wire shapes follow OSMO: ``{"pools": {...}}`` for POOL, a lis
 
 from __future__ import annotations
 
-import difflib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from types import UnionType
+from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
 from corral.domain.configs import models as configs
 from corral.domain.formats.names import check_name
+from corral.domain.formats.unknown_fields import unknown_field
 from corral.domain.jinja.templating import check_all_jinja, refuse_task_variables
 from corral.errors import UserError
 
@@ -69,7 +70,7 @@ def _model_parser(model: type[BaseModel]) -> Callable[[Any], Item]:
         try:
             return model.model_validate(raw).model_dump(mode="json")
         except ValidationError as err:
-            raise validation_error(err, raw) from None
+            raise validation_error(err, raw, model) from None
 
     return parse
 
@@ -289,14 +290,34 @@ def _all_field_names() -> set[str]:
 _FIELD_NAMES = _all_field_names()
 
 
-def _suggestion(key: str) -> str:
-    if key in _KNOWN_RENAMES:
-        return f" (did you mean '{_KNOWN_RENAMES[key]}'?)"
-    close = difflib.get_close_matches(key, _FIELD_NAMES, n=1, cutoff=0.75)
-    return f" (did you mean '{close[0]}'?)" if close else ""
+def _fields_at(model: type[BaseModel], loc: Sequence[str | int]) -> list[str]:
+    """The fields of the model at pydantic's location ``loc`` (which names the member it
+    tried of a union), or none when no model is there."""
+    found: list[Any] = [model]
+    for step in loc:
+        found = [child for kind in found for child in _children(kind, step)]
+    models = [kind for kind in found if isinstance(kind, type) and issubclass(kind, BaseModel)]
+    return list(models[0].model_fields) if models else []
 
 
-def validation_error(err: ValidationError, raw: Any) -> UserError:
+def _children(kind: Any, step: str | int) -> list[Any]:
+    """The types one step below ``kind``: a model's field, a list's item, a dict's value, or
+    the member of a union that pydantic names."""
+    if get_origin(kind) in (Union, UnionType):
+        return [child for member in get_args(kind) for child in _children(member, step)]
+    if isinstance(kind, type) and issubclass(kind, BaseModel):
+        if step in kind.model_fields:
+            return [kind.model_fields[str(step)].annotation]
+        return [kind] if step == kind.__name__ else []
+    origin, args = get_origin(kind), get_args(kind)
+    if origin is list and isinstance(step, int):
+        return [args[0]]
+    if origin is dict and isinstance(step, str):
+        return [args[1]]
+    return []
+
+
+def validation_error(err: ValidationError, raw: Any, model: type[BaseModel]) -> UserError:
     """The most specific pydantic error as a UserError naming its path, in plain words.
 
     For unions pydantic reports one error per member; the deepest is the one that explains
@@ -307,7 +328,8 @@ def validation_error(err: ValidationError, raw: Any) -> UserError:
     kind = details["type"]
     if kind == "extra_forbidden":
         key = str(path[-1])
-        message = f"Unknown key '{key}'{_suggestion(key)}; remove it or fix its spelling."
+        allowed = _fields_at(model, details["loc"][:-1])
+        message = unknown_field(key, allowed, suggestion=_KNOWN_RENAMES.get(key))
     elif kind == "missing":
         message = f"Required key '{details['loc'][-1]}' is missing."
     elif kind in ("value_error", "assertion_error"):

@@ -8,11 +8,11 @@ list, a number or a boolean must be what the schema wants there, and field names
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from corral.domain.formats.json_paths import Path
+from corral.domain.formats.unknown_fields import unknown_field
 from corral.domain.schemas.objects import CORE_KINDS, core_ref, core_schema, custom_schema
 
 Schema = Mapping[str, Any]
@@ -78,9 +78,7 @@ def _mapping_problem(
         elif isinstance(values, Mapping):
             found = _problem(child, values, resolve, child_path)
         elif properties or values is False:
-            close = difflib.get_close_matches(str(key), list(properties), n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            return child_path, f"unknown field {key!r}{hint}"
+            return child_path, unknown_field(key, list(properties))
         else:
             found = None
         if found:

@@ -5,12 +5,12 @@ UserError (docs/osmo-reference.md#the-workflow-file).
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
 from corral.domain.formats.documents import locate
+from corral.domain.formats.unknown_fields import unknown_field
 from corral.domain.labels import CONTROL_CONTAINER
 from corral.domain.workflows.spec import GroupSpec, TaskFileContents
 from corral.errors import UserError
@@ -183,12 +183,6 @@ def kind_of(value: Any) -> str:
     if isinstance(value, list):
         return "a list"
     return f"a {type(value).__name__} ({value})"
-
-
-def unknown_field(key: Any, allowed: Sequence[str]) -> str:
-    close = difflib.get_close_matches(str(key), allowed, n=1)
-    hint = f'; did you mean "{close[0]}"?' if close else ""
-    return f'unknown field "{key}"{hint} Allowed fields: {", ".join(allowed)}.'
 
 
 def located_error(
