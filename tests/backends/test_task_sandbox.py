@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from corral.backends.task_sandbox import Confinement, TaskUser, confinement_for
-from corral.domain.configs.models import Execution
+from corral.domain.configs.backend_models import Execution
 
 NOBODY = pwd.getpwnam("nobody")
 PRIVATE = [Path("/srv/corral")]

@@ -23,7 +23,7 @@ from corral.domain.access.policies import (
     roles_for_groups,
     roles_for_request,
 )
-from corral.domain.configs.models import LegacyAction, Role, RolePolicy
+from corral.domain.configs.role_models import LegacyAction, Role, RolePolicy
 
 ADMIN, USER, DEFAULT = default_roles()
 

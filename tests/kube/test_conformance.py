@@ -17,7 +17,7 @@ import pytest
 from corral.backends.kubernetes.api import KubeError, LightkubeApi, connect
 from corral.backends.kubernetes.backend import CLEANUP_FINALIZER, KubernetesBackend
 from corral.backends.kubernetes.informer import Informer
-from corral.domain.configs.models import KubernetesAccess
+from corral.domain.configs.backend_models import KubernetesAccess
 from corral.domain.topology.kai_objects import NAMESPACE_LABEL, queue_manifests, topology_manifests
 from tests.kube.fake_apiserver import FakeKubeServer
 

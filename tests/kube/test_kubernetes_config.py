@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from corral.domain.configs.models import Backend
+from corral.domain.configs.backend_models import Backend
 from tests.conftest import REPO, Api
 
 DOC = REPO / "docs" / "configs" / "backend.md"

@@ -30,7 +30,7 @@ from corral.domain.access.policies import (
     roles_for_groups,
     roles_for_request,
 )
-from corral.domain.configs.models import Role
+from corral.domain.configs.role_models import Role
 from corral.errors import ForbiddenError, UnauthorizedError
 from corral.services.config_service import ConfigService
 from corral.services.oidc import JsonFetcher, OidcSettings, OidcVerifier, http_fetch

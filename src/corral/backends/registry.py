@@ -19,7 +19,7 @@ from corral.backends.execution import TaskExecutor
 from corral.backends.kubernetes.api import connect
 from corral.backends.kubernetes.backend import KubernetesBackend
 from corral.backends.port import BackendError, ClusterBackend
-from corral.domain.configs.models import KubernetesAccess
+from corral.domain.configs.backend_models import KubernetesAccess
 from corral.domain.configs.snapshot import State, as_configs
 from corral.domain.topology.kai_objects import backend_namespace
 from corral.errors import UserError

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from corral.backends import landlock
-from corral.domain.configs.models import Execution
+from corral.domain.configs.backend_models import Execution
 
 #: Who tasks run as when the server runs as root and ``run_as`` is not set.
 DEFAULT_TASK_USER = "nobody"

@@ -13,7 +13,6 @@ from typing import Any
 
 from corral.domain.configs import references
 from corral.domain.configs.bundles import ParsedBundle, parse_bundle
-from corral.domain.configs.models import WorkflowConfig
 from corral.domain.configs.snapshot import Configs, State, as_configs
 from corral.domain.configs.types import (
     ConfigType,
@@ -22,6 +21,7 @@ from corral.domain.configs.types import (
     parse_items,
     parse_singleton,
 )
+from corral.domain.configs.workflow_models import WorkflowConfig
 from corral.domain.formats.diff import changes
 from corral.domain.formats.patch import strategic_merge
 from corral.domain.platform.template_checks import affected_pools

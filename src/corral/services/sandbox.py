@@ -44,7 +44,7 @@ from functools import partial
 from types import FrameType
 from typing import IO, Any
 
-from corral.domain.configs.models import WorkflowConfig
+from corral.domain.configs.workflow_models import WorkflowConfig
 from corral.domain.jinja.rendering import RenderTooSlow, install_render_guard
 from corral.errors import CorralError, UserError
 

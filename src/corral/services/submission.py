@@ -13,8 +13,8 @@ from enum import Enum
 from functools import partial
 from typing import Any
 
-from corral.domain.configs.models import WorkflowConfig
 from corral.domain.configs.snapshot import Configs
+from corral.domain.configs.workflow_models import WorkflowConfig
 from corral.domain.platform.nodes import Node
 from corral.domain.workflows.plan import Submitter, WorkflowPlan, random_id
 from corral.domain.workflows.plan_checks import check_pool_open, check_priority

@@ -25,7 +25,7 @@ from lightkube.resources.authorization_v1 import SelfSubjectAccessReview
 from lightkube.types import PatchType
 
 from corral.backends.port import BackendError
-from corral.domain.configs.models import KubernetesAccess
+from corral.domain.configs.backend_models import KubernetesAccess
 from corral.domain.formats.durations import parse_duration
 from corral.errors import UserError
 

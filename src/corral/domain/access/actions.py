@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
-from corral.domain.configs.models import LegacyAction
+from corral.domain.configs.role_models import LegacyAction
 
 ALL_ACTIONS = "*:*"
 

@@ -27,7 +27,7 @@ from typing import Literal
 
 from corral.domain.access.actions import legacy_grants
 from corral.domain.configs.defaults import initial_bundle
-from corral.domain.configs.models import LegacyAction, Role, RolePolicy
+from corral.domain.configs.role_models import LegacyAction, Role, RolePolicy
 
 UNREGISTERED = ""  # the action of a request the registry does not know; only `*:*` grants it
 DEFAULT_ROLE = "osmo-default"

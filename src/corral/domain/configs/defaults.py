@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from corral.domain.configs.models import WorkflowConfig
+from corral.domain.configs.workflow_models import WorkflowConfig
 
 _USER_RESOURCES = {
     "cpu": "{{USER_CPU}}",

@@ -1,4 +1,6 @@
-"""Config item models: OSMO's JSON, accepted as OSMO writes it, validated strictly.
+"""Config item models: OSMO's JSON, accepted as OSMO writes it, validated strictly. This module
+holds the strict base model and the POOL, template and RESOURCE_VALIDATION items; ROLE, BACKEND
+and WORKFLOW have their own modules (``role_models``, ``backend_models``, ``workflow_models``).
 
 Differences from OSMO (each listed in docs/configs.md): unknown keys are rejected instead of
 silently dropped; durations, exit-action ranges, quota bounds, topology keys and Jinja syntax are
@@ -36,13 +38,13 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
-def _drop_read_only(data: Any, fields: tuple[str, ...]) -> Any:
+def drop_read_only(data: Any, fields: tuple[str, ...]) -> Any:
     if isinstance(data, dict):
         return {key: value for key, value in data.items() if key not in fields}
     return data
 
 
-def _check_duration(value: str) -> str:
+def check_duration(value: str) -> str:
     if value:
         parse_duration(value)  # raises ValueError with OSMO's message
     return value
@@ -121,7 +123,7 @@ class Platform(StrictModel):
     @model_validator(mode="before")
     @classmethod
     def _ignore_read_only(cls, data: Any) -> Any:
-        return _drop_read_only(data, _PLATFORM_READ_ONLY)
+        return drop_read_only(data, _PLATFORM_READ_ONLY)
 
 
 _POOL_READ_ONLY = (
@@ -157,7 +159,7 @@ class Pool(StrictModel):
     @model_validator(mode="before")
     @classmethod
     def _prepare(cls, data: Any) -> Any:
-        data = _drop_read_only(data, _POOL_READ_ONLY)
+        data = drop_read_only(data, _POOL_READ_ONLY)
         if isinstance(data, dict) and "action_permissions" in data:
             raise FieldProblem(
                 "action_permissions",
@@ -183,7 +185,7 @@ class Pool(StrictModel):
     )
     @classmethod
     def _timeouts(cls, value: str) -> str:
-        return _check_duration(value)
+        return check_duration(value)
 
     @field_validator("default_exit_actions")
     @classmethod
@@ -317,239 +319,3 @@ class ResourceRule(StrictModel):
         except Exception as err:  # UserError -> pydantic error at this field
             raise ValueError(str(err)) from None
         return value
-
-
-# ------------------------------------------------------------------------------------ ROLE
-
-_SEMANTIC_ACTION = re.compile(r"^(\*|[a-z]+):(\*|[A-Z][a-zA-Z]*)$")
-_HTTP_METHODS = ("*", "get", "post", "put", "patch", "delete", "websocket")
-
-
-class LegacyAction(StrictModel):
-    """OSMO's pre-policy action ``{"base": "http", "path": ..., "method": ...}``, kept as given."""
-
-    base: Literal["http"]
-    path: str = Field(min_length=1)
-    method: str
-
-    @field_validator("method")
-    @classmethod
-    def _method(cls, method: str) -> str:
-        if method.lower() not in _HTTP_METHODS:
-            raise ValueError(f"method {method!r} is not one of {', '.join(_HTTP_METHODS)}")
-        return method
-
-
-class RolePolicy(StrictModel):
-    effect: Literal["Allow", "Deny"] = "Allow"
-    actions: list[str | LegacyAction]
-    resources: list[str] = []
-
-    @field_validator("actions", mode="before")
-    @classmethod
-    def _single_action(cls, value: Any) -> Any:
-        return [value] if isinstance(value, str | dict) else value
-
-    @field_validator("actions")
-    @classmethod
-    def _action_format(cls, actions: list[str | LegacyAction]) -> list[str | LegacyAction]:
-        for action in actions:
-            if isinstance(action, str) and not _SEMANTIC_ACTION.match(action):
-                raise ValueError(
-                    f'Invalid action format: {action}. Expected format: "resource:Action" '
-                    '(e.g., "workflow:Create", "*:*")'
-                )
-        return actions
-
-
-class Role(StrictModel):
-    name: str = ""
-    description: str = ""
-    policies: list[RolePolicy] = []
-    # Seed 004 writes legacy actions at the top level of a role; stored as given.
-    actions: list[LegacyAction] | None = None
-    immutable: bool = False
-    sync_mode: Literal["import", "force", "ignore"] = "import"
-    external_roles: list[str] | None = None
-
-
-# --------------------------------------------------------------------------------- BACKEND
-
-
-class SchedulerSettings(StrictModel):
-    scheduler_type: Literal["kai", "default"] = "kai"
-    scheduler_name: str = "kai-scheduler"
-    scheduler_timeout: int = Field(default=30, ge=1)
-
-
-class NodeConditions(StrictModel):
-    rules: dict[str, str] | None = None
-    prefix: str = "osmo.nvidia.com/"
-
-
-class Execution(StrictModel):
-    """corral only: how the embedded (simulated) backend runs tasks (docs/lifecycle.md).
-
-    ``simulate`` waits ``simulated_duration`` and exits 0 (a task may set the env variables
-    ``CORRAL_SIMULATED_DURATION`` / ``CORRAL_SIMULATED_EXIT_CODE``); ``local_processes`` runs the
-    task's command on the server's machine, confined (docs/lifecycle.md#trust): as ``run_as``
-    (``nobody`` when the server is root), never as root unless ``allow_root``, and nowhere
-    the machine cannot keep it from the server's files unless ``allow_unconfined``."""
-
-    mode: Literal["simulate", "local_processes"] = "simulate"
-    simulated_duration: str = "10s"
-    run_as: str | None = Field(default=None, min_length=1, max_length=64)
-    allow_root: bool = False
-    allow_unconfined: bool = False
-
-    @field_validator("simulated_duration")
-    @classmethod
-    def _duration(cls, text: str) -> str:
-        parse_duration(text)
-        return text
-
-
-class KubernetesAccess(StrictModel):
-    """corral only: the real cluster a ``kubernetes`` backend drives (docs/kubernetes.md).
-
-    A reference, never credentials: the kubeconfig file lives on the server's disk (or the
-    server's service account is used), so no secret is stored in the config database."""
-
-    kubeconfig: str = ""
-    context: str = ""
-    in_cluster: bool = False
-    api_timeout: str = "30s"
-
-    @field_validator("api_timeout")
-    @classmethod
-    def _duration(cls, text: str) -> str:
-        parse_duration(text)
-        return text
-
-    @model_validator(mode="after")
-    def _one_source(self) -> KubernetesAccess:
-        if self.in_cluster and (self.kubeconfig or self.context):
-            raise ValueError(
-                "in_cluster uses the server's service account; remove kubeconfig and context"
-            )
-        if not self.in_cluster and not self.kubeconfig:
-            raise ValueError("set kubeconfig (a kubeconfig file on the server) or in_cluster: true")
-        return self
-
-
-_BACKEND_READ_ONLY = ("version", "last_heartbeat", "created_date", "online")
-
-#: Scheduler types that understand topology constraints (KAI's Topology CRD).
-TOPOLOGY_SCHEDULERS = ("kai",)
-
-
-class Backend(StrictModel):
-    name: str = ""
-    description: str = ""
-    k8s_namespace: str = "default"
-    k8s_uid: str = ""
-    dashboard_url: str = ""
-    grafana_url: str = ""
-    router_address: str = ""
-    tests: list[str] = []
-    scheduler_settings: SchedulerSettings = SchedulerSettings()
-    node_conditions: NodeConditions = NodeConditions()
-    execution: Execution = Execution()
-    #: Set: the backend is a real cluster; unset: the embedded (simulated) cluster.
-    kubernetes: KubernetesAccess | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _ignore_read_only(cls, data: Any) -> Any:
-        return _drop_read_only(data, _BACKEND_READ_ONLY)
-
-    @field_validator("tests")
-    @classmethod
-    def _no_tests(cls, tests: list[str]) -> list[str]:
-        if tests:
-            raise ValueError("backend tests (BACKEND_TEST) are not supported by corral; use []")
-        return tests
-
-    @field_validator("k8s_namespace")
-    @classmethod
-    def _namespace(cls, namespace: str) -> str:
-        if len(namespace) > 63 or not re.match(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", namespace):
-            raise ValueError(f"{namespace!r} is not a valid Kubernetes namespace name")
-        return namespace
-
-
-# -------------------------------------------------------------------------------- WORKFLOW
-
-
-class WorkflowInfo(StrictModel):
-    tags: list[str] = []
-    max_name_length: int = Field(default=64, ge=1)
-
-
-class UserWorkflowLimits(StrictModel):
-    max_num_workflows: int | None = Field(default=None, gt=0)
-    max_num_tasks: int | None = Field(default=None, gt=0)
-    jinja_sandbox_workers: int = Field(default=2, ge=1)
-    jinja_sandbox_max_time: float = Field(default=0.5, gt=0)
-    jinja_sandbox_memory_limit: int = Field(default=104857600, gt=0)
-
-    @field_validator("jinja_sandbox_max_time", mode="before")
-    @classmethod
-    def _int_is_float(cls, value: Any) -> Any:
-        return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
-
-
-class WorkflowConfig(StrictModel):
-    """Limits and timeouts for workflows. Sections corral does not use yet are kept as given."""
-
-    max_num_tasks: int = Field(default=100, ge=1)
-    max_num_ports_per_task: int = Field(default=30, ge=0)
-    max_retry_per_task: int = Field(default=0, ge=0)
-    max_retry_per_job: int = Field(default=5, ge=0)
-    default_schedule_timeout: int = Field(default=30, ge=1)
-    default_exec_timeout: str = "7d"
-    default_queue_timeout: str = "60d"
-    max_exec_timeout: str = "30d"
-    max_queue_timeout: str = "60d"
-    force_cleanup_delay: str = "1h"
-    max_log_lines: int = Field(default=10000, ge=0)
-    max_task_log_lines: int = Field(default=1000, ge=0)
-    max_error_log_lines: int = Field(default=100, ge=0)
-    max_event_log_lines: int = Field(default=100, ge=0)
-    task_heartbeat_frequency: str = "10m"
-    workflow_info: WorkflowInfo = WorkflowInfo()
-    user_workflow_limits: UserWorkflowLimits = UserWorkflowLimits()
-    workflow_data: dict[str, Any] = {}
-    backend_images: dict[str, Any] = {}
-    credential_config: dict[str, Any] = {}
-    plugins_config: dict[str, Any] = {}
-    labels_config: dict[str, Any] = {}
-    workflow_alerts: dict[str, Any] = {}
-    workflow_log: dict[str, Any] = {}
-    workflow_app: dict[str, Any] = {}
-
-    @field_validator(
-        "default_exec_timeout",
-        "default_queue_timeout",
-        "max_exec_timeout",
-        "max_queue_timeout",
-        "force_cleanup_delay",
-        "task_heartbeat_frequency",
-    )
-    @classmethod
-    def _durations(cls, value: str) -> str:
-        if not value:
-            raise ValueError("a duration is required here (e.g. 7d, 12h, PT30M)")
-        return _check_duration(value)
-
-    @model_validator(mode="after")
-    def _defaults_within_maxima(self) -> WorkflowConfig:
-        for kind in ("exec", "queue"):
-            default = getattr(self, f"default_{kind}_timeout")
-            maximum = getattr(self, f"max_{kind}_timeout")
-            if parse_duration(default) > parse_duration(maximum):
-                raise FieldProblem(
-                    f"default_{kind}_timeout",
-                    f"default_{kind}_timeout {default} is longer than max_{kind}_timeout {maximum}",
-                )
-        return self

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from corral.domain.configs.models import TOPOLOGY_SCHEDULERS
+from corral.domain.configs.backend_models import TOPOLOGY_SCHEDULERS
 from corral.domain.configs.snapshot import State
 from corral.domain.configs.types import ConfigType
 

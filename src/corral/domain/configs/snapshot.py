@@ -10,8 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from corral.domain.configs.models import Backend, Pool, ResourceRule, Role, WorkflowConfig
+from corral.domain.configs.backend_models import Backend
+from corral.domain.configs.models import Pool, ResourceRule
+from corral.domain.configs.role_models import Role
 from corral.domain.configs.types import ConfigType
+from corral.domain.configs.workflow_models import WorkflowConfig
 from corral.errors import NotFoundError, UserError
 
 #: Every type's stored data, as the store and the write checks hold it.

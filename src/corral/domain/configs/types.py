@@ -16,6 +16,7 @@ from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
+from corral.domain.configs import backend_models, role_models, workflow_models
 from corral.domain.configs import models as configs
 from corral.domain.formats.names import check_name
 from corral.domain.formats.unknown_fields import unknown_field
@@ -128,9 +129,11 @@ SPECS: dict[ConfigType, TypeSpec] = {
     ConfigType.RESOURCE_VALIDATION: TypeSpec(
         "Resource validation", "resource_validations", _parse_rules
     ),
-    ConfigType.ROLE: TypeSpec("Role", "roles", _model_parser(configs.Role)),
-    ConfigType.BACKEND: TypeSpec("Backend", "backends", _model_parser(configs.Backend)),
-    ConfigType.WORKFLOW: TypeSpec("Workflow config", None, _model_parser(configs.WorkflowConfig)),
+    ConfigType.ROLE: TypeSpec("Role", "roles", _model_parser(role_models.Role)),
+    ConfigType.BACKEND: TypeSpec("Backend", "backends", _model_parser(backend_models.Backend)),
+    ConfigType.WORKFLOW: TypeSpec(
+        "Workflow config", None, _model_parser(workflow_models.WorkflowConfig)
+    ),
 }
 
 # Types whose items carry their own name (filled from the key on write).
@@ -273,15 +276,15 @@ def _all_field_names() -> set[str]:
         configs.PoolResources,
         configs.TopologyKey,
         configs.ResourceRule,
-        configs.Role,
-        configs.RolePolicy,
-        configs.LegacyAction,
-        configs.Backend,
-        configs.SchedulerSettings,
-        configs.NodeConditions,
-        configs.WorkflowConfig,
-        configs.WorkflowInfo,
-        configs.UserWorkflowLimits,
+        role_models.Role,
+        role_models.RolePolicy,
+        role_models.LegacyAction,
+        backend_models.Backend,
+        backend_models.SchedulerSettings,
+        backend_models.NodeConditions,
+        workflow_models.WorkflowConfig,
+        workflow_models.WorkflowInfo,
+        workflow_models.UserWorkflowLimits,
     ):
         names.update(model.model_fields)
     return names

@@ -7,7 +7,8 @@ import base64
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from corral.domain.configs.models import Backend, Pool
+from corral.domain.configs.backend_models import Backend
+from corral.domain.configs.models import Pool
 from corral.domain.formats.kubernetes_names import label_value_problem
 from corral.domain.labels import GROUP_UUID, PLATFORM
 from corral.domain.labels import POOL as POOL_LABEL
