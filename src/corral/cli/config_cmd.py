@@ -7,24 +7,36 @@ Where OSMO's CLI has a known defect the fix is described in ``docs/cli.md``.
 
 from __future__ import annotations
 
-import difflib
-import json
-import os
-import shlex
-import subprocess
-import sys
-import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
-from urllib.parse import quote
+from typing import Annotated, Any
 
 import typer
 
 from corral import files
+from corral.cli import config_history
 from corral.cli.client import ApiError, Client
+from corral.cli.config_args import (
+    DescriptionOption,
+    FileOption,
+    TagsOption,
+    TypeRef,
+    parse_ref,
+    segment,
+    split_tags,
+    summary,
+    write_body,
+    written_revision,
+)
+from corral.cli.config_files import (
+    KeyPath,
+    SourceFile,
+    edit_current,
+    fail_in_bundle,
+    fail_in_file,
+    read_source,
+    unwrap_item,
+)
 from corral.cli.output import (
     FormatOption,
     OutputFormat,
@@ -39,10 +51,7 @@ from corral.cli.output import (
     print_warnings,
 )
 from corral.domain.access.generated_roles import generated_role
-from corral.domain.configs.bundles import Origin
 from corral.domain.configs.types import ConfigType
-from corral.domain.formats.documents import Position, locate, parse_document
-from corral.errors import UserError
 
 app = typer.Typer(
     rich_markup_mode=None,
@@ -50,188 +59,7 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-KeyPath = tuple[str | int, ...]
-
-# ----------------------------------------------------------------------------- arguments
-
-DescriptionOption = Annotated[
-    str | None,
-    typer.Option("--description", help="Why: stored with the new revision (default: generated)."),
-]
-TagsOption = Annotated[
-    list[str] | None,
-    typer.Option("--tags", "--tag", help="Tag for the new revision (repeat, or a,b)."),
-]
-FileOption = Annotated[
-    str | None,
-    typer.Option("--file", "-f", help="JSON or YAML file (`-` reads stdin)."),
-]
-
-
-def split_tags(values: Sequence[str] | None) -> list[str]:
-    """``--tags a --tags b,c`` → ``[a, b, c]`` (OSMO's ``--tags a b`` cannot be said in Click)."""
-    return [tag.strip() for value in values or () for tag in value.split(",") if tag.strip()]
-
-
-@dataclass(frozen=True)
-class TypeRef:
-    """``TYPE`` or ``TYPE:REV`` from the command line (revision None = the current config)."""
-
-    ctype: ConfigType
-    revision: int | None
-
-    @property
-    def label(self) -> str:
-        at = "current" if self.revision is None else f"r{self.revision}"
-        return f"{self.ctype.value}:{at}"
-
-
-def parse_ref(text: str) -> TypeRef:
-    type_text, has_revision, revision = text.partition(":")
-    ctype = ConfigType.parse(type_text)
-    if not has_revision:
-        return TypeRef(ctype, None)
-    if not revision.isdigit() or int(revision) < 1:
-        raise UserError(
-            f"Invalid revision {revision!r} in {text!r}: use TYPE:N with N a revision number, "
-            f"e.g. {ctype.value}:3"
-        )
-    return TypeRef(ctype, int(revision))
-
-
-def segment(ctype: ConfigType, name: str | None = None) -> str:
-    """The API path of a type (and item): ``/api/configs/pod_template/l40s``."""
-    path = f"/api/configs/{ctype.url_segment}"
-    return f"{path}/{quote(name, safe='')}" if name is not None else path
-
-
-def write_body(
-    document: Any, description: str | None, tags: list[str], base_revision: int | None = None
-) -> dict[str, Any]:
-    body: dict[str, Any] = {"configs": document}
-    if description is not None:
-        body["description"] = description
-    if tags:
-        body["tags"] = tags
-    if base_revision is not None:
-        body["base_revision"] = base_revision
-    return body
-
-
-# ---------------------------------------------------------------------- files and errors
-
-
-@dataclass(frozen=True)
-class SourceFile:
-    """A document the user gave us, with its text so that errors can point at a line."""
-
-    name: str
-    text: str
-    document: Any
-
-
-def read_source(path: str) -> SourceFile:
-    if path == "-":
-        text = sys.stdin.read()
-        return SourceFile("<stdin>", text, parse_document(text, "<stdin>"))
-    text, document = files.read_document(Path(path))
-    return SourceFile(path, text, document)
-
-
-def locate_nearest(text: str, path: Sequence[str | int]) -> Position | None:
-    """The position of ``path`` in ``text``, or of its nearest ancestor that is there.
-
-    A missing key (``Required key 'backend' is missing``) is not in the file, but the object
-    that lacks it is.
-    """
-    for end in range(len(path), 0, -1):
-        found = locate(text, path[:end])
-        if found is not None:
-            return found
-    return None
-
-
-def fail_at(message: str, filename: str, text: str, path: Sequence[str | int]) -> NoReturn:
-    """``FILE:LINE:COL: message`` for the key at ``path`` (``FILE: message`` if not found)."""
-    where = locate_nearest(text, path)
-    fail(f"{filename}:{where}: {message}" if where else f"{filename}: {message}", located=True)
-
-
-def fail_in_file(err: ApiError, filename: str, text: str, prefix: KeyPath) -> NoReturn:
-    """Report a server error inside the file when it names a field (the item is at ``prefix``)."""
-    if not err.path:
-        fail(err.message)
-    fail_at(err.message, filename, text, [*prefix, *err.path])
-
-
-def unwrap_item(ctype: ConfigType, name: str, source: SourceFile) -> tuple[Any, KeyPath]:
-    """The item ``name`` in a file, and where it sits in the file.
-
-    OSMO's docs write one item as ``{"l40s": {...}}`` for ``config update POD_TEMPLATE l40s``,
-    and whole documents as ``{"pools": {"x": {...}}}``; a file holding just the item works too.
-    """
-    document: Any = source.document
-    prefix: KeyPath = ()
-    wrapper = ctype.spec.bundle_key
-    wrapped = (
-        wrapper is not None
-        and isinstance(document, dict)
-        and set(document) == {wrapper}
-        and isinstance(document[wrapper], dict | list)
-    )
-    if wrapped:
-        assert wrapper is not None
-        document, prefix = document[wrapper], (wrapper,)
-    if (
-        isinstance(document, dict)
-        and (wrapped or set(document) == {name})
-        and name in document
-        and isinstance(document[name], dict | list)
-    ):
-        return document[name], (*prefix, name)
-    if isinstance(document, list):
-        for index, entry in enumerate(document):
-            if isinstance(entry, dict) and entry.get("name") == name:
-                return entry, (*prefix, index)
-    if wrapped:
-        names = (
-            [str(e.get("name")) for e in document if isinstance(e, dict)]
-            if isinstance(document, list)
-            else list(document)
-        )
-        fail(
-            f"{source.name}: no {ctype.spec.label.lower()} '{name}' under '{wrapper}'. "
-            f"Items: {', '.join(names) or '(none)'}"
-        )
-    return document, prefix
-
-
-# ------------------------------------------------------------------------------- helpers
-
-
-def current_revision(client: Client, ctype: ConfigType) -> int:
-    """The revision of the current config of ``ctype`` (0 if it was never written)."""
-    heads = client.get("/api/configs")["configs"]
-    return next((int(h["revision"]) for h in heads if h["config_type"] == ctype.value), 0)
-
-
-def written_revision(result: dict[str, Any], ctype: ConfigType) -> int | None:
-    return next(
-        (
-            int(r["revision"])
-            for r in result.get("revisions", [])
-            if r["config_type"] == ctype.value
-        ),
-        None,
-    )
-
-
-def summary(client: Client, ctype: ConfigType, result: dict[str, Any]) -> str:
-    """``POOL updated to revision 5`` or ``POOL unchanged (revision 4)``."""
-    revision = written_revision(result, ctype)
-    if revision is not None:
-        return f"{ctype.value} updated to revision {revision}"
-    return f"{ctype.value} unchanged (revision {current_revision(client, ctype)})"
+# ----------------------------------------------------------------------- reading a config
 
 
 def fetch_data(client: Client, ref: TypeRef) -> Any:
@@ -412,38 +240,6 @@ def update(
     print_warnings(result)
 
 
-def edit_current(client: Client, ctype: ConfigType, name: str | None) -> SourceFile | None:
-    """Open the current config in the user's editor; None when the edit changed nothing.
-
-    Only on a terminal: a script without ``--file`` fails at once instead of waiting for input.
-    """
-    if not sys.stdin.isatty():
-        fail("--file is required when not on a terminal")
-    editor = os.environ.get("EDITOR") or os.environ.get("VISUAL")
-    if not editor:
-        fail("--file is required (or set $EDITOR to edit the current config)")
-    try:
-        current = client.get(segment(ctype, name))
-    except ApiError as err:
-        if err.status != 404 or name is None:
-            raise
-        current = {}  # a new item: start from an empty object
-    handle, path = tempfile.mkstemp(prefix=f"corral-{ctype.url_segment}-", suffix=".json")
-    with os.fdopen(handle, "w", encoding="utf-8") as out:
-        out.write(json.dumps(current, indent=2, ensure_ascii=False) + "\n")
-    try:
-        status = subprocess.run([*shlex.split(editor), path], check=False).returncode
-    except OSError as err:
-        fail(f"cannot run the editor {editor!r}: {err}")
-    if status != 0:
-        fail(f"the editor exited with status {status}; nothing was sent (your text is in {path})")
-    text, document = files.read_document(Path(path))
-    if document == current:
-        Path(path).unlink(missing_ok=True)
-        return None
-    return SourceFile(path, text, document)
-
-
 # ----------------------------------------------------------------------------------- set
 
 
@@ -538,182 +334,12 @@ def delete(
     echo(f"{ref.ctype.value} {name} deleted (revision {revision})")
 
 
-# ------------------------------------------------------------------------------- history
+# ----------------------------------------------------------- history, diff, rollback, tag
 
-
-def parse_when(text: str | None, option: str) -> str | None:
-    """``YYYY-MM-DD`` or ``YYYY-MM-DDTHH:MM:SS`` in local time, as ISO 8601 with its offset."""
-    if text is None:
-        return None
-    for layout in ("%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"):
-        try:
-            return datetime.strptime(text, layout).astimezone().isoformat()
-        except ValueError:
-            continue
-    fail(f"{option}: invalid time {text!r}; use YYYY-MM-DD or YYYY-MM-DDTHH:MM:SS (local time)")
-
-
-@app.command()
-@handle_errors
-def history(
-    config_type: Annotated[str | None, typer.Argument(metavar="TYPE")] = None,
-    offset: Annotated[int, typer.Option(min=0, help="Skip this many newest entries.")] = 0,
-    count: Annotated[int, typer.Option(min=1, max=1000, help="How many entries.")] = 20,
-    order: Annotated[str, typer.Option(help="asc or desc (by time).")] = "asc",
-    name: Annotated[str | None, typer.Option(help="Only writes of this item.")] = None,
-    revision: Annotated[int | None, typer.Option(help="Only this revision.")] = None,
-    tags: Annotated[
-        list[str] | None,
-        typer.Option("--tags", "--tag", help="Only revisions with all these tags."),
-    ] = None,
-    at_timestamp: Annotated[
-        str | None, typer.Option(help="The revision of each type current at this time.")
-    ] = None,
-    created_before: Annotated[str | None, typer.Option()] = None,
-    created_after: Annotated[str | None, typer.Option()] = None,
-    output: FormatOption = OutputFormat.text,
-) -> None:
-    """List config revisions (newest COUNT after OFFSET, sorted by ORDER)."""
-    if order.lower() not in ("asc", "desc"):
-        fail(f"--order must be asc or desc, not {order!r}")
-    params: dict[str, Any] = {
-        "config_types": [ConfigType.parse(config_type).value] if config_type else None,
-        "offset": offset,
-        "limit": count,
-        "order": order.upper(),
-        "name": name,
-        "revision": revision,
-        "tags": split_tags(tags) or None,
-        "at_timestamp": parse_when(at_timestamp, "--at-timestamp"),
-        "created_before": parse_when(created_before, "--created-before"),
-        "created_after": parse_when(created_after, "--created-after"),
-        "omit_data": "false" if output is OutputFormat.json else "true",
-    }
-    found = Client().get("/api/configs/history", **params)
-    if output is OutputFormat.json:
-        print_json(found)
-        return
-    print_table(
-        ["Config Type", "Name", "Revision", "Username", "Created At", "Description", "Tags"],
-        [
-            [
-                c["config_type"],
-                c["name"],
-                str(c["revision"]),
-                c["username"],
-                local_time(c["created_at"]),
-                c["description"],
-                ", ".join(c["tags"]),
-            ]
-            for c in found["configs"]
-        ],
-    )
-
-
-# ---------------------------------------------------------------------------------- diff
-
-
-@app.command()
-@handle_errors
-def diff(
-    first: Annotated[str, typer.Argument(metavar="TYPE[:REV]", help="Without REV: current.")],
-    second: Annotated[
-        str | None,
-        typer.Argument(metavar="TYPE[:REV]", help="Without it, or without REV: current."),
-    ] = None,
-    output: FormatOption = OutputFormat.text,
-) -> None:
-    """Show what changed between two revisions of a type (a unified diff of the JSON)."""
-    left = parse_ref(first)
-    right = parse_ref(second) if second is not None else TypeRef(left.ctype, None)
-    if right.ctype is not left.ctype:
-        fail(
-            f"both sides of a diff must be the same config type, not {left.ctype.value} and "
-            f"{right.ctype.value}"
-        )
-    found = Client().get(
-        "/api/configs/diff",
-        config_type=left.ctype.value,
-        first_revision=left.revision,
-        second_revision=right.revision,
-    )
-    if output is OutputFormat.json:
-        print_json(found)
-        return
-    text = unified_diff(found["first_data"], found["second_data"], left.label, right.label)
-    echo(text.rstrip("\n") if text else "No differences.")
-
-
-def unified_diff(before: Any, after: Any, before_label: str, after_label: str) -> str:
-    def lines(data: Any) -> list[str]:
-        return (json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n").splitlines(
-            keepends=True
-        )
-
-    return "".join(difflib.unified_diff(lines(before), lines(after), before_label, after_label))
-
-
-# ------------------------------------------------------------------------------ rollback
-
-
-@app.command()
-@handle_errors
-def rollback(
-    target: Annotated[str, typer.Argument(metavar="TYPE:REV", help="e.g. POOL:3.")],
-    description: DescriptionOption = None,
-    tags: TagsOption = None,
-) -> None:
-    """Make the config of TYPE equal to revision REV again (as a new revision)."""
-    ref = parse_ref(target)
-    if ref.revision is None:
-        fail(f"give the revision to roll back to: {ref.ctype.value}:REV, e.g. {ref.ctype.value}:3")
-    body: dict[str, Any] = {"config_type": ref.ctype.value, "revision": ref.revision}
-    if description is not None:
-        body["description"] = description
-    if split_tags(tags):
-        body["tags"] = split_tags(tags)
-    client = Client()
-    result = client.request("POST", "/api/configs/history/rollback", json=body)
-    revision = written_revision(result, ref.ctype)
-    if revision is None:
-        echo(
-            f"{ref.ctype.value} unchanged: it already equals r{ref.revision} "
-            f"(revision {current_revision(client, ref.ctype)})"
-        )
-    else:
-        echo(f"{ref.ctype.value} rolled back to r{ref.revision}: now revision {revision}")
-
-
-# ----------------------------------------------------------------------------------- tag
-
-
-@app.command()
-@handle_errors
-def tag(
-    target: Annotated[str, typer.Argument(metavar="TYPE[:REV]", help="Without REV: current.")],
-    set_tags: Annotated[list[str] | None, typer.Option("--set", help="Tags to add.")] = None,
-    delete_tags: Annotated[
-        list[str] | None, typer.Option("--delete", help="Tags to remove.")
-    ] = None,
-) -> None:
-    """Add or remove tags of a revision."""
-    ref = parse_ref(target)
-    adding, removing = split_tags(set_tags), split_tags(delete_tags)
-    if not adding and not removing:
-        fail("give tags to add (--set T) or to remove (--delete T)")
-    client = Client()
-    revision = ref.revision or current_revision(client, ref.ctype)
-    if not revision:
-        fail(f"{ref.ctype.value} has no revisions yet")
-    answer = client.request(
-        "POST",
-        f"/api/configs/history/{ref.ctype.url_segment}/revision/{revision}/tags",
-        json={"set_tags": adding, "delete_tags": removing},
-    )
-    echo(
-        f"{answer['config_type']} r{answer['revision']} tags: "
-        f"{', '.join(answer['tags']) or '(none)'}"
-    )
+app.command()(config_history.history)
+app.command()(config_history.diff)
+app.command()(config_history.rollback)
+app.command()(config_history.tag)
 
 
 # --------------------------------------------------------------------------------- apply
@@ -788,20 +414,3 @@ def describe_change(change: dict[str, Any]) -> str:
     before = "(absent)" if change["kind"] == "added" else compact(change["before"])
     after = "(removed)" if change["kind"] == "removed" else compact(change["after"])
     return f"{dotted(change['path'])}: {before} → {after}"
-
-
-def fail_in_bundle(err: ApiError, origins: dict[tuple[str, str], Origin]) -> NoReturn:
-    """Point a bundle error (path ``[section, name, ...]``) at the file that defined the item."""
-    path = err.path
-    if not path:
-        fail(err.message)
-    section = str(path[0])
-    key, rest = (
-        ((section, ""), path[1:])
-        if section == "workflow"
-        else ((section, str(path[1]) if len(path) > 1 else ""), path[2:])
-    )
-    origin = origins.get(key)
-    if origin is None:
-        fail(err.message)
-    fail_at(err.message, origin.filename, origin.text, [*origin.path, *rest])
