@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from corral.domain.schemas.field_types import FieldType, coerce, expected_type
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 GENERATOR = REPO / "scripts" / "generate_field_types.py"
 POD = ("v1", "Pod")
 COMPUTE_DOMAIN = ("resource.nvidia.com/v1beta1", "ComputeDomain")

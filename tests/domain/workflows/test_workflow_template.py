@@ -265,7 +265,7 @@ def test_fuzz_only_user_errors_escape(lines: list[str], sets: list[str]) -> None
 
 # ------------------------------------------------------------------------------- docs
 
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "workflows.md"
+DOCS = Path(__file__).resolve().parents[3] / "docs" / "workflows.md"
 YAML_BLOCK = re.compile(r"```yaml\n(.*?)```", re.S)
 LOCALPATH = re.compile(r"localpath: (\S+)")
 
