@@ -4,6 +4,8 @@ nothing from the outer rings, and each of its sub-packages imports only the ones
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -79,3 +81,17 @@ def test_services_reach_clusters_only_through_the_backend_port() -> None:
         if module.startswith("corral.backends.kubernetes")
     ]
     assert reaching == []
+
+
+def test_the_import_graph_script_finds_no_import_against_the_layers() -> None:
+    """``scripts/import_graph.py`` prints the graph of the whole of ``src/`` (docs/architecture.md)
+    and the imports that run against the rings and the domain's layers: none."""
+    done = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "import_graph.py")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    last = done.stdout.strip().splitlines()[-1]
+    assert last.endswith("imports against the layers: 0"), done.stdout
+    assert "domain.views         -> domain.workflows" in done.stdout
