@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pickle
+import threading
+
 import pytest
 
 from corral.domain.configs.backend_models import Backend
@@ -81,3 +84,30 @@ def test_the_initial_configuration_reads_as_models() -> None:
     )
     assert set(configs.pools()) == set(bundle["pools"])
     assert {role.name for role in configs.roles} == set(bundle["roles"])
+
+
+def test_a_pickled_snapshot_keeps_its_models_and_can_be_pickled_while_read() -> None:
+    pools = {f"p{index}": POOL for index in range(300)}
+    configs = Configs({**STATE, ConfigType.POOL: pools})
+    configs.pool("p0")
+    copy = pickle.loads(pickle.dumps(configs))
+    assert dict(copy) == dict(configs)
+    assert copy.pool("p0") == configs.pool("p0")
+    assert copy.pool("p1") == Pool.model_validate(POOL)
+    errors: list[BaseException] = []
+
+    def read_every_pool() -> None:
+        try:
+            configs.pools()
+        except BaseException as err:  # a race would show here or in the pickling below
+            errors.append(err)
+
+    readers = [threading.Thread(target=read_every_pool) for _ in range(4)]
+    for reader in readers:
+        reader.start()
+    for _ in range(50):
+        pickle.dumps(configs)
+    for reader in readers:
+        reader.join()
+    assert errors == []
+    assert configs.pools() == pickle.loads(pickle.dumps(configs)).pools()

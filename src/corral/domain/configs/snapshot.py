@@ -7,8 +7,9 @@ once per :class:`Configs` value, and the config service keeps one value per set 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Any
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, TypeVar, cast
 
 from corral.domain.configs.backend_models import Backend
 from corral.domain.configs.models import Pool, ResourceRule
@@ -17,6 +18,8 @@ from corral.domain.configs.types import ConfigType
 from corral.domain.configs.workflow_models import WorkflowConfig
 from corral.errors import NotFoundError, UserError
 
+T = TypeVar("T")
+
 #: Every type's stored data, as the store and the write checks hold it.
 State = Mapping[ConfigType, Any]
 
@@ -24,16 +27,21 @@ State = Mapping[ConfigType, Any]
 class Configs(Mapping[ConfigType, Any]):
     """Read-only: the stored data of every type (a Mapping, as :data:`State`), plus typed views.
 
-    Models are built on first use and kept (building one twice from the same data gives the same
-    model, so two threads racing on the cache are harmless)."""
+    Models are built on first use and kept. One value is shared by the server's threads and
+    pickled into sandbox workers, so the caches change only under a lock."""
 
     def __init__(self, data: State) -> None:
         self._data: dict[ConfigType, Any] = dict(data)
-        self._pools: dict[str, Pool] = {}
-        self._backends: dict[str, Backend] = {}
-        self._rules: dict[str, tuple[ResourceRule, ...]] = {}
-        self._workflow: WorkflowConfig | None = None
-        self._roles: tuple[Role, ...] | None = None
+        self._models: dict[tuple[str, str], Any] = {}
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        with self._lock:
+            return {"_data": self._data, "_models": dict(self._models)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._data, self._models = state["_data"], state["_models"]
+        self._lock = threading.Lock()
 
     # -- Mapping: the stored JSON ----------------------------------------------------------
 
@@ -48,64 +56,69 @@ class Configs(Mapping[ConfigType, Any]):
 
     # -- typed views -----------------------------------------------------------------------
 
+    def _model(self, kind: str, name: str, build: Callable[[], T]) -> T:
+        """The model ``kind``/``name``, built by ``build`` the first time it is asked for."""
+        key = (kind, name)
+        with self._lock:
+            if key in self._models:
+                return cast(T, self._models[key])
+        built = build()  # outside the lock: building is pure, and the first result is kept
+        with self._lock:
+            return cast(T, self._models.setdefault(key, built))
+
+    def _stored(self, ctype: ConfigType) -> Mapping[str, Any]:
+        found: Mapping[str, Any] = self._data.get(ctype) or {}
+        return found
+
     def pool_names(self) -> list[str]:
-        return list(self._data.get(ConfigType.POOL) or {})
+        return list(self._stored(ConfigType.POOL))
 
     def pool(self, name: str) -> Pool:
         """The pool ``name``; NotFoundError if there is none."""
-        found = self._pools.get(name)
-        if found is None:
-            stored = (self._data.get(ConfigType.POOL) or {}).get(name)
-            if stored is None:
-                raise NotFoundError(f"Pool {name} not found.")
-            found = self._pools[name] = Pool.model_validate(stored)
-        return found
+        stored = self._stored(ConfigType.POOL).get(name)
+        if stored is None:
+            raise NotFoundError(f"Pool {name} not found.")
+        return self._model("pool", name, lambda: Pool.model_validate(stored))
 
     def find_pool(self, name: str) -> Pool | None:
         """The pool ``name``, or None when it does not exist (any more)."""
-        return self.pool(name) if name in self.pool_names() else None
+        return self.pool(name) if name in self._stored(ConfigType.POOL) else None
 
     def pools(self) -> dict[str, Pool]:
         return {name: self.pool(name) for name in self.pool_names()}
 
     def backend(self, name: str) -> Backend:
         """The backend ``name``; an unconfigured name is the embedded cluster with defaults."""
-        found = self._backends.get(name)
-        if found is None:
-            stored = (self._data.get(ConfigType.BACKEND) or {}).get(name) or {}
-            found = self._backends[name] = Backend.model_validate(stored)
-        return found
+        stored = self._stored(ConfigType.BACKEND).get(name) or {}
+        return self._model("backend", name, lambda: Backend.model_validate(stored))
 
     def backend_names(self) -> list[str]:
-        return list(self._data.get(ConfigType.BACKEND) or {})
+        return list(self._stored(ConfigType.BACKEND))
 
     def rules(self, set_name: str) -> tuple[ResourceRule, ...]:
         """The rules of one RESOURCE_VALIDATION set; UserError if there is none."""
-        found = self._rules.get(set_name)
-        if found is None:
-            stored = (self._data.get(ConfigType.RESOURCE_VALIDATION) or {}).get(set_name)
-            if stored is None:
-                raise UserError(f"Resource validation {set_name} does not exist!")
-            found = tuple(ResourceRule.model_validate(rule) for rule in stored)
-            self._rules[set_name] = found
-        return found
+        stored = self._stored(ConfigType.RESOURCE_VALIDATION).get(set_name)
+        if stored is None:
+            raise UserError(f"Resource validation {set_name} does not exist!")
+        return self._model(
+            "rules", set_name, lambda: tuple(ResourceRule.model_validate(r) for r in stored)
+        )
 
     @property
     def workflow(self) -> WorkflowConfig:
-        if self._workflow is None:
-            self._workflow = WorkflowConfig.model_validate(
-                self._data.get(ConfigType.WORKFLOW) or {}
-            )
-        return self._workflow
+        stored = self._data.get(ConfigType.WORKFLOW) or {}
+        return self._model("workflow", "", lambda: WorkflowConfig.model_validate(stored))
 
     @property
     def roles(self) -> tuple[Role, ...]:
-        if self._roles is None:
-            stored = self._data.get(ConfigType.ROLE) or {}
-            self._roles = tuple(
+        stored = self._stored(ConfigType.ROLE)
+        return self._model(
+            "roles",
+            "",
+            lambda: tuple(
                 Role.model_validate({**body, "name": name}) for name, body in stored.items()
-            )
-        return self._roles
+            ),
+        )
 
 
 def as_configs(state: State) -> Configs:
