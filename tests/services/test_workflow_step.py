@@ -1,0 +1,172 @@
+"""A workflow's step on its own: deciding changes nothing on the cluster; committing applies the
+effects in decision order, folds in what creating a group answered, and writes once."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, cast
+
+from corral.backends.execution import Exit, TaskRun
+from corral.backends.port import BackendError, ClusterBackend, Rule
+from corral.domain.configs.snapshot import Configs
+from corral.domain.configs.types import ConfigType
+from corral.services.workflow_step import TickReport, WorkflowStep
+from corral.store.workflows import Changes, StoredGroup, StoredTask, StoredWorkflow
+
+NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
+CONFIGS = Configs({ConfigType.POOL: {"p": {"backend": "default"}}})
+
+
+@dataclass
+class Cluster:
+    """The backend and the executor at once: every call, in order."""
+
+    calls: list[str] = field(default_factory=list)
+    exits: dict[str, Exit] = field(default_factory=dict)
+    refuse: BackendError | None = None
+    name: str = "default"
+    schedules_itself: bool = False
+    keeps_logs: bool = True
+
+    def start(self, run: TaskRun) -> None:
+        self.calls.append(f"start {run.task_uuid}")
+
+    def stop(self, run: TaskRun) -> None:
+        self.calls.append(f"stop {run.task_uuid}")
+
+    def poll(self, run: TaskRun, now: datetime) -> Exit | None:
+        self.calls.append(f"poll {run.task_uuid}")
+        return self.exits.get(run.task_uuid)
+
+    def logs(self, run: TaskRun) -> str:
+        return ""
+
+    def missing_rules(self, kinds: Sequence[Sequence[str]], namespace: str) -> list[Rule]:
+        return []
+
+    def missing_priority_classes(self, names: Sequence[str]) -> list[str]:
+        return []
+
+    def apply(self, manifest: Mapping[str, Any], namespace: str) -> None:
+        self.calls.append(f"apply {manifest['metadata']['name']}")
+        if self.refuse is not None:
+            raise self.refuse
+
+
+@dataclass
+class Controller:
+    create_failures: dict[str, int] = field(default_factory=dict)
+    written: list[Changes] = field(default_factory=list)
+
+    def check_leading(self) -> None:
+        pass
+
+    def commit(self, changes: Changes, also: Callable[[Any], None] | None = None) -> None:
+        self.written.append(changes)
+
+
+def pod(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": {}}
+
+
+def task(name: str, status: str, *, lead: bool = False) -> StoredTask:
+    return StoredTask(name, f"{name}-uuid", f"pod-{name}", "gpu", lead, status, 0)
+
+
+def group(
+    name: str, status: str, tasks: list[StoredTask], upstream: Sequence[str] = ()
+) -> StoredGroup:
+    manifests = [pod(t.pod_name) for t in tasks]
+    return StoredGroup(name, f"{name}-uuid", status, list(upstream), [], manifests, tasks)
+
+
+def workflow(*groups: StoredGroup) -> StoredWorkflow:
+    return StoredWorkflow(
+        "w-1",
+        "w",
+        "w-uuid",
+        "p",
+        "default",
+        "default",
+        "RUNNING",
+        "NORMAL",
+        "u",
+        NOW,
+        3600.0,
+        3600.0,
+        "",
+        None,
+        list(groups),
+    )
+
+
+def step(cluster: Cluster, controller: Controller, stored: StoredWorkflow) -> WorkflowStep:
+    backend = cast(ClusterBackend, cluster)
+    return WorkflowStep(controller, stored, CONFIGS, TickReport(), backend, cluster, NOW)
+
+
+def test_deciding_only_reads_and_committing_applies_in_decision_order() -> None:
+    first = group("a", "RUNNING", [task("lead", "RUNNING", lead=True), task("b", "INITIALIZING")])
+    second = group("next", "WAITING", [task("c", "WAITING")], upstream=["a"])
+    cluster, controller = Cluster(exits={"lead-uuid": Exit(0)}), Controller()
+    taken = step(cluster, controller, workflow(first, second))
+    taken.decide()
+    assert cluster.calls == ["poll lead-uuid"]  # reads only
+    assert controller.written == []
+    taken.commit()
+    # b is started (it was bound), then stopped: its lead completed in the same step.
+    assert cluster.calls == ["poll lead-uuid", "start b-uuid", "stop b-uuid", "apply pod-c"]
+    (changes,) = controller.written
+    assert changes.tasks["lead-uuid"]["status"] == "COMPLETED"
+    assert changes.tasks["b-uuid"]["status"] == "COMPLETED"
+    assert changes.groups["a-uuid"]["status"] == "COMPLETED"
+    assert changes.groups["next-uuid"]["status"] == "SCHEDULING"
+    assert changes.tasks["c-uuid"] == {"status": "SCHEDULING"}
+    assert [w.group.name for w in taken.waiting()] == ["next"]
+
+
+def test_a_refused_group_is_decided_at_commit_and_written_once() -> None:
+    ready = group("a", "SUBMITTING", [task("t", "SUBMITTING")])
+    transient = Cluster(refuse=BackendError("the API server is busy", transient=True))
+    controller = Controller()
+    taken = step(transient, controller, workflow(ready))
+    taken.decide()
+    assert transient.calls == []
+    taken.commit()
+    assert transient.calls == ["apply pod-t"]
+    (changes,) = controller.written
+    assert changes.groups == {"a-uuid": {"status": "WAITING"}}  # retried on the next tick
+    assert controller.create_failures == {"a-uuid": 1}
+    assert taken.waiting() == []
+    refused = Cluster(refuse=BackendError("pods is forbidden", transient=False))
+    controller = Controller()
+    failed = step(refused, controller, workflow(ready))
+    failed.decide()
+    failed.commit()
+    (changes,) = controller.written
+    assert changes.groups["a-uuid"]["status"] == "FAILED_BACKEND_ERROR"
+    assert changes.tasks["t-uuid"]["message"] == (
+        "The cluster refused the group's objects: pods is forbidden"
+    )
+    assert changes.workflows["w-1"]["status"] == "FAILED_BACKEND_ERROR"
+
+
+def test_a_failing_start_writes_nothing() -> None:
+    bound = group("a", "INITIALIZING", [task("t", "INITIALIZING")])
+
+    class Down(Cluster):
+        def start(self, run: TaskRun) -> None:
+            raise BackendError("node unreachable", transient=True)
+
+    controller = Controller()
+    taken = step(Down(), controller, workflow(bound))
+    taken.decide()
+    try:
+        taken.commit()
+    except BackendError:
+        pass
+    else:
+        raise AssertionError("the start error must reach the tick")
+    assert controller.written == []
