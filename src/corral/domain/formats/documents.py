@@ -254,38 +254,50 @@ def _huge_integer_in_json(text: str, filename: str, err: _HugeInteger) -> UserEr
 
 def _check_yaml_events(text: str, filename: str) -> None:
     """Walk the YAML parser's events (no recursion) before any composer sees the text: refuse
-    deep nesting and aliases that blow the document up."""
+    deep nesting and aliases that blow the document up. A syntax error is left for the loader,
+    which reports it with its position."""
+    try:
+        _walk_events(_yaml_events(text, _C_LOADER or yaml.SafeLoader), filename)
+    except yaml.YAMLError as err:
+        # libyaml (PyYAML >= 6.0.4) stops at its own depth limit (1000) while it scans ahead,
+        # before the event at ours; the pure-Python parser reaches it, without recursing.
+        if _C_LOADER is None or "nesting depth" not in str(err):
+            return
+        try:
+            _walk_events(_yaml_events(text, yaml.SafeLoader), filename)
+        except yaml.YAMLError:
+            return
+
+
+def _walk_events(events: Iterator[yaml.Event], filename: str) -> None:
     opened: list[tuple[int, str | None]] = []  # per open collection: ``expanded`` then, anchor
     anchors: dict[str, int] = {}  # anchor -> how many values it stands for, aliases expanded
     written = expanded = 0
-    try:
-        for event in _yaml_events(text):
-            if isinstance(event, yaml.CollectionStartEvent):
-                if len(opened) >= MAX_NESTING:
-                    raise UserError(f"{filename}:{_mark(event)}: {_too_deep()}")
-                opened.append((expanded, event.anchor))
-                written += 1
-                expanded += 1
-            elif isinstance(event, yaml.CollectionEndEvent):
-                began, anchor = opened.pop()
-                if anchor is not None:
-                    anchors[anchor] = expanded - began
-            elif isinstance(event, yaml.ScalarEvent):
-                written += 1
-                expanded += 1
-                if event.anchor is not None:
-                    anchors[event.anchor] = 1
-            elif isinstance(event, yaml.AliasEvent):
-                written += 1
-                expanded += anchors.get(event.anchor or "", 1)
-                if expanded > max(_ALIAS_FREE_NODES, MAX_ALIAS_GROWTH * written):
-                    raise UserError(
-                        f"{filename}:{_mark(event)}: its aliases (*name) make the document more "
-                        f"than {MAX_ALIAS_GROWTH} times larger than it is written; repeat the "
-                        "values instead of aliasing them"
-                    )
-    except yaml.YAMLError:
-        return  # a syntax error: the loader reports it with its position
+    for event in events:
+        if isinstance(event, yaml.CollectionStartEvent):
+            if len(opened) >= MAX_NESTING:
+                raise UserError(f"{filename}:{_mark(event)}: {_too_deep()}")
+            opened.append((expanded, event.anchor))
+            written += 1
+            expanded += 1
+        elif isinstance(event, yaml.CollectionEndEvent):
+            began, anchor = opened.pop()
+            if anchor is not None:
+                anchors[anchor] = expanded - began
+        elif isinstance(event, yaml.ScalarEvent):
+            written += 1
+            expanded += 1
+            if event.anchor is not None:
+                anchors[event.anchor] = 1
+        elif isinstance(event, yaml.AliasEvent):
+            written += 1
+            expanded += anchors.get(event.anchor or "", 1)
+            if expanded > max(_ALIAS_FREE_NODES, MAX_ALIAS_GROWTH * written):
+                raise UserError(
+                    f"{filename}:{_mark(event)}: its aliases (*name) make the document more "
+                    f"than {MAX_ALIAS_GROWTH} times larger than it is written; repeat the "
+                    "values instead of aliasing them"
+                )
 
 
 def _mark(event: yaml.Event) -> Position | str:
@@ -293,8 +305,10 @@ def _mark(event: yaml.Event) -> Position | str:
     return Position(mark.line + 1, mark.column + 1) if mark else "?"
 
 
-def _yaml_events(text: str) -> Iterator[yaml.Event]:
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_C_LOADER: type[Any] | None = getattr(yaml, "CSafeLoader", None)
+
+
+def _yaml_events(text: str, loader: type[Any]) -> Iterator[yaml.Event]:
     return iter(yaml.parse(text, Loader=loader))
 
 
