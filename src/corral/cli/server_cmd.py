@@ -7,6 +7,7 @@ import errno
 import socket
 import sys
 import threading
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -43,9 +44,18 @@ def ensure_admin_token(runtime: Runtime, url: str) -> Path | None:
     return store_token(url, token)
 
 
-def configure_logging() -> None:
-    """JSON lines on stderr: one per request, never with headers (they carry tokens)."""
+class LogLevel(StrEnum):
+    DEBUG = "debug"
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+
+
+def configure_logging(level: LogLevel = LogLevel.INFO) -> None:
+    """JSON lines on stderr: one per request, never with headers (they carry tokens); at
+    ``debug``, also one per controller tick (what it did, how long, how many queries)."""
     structlog.configure(
+        wrapper_class=structlog.make_filtering_bound_logger(level.value.upper()),
         processors=[
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
@@ -175,6 +185,13 @@ def server(
             "a standby takes over this long after the leader stops renewing it.",
         ),
     ] = 15.0,
+    log_level: Annotated[
+        LogLevel,
+        typer.Option(
+            envvar="CORRAL_LOG_LEVEL",
+            help="Least important log lines written (debug adds one line per controller tick).",
+        ),
+    ] = LogLevel.INFO,
     max_body_bytes: Annotated[
         int,
         typer.Option(
@@ -197,7 +214,7 @@ def server(
     from corral.services.runtime import load_examples
     from corral.store.database import sqlite_url
 
-    configure_logging()
+    configure_logging(log_level)
     listening = _listen_or_exit(host, port)  # before anything is opened or written
     directory = data_dir or Path(platformdirs.user_data_dir("corral"))
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)

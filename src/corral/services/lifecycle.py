@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import functools
 import threading
+import time
+from contextlib import AbstractContextManager
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -42,6 +44,7 @@ from corral.services.leadership import Leadership
 from corral.services.placement import SchedulingPass, pool_queues
 from corral.services.workflow_step import TickReport, Waiting, WorkflowStep
 from corral.store.cluster_objects import ClusterObjectStore
+from corral.store.database import StatementCounter
 from corral.store.lease import LostLease
 from corral.store.workflows import (
     Changes,
@@ -78,6 +81,11 @@ class LifecycleController:
         self.clock = clock
         #: Group uuid -> ticks its objects failed to be created with a transient error.
         self.create_failures: dict[str, int] = {}
+        self._statements = StatementCounter(workflows.engine)
+
+    def counting(self) -> AbstractContextManager[Callable[[], int]]:
+        """Count the SQL statements of the block (``store.database.StatementCounter``)."""
+        return self._statements.counting()
 
     def check_leading(self) -> None:
         """LostLease unless this controller may act (before any effect on a cluster)."""
@@ -96,7 +104,9 @@ class LifecycleController:
         self._sync_scheduler_objects(state)
         backends: dict[str, tuple[ClusterBackend, TaskExecutor]] = {}  # one per tick
         waiting: list[Waiting] = []
-        for workflow_id in self.workflows.alive_ids():
+        alive = self.workflows.alive_ids()
+        report.alive = report.stepped = len(alive)
+        for workflow_id in alive:
             workflow = self.workflows.get(workflow_id)
             try:
                 if workflow.backend not in backends:
@@ -151,6 +161,7 @@ class LifecycleController:
                 )
                 self._bind(group, nodes, dict(result.domains), also=bind)
                 report.placed_groups += 1
+                report.placed_pods += len(nodes)
             else:
                 self._wait(group, result.reason)
 
@@ -229,13 +240,18 @@ def run_until_stopped(
 
 
 def _tick_once(controller: LifecycleController) -> None:
+    started = time.perf_counter()
     try:
-        report = controller.tick()
+        with controller.counting() as queries:
+            report = controller.tick()
+            report.queries = queries()
     except LostLease as err:
         log.warning("controller stopped: the lease moved on", reason=str(err))
     except Exception:
         log.exception("lifecycle tick failed; retrying")
     else:
+        report.seconds = time.perf_counter() - started
+        log.debug("controller tick", **report.log_fields())
         for workflow_id in report.finished_workflows:
             log.info("workflow finished", workflow_id=workflow_id)
 

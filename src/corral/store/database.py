@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
@@ -105,3 +106,26 @@ def migrate(engine: Engine) -> None:
             connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})")
         config.attributes["connection"] = connection
         command.upgrade(config, "head")
+
+
+class StatementCounter:
+    """Counts the SQL statements the calling thread sends to ``engine`` inside
+    :meth:`counting` (an ``executemany`` is one): what a controller tick costs the database,
+    while request threads use the same engine uncounted."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._local = threading.local()
+        event.listen(engine, "before_cursor_execute", self._count)
+
+    def _count(self, *_: Any) -> None:
+        if getattr(self._local, "active", False):
+            self._local.count += 1
+
+    @contextmanager
+    def counting(self) -> Iterator[Callable[[], int]]:
+        """Count from here to the end of the block; the callable gives the count so far."""
+        self._local.active, self._local.count = True, 0
+        try:
+            yield lambda: int(self._local.count)
+        finally:
+            self._local.active = False

@@ -128,6 +128,10 @@ class WorkflowStore:
         self._engine = engine
         self._clock = clock
 
+    @property
+    def engine(self) -> Engine:
+        return self._engine
+
     def next_number(self, name: str) -> int:
         """The number the next workflow called ``name`` gets: 1, then one more than the last."""
         with self._engine.connect() as connection:
