@@ -51,7 +51,7 @@ import httpx
 import yaml
 from sqlalchemy import insert
 
-from corral.store.database import make_engine, migrate, scratch_postgres_database
+from corral.store.database import make_engine, migrate, scratch_postgres_database, writing
 from corral.store.tables import workflow_groups, workflow_tasks, workflows
 
 POSTGRES_ENV = "CORRAL_TEST_POSTGRES_URL"
@@ -473,14 +473,16 @@ def scale_phase(server: Server, clients: int, sizes: Sizes) -> list[Level]:
         missing = level - alive_count(server)
         if missing > 0:
             before = len(load.submitted)
-            paced(server, clients, missing, 0, lambda http, n: submit(http, next(counter), 3600, load))
+            paced(
+                server, clients, missing, 0, lambda http, n: submit(http, next(counter), 3600, load)
+            )
             order.extend(s.workflow_id for s in load.submitted[before:])
         time.sleep(2)  # let the controller create and place what it can
         window_start = time.time()
         churn = Load()
         count = int(sizes.churn_seconds * sizes.churn_rate)
 
-        def churn_once(http: httpx.Client, n: int) -> None:
+        def churn_once(http: httpx.Client, n: int, churn: Load = churn) -> None:
             with load.lock:
                 victim = order.popleft() if order else None
             if victim is not None:
@@ -505,13 +507,17 @@ def sample_rows(server: Server) -> tuple[list[dict[str, Any]], int]:
     """The objects a 16-task benchmark workflow's group gets (a dry run), and its task count."""
     text, tasks = workflow_yaml(1, 1.0)
     with server.client() as http:
-        response = http.post("/api/pool/bench/workflow", params={"dry_run": True}, json={"file": text})
+        response = http.post(
+            "/api/pool/bench/workflow", params={"dry_run": True}, json={"file": text}
+        )
     response.raise_for_status()
     groups = response.json()["groups"]
     return list(groups[0]["manifests"]), tasks
 
 
-def baseline(database_url: str, clients: int, count: int, objects: list[dict[str, Any]], tasks: int) -> list[float]:
+def baseline(
+    database_url: str, clients: int, count: int, objects: list[dict[str, Any]], tasks: int
+) -> list[float]:
     """p50/p99 input: seconds per bare insert of one workflow's rows, ``clients`` threads."""
     engine = make_engine(database_url)
     migrate(engine)
@@ -528,7 +534,7 @@ def baseline(database_url: str, clients: int, count: int, objects: list[dict[str
             workflow_id = f"baseline-{number}"
             group = uuid.uuid4().hex
             started = time.perf_counter()
-            with engine.begin() as connection:
+            with writing(engine) as connection:
                 connection.execute(
                     insert(workflows).values(
                         workflow_id=workflow_id,
@@ -623,14 +629,18 @@ def run(kind: str, sizes: Sizes, clients: int, tick_seconds: float) -> None:
             try:
                 configure(server)
                 objects, tasks = sample_rows(server)
-                inserts = baseline(baseline_url, clients, max(200, sizes.workflows // 4), objects, tasks)
+                inserts = baseline(
+                    baseline_url, clients, max(200, sizes.workflows // 4), objects, tasks
+                )
                 throughput = throughput_phase(server, clients, sizes)
                 server.usage()
                 levels = scale_phase(server, clients, sizes)
                 cpu_main, cpu_children, _ = server.usage()
             finally:
                 server.stop()
-    report(kind, sizes, clients, inserts, throughput, levels, cpu_main, cpu_children, server.peak_rss)
+    report(
+        kind, sizes, clients, inserts, throughput, levels, cpu_main, cpu_children, server.peak_rss
+    )
 
 
 def report(
@@ -661,7 +671,10 @@ def report(
         f"placed    {throughput.pods} pods in {throughput.placement_seconds:.1f} s from the first "
         f"submission: {throughput.pods_per_second:.0f} pods/s end to end"
     )
-    print(f"{'alive':>7} {'ticks':>6} {'tick p50 ms':>12} {'tick p99 ms':>12} {'queries/tick p50':>17} {'max':>5} {'submit p99 ms':>14}")
+    print(
+        f"{'alive':>7} {'ticks':>6} {'tick p50 ms':>12} {'tick p99 ms':>12} "
+        f"{'queries/tick p50':>17} {'max':>5} {'submit p99 ms':>14}"
+    )
     for level in levels:
         seconds = [t.seconds for t in level.ticks]
         queries = [t.queries for t in level.ticks]

@@ -12,6 +12,7 @@ from tests.conftest import REPO
 
 SMALLEST = {
     "config_writes.py": ["--writes", "5", "--sizes", "10"],
+    "control_plane.py": ["--quick"],
     "scheduler.py": ["--sizes", "200", "--baseline-seconds", "1"],
     "submission.py": ["--repeat", "1"],
     "template_engine.py": ["--tasks", "50"],
@@ -29,7 +30,7 @@ def test_the_benchmark_runs_and_prints_its_baseline(name: str) -> None:
         [sys.executable, str(REPO / "benchmarks" / name), *SMALLEST[name]],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
         cwd=REPO,
     )
     assert done.returncode == 0, done.stderr

@@ -3,6 +3,7 @@ missing: groups retry or fail cleanly, and nothing is left behind or made twice.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 
 from corral.services.runtime import open_runtime
@@ -62,6 +63,10 @@ def test_a_create_that_times_out_is_retried_without_a_duplicate(kube_world: Kube
     [group] = w.workflow(workflow_id).groups
     assert group.status == "WAITING"
     assert w.runtime.lifecycle  # the controller survived the timeout
+    deadline = time.monotonic() + 10
+    while not w.fake.objects("v1", "Pod"):  # the late create lands (real time)
+        assert time.monotonic() < deadline, "the delayed create never landed"
+        time.sleep(0.05)
     w.controller.tick()
     [group] = w.workflow(workflow_id).groups
     assert group.status == "SCHEDULING"

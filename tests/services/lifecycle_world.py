@@ -104,6 +104,7 @@ class World:
             bindings[name] = node
         with runtime.engine.begin() as connection:
             ClusterObjectStore.bind(connection, FILLER_BACKEND, "default", bindings)
+        self.controller.invalidate()  # the cluster changed behind the controller's back
 
     def gb200_nodes(self, **labels: str) -> list[str]:
         """GB200 trays whose labels include ``labels`` (keys as ZONE/RACK... constants)."""

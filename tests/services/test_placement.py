@@ -1,4 +1,5 @@
-"""The scheduling pass: existing bindings and queue usage, fair-share order, LOW outside quota."""
+"""The scheduling state kept between ticks: existing bindings and queue usage, fair-share order,
+LOW outside quota, shapes tried once until capacity is given back."""
 
 from __future__ import annotations
 
@@ -7,9 +8,8 @@ from typing import Any
 
 from corral.domain.configs.types import ConfigType
 from corral.domain.platform.nodes import Node
-from corral.scheduler import Pending, Placement, Queue
-from corral.services.placement import SchedulingPass, WaitingGroup, pool_queues
-from corral.store.cluster_objects import ClusterObject
+from corral.scheduler import Queue
+from corral.services.placement import BoundPodOnNode, PassResult, Placements, pool_queues
 
 T0 = datetime(2026, 11, 21, tzinfo=UTC)
 
@@ -32,55 +32,99 @@ def pod(name: str, gpus: int, queue: str, priority: str = "normal") -> dict[str,
     }
 
 
-def bound(name: str, node_name: str, gpus: int, queue: str, priority: str) -> ClusterObject:
+def bound(name: str, node_name: str, gpus: int, queue: str, priority: str) -> BoundPodOnNode:
     body = pod(name, gpus, queue, priority)
-    return ClusterObject(
-        0, "b", "v1", "Pod", "ns", name, body["metadata"]["labels"], body, node_name
-    )
+    return BoundPodOnNode(name, node_name, None, body["metadata"]["labels"], body["spec"])
 
 
-def group(key: str, queue: str, gpus: int, priority: str = "NORMAL", age: int = 0) -> WaitingGroup:
-    pod_group = {
+def pod_group(key: str, queue: str) -> dict[str, Any]:
+    return {
         "apiVersion": "scheduling.run.ai/v2alpha2",
         "kind": "PodGroup",
         "metadata": {"name": key},
         "spec": {"minMember": 1, "queue": queue},
     }
-    return WaitingGroup(key, (), priority, (age,), [pod_group, pod(key, gpus, queue)])
+
+
+def wait(
+    placements: Placements,
+    key: str,
+    queue: str,
+    gpus: int,
+    priority: str = "NORMAL",
+    age: int = 0,
+) -> None:
+    manifests = [pod_group(key, queue), pod(key, gpus, queue)]
+    placements.add(key, manifests, levels=(), priority=priority, age=(age,))
+
+
+def placed(result: PassResult) -> dict[str, dict[str, str]]:
+    return {found.group.key: found.placement.nodes() for found in result.placed}
 
 
 def test_bound_pods_take_capacity_and_count_against_their_queue_unless_low() -> None:
     queues = [Queue("a", gpu_maximum=8), Queue("b", gpu_maximum=8)]
     existing = [bound("x", "n1", 8, "a", "normal"), bound("y", "n2", 8, "b", "low")]
-    scheduling = SchedulingPass([node("n1"), node("n2"), node("n3")], existing, queues)
-    assert scheduling.usage.used == {"a": 8, "b": 0}
-    refused = scheduling.place(group("g1", "a", 4))
-    assert isinstance(refused, Pending)
-    assert refused.reason == ("queue a would use 12 GPUs, over its maximum of 8 (8 in use)")
-    placed = scheduling.place(group("g2", "b", 8))
-    assert isinstance(placed, Placement) and placed.nodes() == {"g2": "n3"}
-    assert scheduling.usage.used == {"a": 8, "b": 8}
-    low = scheduling.place(group("g3", "a", 8, priority="LOW"))
-    assert isinstance(low, Pending)  # no node has room left, but the queue did not refuse it
-    assert "queue" not in low.reason
+    placements = Placements([node("n1"), node("n2"), node("n3")], queues, existing)
+    assert placements.usage.used == {"a": 8, "b": 0}
+    wait(placements, "g1", "a", 4, age=1)
+    wait(placements, "g2", "b", 8, age=2)
+    wait(placements, "g3", "a", 8, priority="LOW", age=3)
+    result = placements.place_waiting()
+    assert placed(result) == {"g2": {"g2": "n3"}}
+    assert placements.usage.used == {"a": 8, "b": 8}
+    reasons = {shape.key: shape.reason for shape in result.reasons}
+    refused = placements.waiting["g1"].shape.key
+    assert reasons[refused] == "queue a would use 12 GPUs, over its maximum of 8 (8 in use)"
+    low = placements.waiting["g3"].shape.key
+    assert "queue" not in str(reasons[low])  # no node has room left; the queue did not refuse
 
 
-def test_order_puts_queues_below_guarantee_first_then_priority_then_age() -> None:
+def test_groups_are_offered_below_guarantee_first_then_priority_then_age() -> None:
     queues = [Queue("rich", gpu_guarantee=8, weight=1), Queue("poor", gpu_guarantee=8, weight=1)]
     existing = [bound("x", "n1", 8, "rich", "normal")]
-    scheduling = SchedulingPass([node("n1"), node("n2")], existing, queues)
-    waiting = [
-        group("rich-old", "rich", 1, age=0),
-        group("rich-high", "rich", 1, priority="HIGH", age=5),
-        group("poor-new", "poor", 1, age=9),
-        group("poor-old", "poor", 1, age=1),
-    ]
-    assert [g.key for g in scheduling.order(waiting)] == [
-        "poor-old",
-        "poor-new",
-        "rich-high",
-        "rich-old",
-    ]
+    placements = Placements([node("n1"), node("n2", gpus=3)], queues, existing)
+    wait(placements, "rich-old", "rich", 1, age=0)
+    wait(placements, "rich-high", "rich", 1, priority="HIGH", age=5)
+    wait(placements, "poor-new", "poor", 1, age=9)
+    wait(placements, "poor-old", "poor", 1, age=1)
+    result = placements.place_waiting()
+    assert [found.group.key for found in result.placed] == ["poor-old", "poor-new", "rich-high"]
+    assert list(placements.waiting) == ["rich-old"]
+
+
+def test_a_shape_that_does_not_fit_is_tried_once_per_pass_until_capacity_is_given_back() -> None:
+    placements = Placements([node("n1")], [Queue("q")], [])
+    for index in range(5):
+        wait(placements, f"g{index}", "q", 8, age=index)
+    first = placements.place_waiting()
+    assert placed(first) == {"g0": {"g0": "n1"}} and first.tries == 2
+    (shape,) = {placements.waiting[f"g{i}"].shape.key for i in range(1, 5)}
+    assert [s.key for s in first.reasons] == [shape]
+    again = placements.place_waiting()
+    assert again.tries == 0 and again.placed == [] and again.reasons == []
+    assert placements.release("g0")
+    after = placements.place_waiting()
+    assert placed(after) == {"g1": {"g1": "n1"}} and after.tries == 2
+
+
+def test_a_group_placed_with_a_shape_read_from_another_gets_its_own_pod_names() -> None:
+    placements = Placements([node("n1"), node("n2")], [Queue("q")], [])
+    wait(placements, "first", "q", 8, age=0)
+    wait(placements, "second", "q", 8, age=1)
+    assert placements.waiting["first"].shape is placements.waiting["second"].shape
+    assert placed(placements.place_waiting()) == {
+        "first": {"first": "n1"},
+        "second": {"second": "n2"},
+    }
+
+
+def test_a_group_no_longer_waiting_is_not_placed() -> None:
+    placements = Placements([node("n1")], [Queue("q")], [])
+    wait(placements, "canceled", "q", 8, age=0)
+    wait(placements, "next", "q", 8, age=1)
+    placements.drop("canceled")
+    assert placed(placements.place_waiting()) == {"next": {"next": "n1"}}
 
 
 def test_pool_queues_follow_the_pool_quota_and_backend_namespace() -> None:

@@ -1,9 +1,10 @@
-"""A workflow's step on its own: deciding changes nothing on the cluster; committing applies the
-effects in decision order, folds in what creating a group answered, and writes once."""
+"""A workflow's step on its own: deciding changes nothing on the cluster; applying does the
+effects in decision order and folds in what creating a group answered; the controller writes
+the changes (tests/services/test_controller.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -13,7 +14,7 @@ from corral.backends.port import BackendError, ClusterBackend, Rule
 from corral.domain.configs.snapshot import Configs
 from corral.domain.configs.types import ConfigType
 from corral.services.workflow_step import TickReport, WorkflowStep
-from corral.store.workflows import Changes, StoredGroup, StoredTask, StoredWorkflow
+from corral.store.workflows import StoredGroup, StoredTask, StoredWorkflow
 
 NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
 CONFIGS = Configs({ConfigType.POOL: {"p": {"backend": "default"}}})
@@ -49,22 +50,19 @@ class Cluster:
     def missing_priority_classes(self, names: Sequence[str]) -> list[str]:
         return []
 
-    def apply(self, manifest: Mapping[str, Any], namespace: str) -> None:
-        self.calls.append(f"apply {manifest['metadata']['name']}")
-        if self.refuse is not None:
-            raise self.refuse
+    def apply_all(self, manifests: Sequence[Mapping[str, Any]], namespace: str) -> None:
+        for manifest in manifests:
+            self.calls.append(f"apply {manifest['metadata']['name']}")
+            if self.refuse is not None:
+                raise self.refuse
 
 
 @dataclass
 class Controller:
     create_failures: dict[str, int] = field(default_factory=dict)
-    written: list[Changes] = field(default_factory=list)
 
     def check_leading(self) -> None:
         pass
-
-    def commit(self, changes: Changes, also: Callable[[Any], None] | None = None) -> None:
-        self.written.append(changes)
 
 
 def pod(name: str) -> dict[str, Any]:
@@ -107,45 +105,41 @@ def step(cluster: Cluster, controller: Controller, stored: StoredWorkflow) -> Wo
     return WorkflowStep(controller, stored, CONFIGS, TickReport(), backend, cluster, NOW)
 
 
-def test_deciding_only_reads_and_committing_applies_in_decision_order() -> None:
+def test_deciding_only_reads_and_applying_follows_decision_order() -> None:
     first = group("a", "RUNNING", [task("lead", "RUNNING", lead=True), task("b", "INITIALIZING")])
     second = group("next", "WAITING", [task("c", "WAITING")], upstream=["a"])
     cluster, controller = Cluster(exits={"lead-uuid": Exit(0)}), Controller()
     taken = step(cluster, controller, workflow(first, second))
     taken.decide()
     assert cluster.calls == ["poll lead-uuid"]  # reads only
-    assert controller.written == []
-    taken.commit()
+    taken.apply()
     # b is started (it was bound), then stopped: its lead completed in the same step.
     assert cluster.calls == ["poll lead-uuid", "start b-uuid", "stop b-uuid", "apply pod-c"]
-    (changes,) = controller.written
+    changes = taken.changes
     assert changes.tasks["lead-uuid"]["status"] == "COMPLETED"
     assert changes.tasks["b-uuid"]["status"] == "COMPLETED"
     assert changes.groups["a-uuid"]["status"] == "COMPLETED"
     assert changes.groups["next-uuid"]["status"] == "SCHEDULING"
     assert changes.tasks["c-uuid"] == {"status": "SCHEDULING"}
-    assert [w.group.name for w in taken.waiting()] == ["next"]
 
 
-def test_a_refused_group_is_decided_at_commit_and_written_once() -> None:
+def test_a_refused_group_is_decided_when_applying() -> None:
     ready = group("a", "SUBMITTING", [task("t", "SUBMITTING")])
     transient = Cluster(refuse=BackendError("the API server is busy", transient=True))
     controller = Controller()
     taken = step(transient, controller, workflow(ready))
     taken.decide()
     assert transient.calls == []
-    taken.commit()
+    taken.apply()
     assert transient.calls == ["apply pod-t"]
-    (changes,) = controller.written
-    assert changes.groups == {"a-uuid": {"status": "WAITING"}}  # retried on the next tick
+    assert taken.changes.groups == {"a-uuid": {"status": "WAITING"}}  # retried on the next tick
     assert controller.create_failures == {"a-uuid": 1}
-    assert taken.waiting() == []
     refused = Cluster(refuse=BackendError("pods is forbidden", transient=False))
     controller = Controller()
     failed = step(refused, controller, workflow(ready))
     failed.decide()
-    failed.commit()
-    (changes,) = controller.written
+    failed.apply()
+    changes = failed.changes
     assert changes.groups["a-uuid"]["status"] == "FAILED_BACKEND_ERROR"
     assert changes.tasks["t-uuid"]["message"] == (
         "The cluster refused the group's objects: pods is forbidden"
@@ -153,7 +147,7 @@ def test_a_refused_group_is_decided_at_commit_and_written_once() -> None:
     assert changes.workflows["w-1"]["status"] == "FAILED_BACKEND_ERROR"
 
 
-def test_a_failing_start_writes_nothing() -> None:
+def test_a_failing_start_reaches_the_controller() -> None:
     bound = group("a", "INITIALIZING", [task("t", "INITIALIZING")])
 
     class Down(Cluster):
@@ -164,9 +158,8 @@ def test_a_failing_start_writes_nothing() -> None:
     taken = step(Down(), controller, workflow(bound))
     taken.decide()
     try:
-        taken.commit()
+        taken.apply()
     except BackendError:
-        pass
+        pass  # the controller drops the step's changes (tests/services/test_controller.py)
     else:
         raise AssertionError("the start error must reach the tick")
-    assert controller.written == []

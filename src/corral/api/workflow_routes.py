@@ -7,7 +7,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Header, Query, Response
 from fastapi.responses import PlainTextResponse
 from pydantic import Field
 
@@ -38,6 +38,17 @@ from corral.store.workflows import (
 )
 
 VALIDATED = "Workflow validation succeeded."
+#: Set on a submission's answer when its Idempotency-Key was used before: nothing new was made.
+REPLAYED_HEADER = "Idempotent-Replayed"
+
+IdempotencyKeyHeader = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        description="A key the client makes for one submission (a UUID) and sends again with "
+        "every retry of it: a retry answers the workflow the first one made.",
+    ),
+]
 
 #: What the latest attempt of a task printed ("" before it started): ``Runtime.task_logs``.
 TaskLogs = Callable[[StoredWorkflow, StoredTask], str]
@@ -84,12 +95,15 @@ def build_workflow_router(
         caller: Caller,
         pool: str,
         body: TemplateSpec,
+        response: Response,
+        idempotency_key: IdempotencyKeyHeader = None,
         dry_run: bool = False,
         validation_only: bool = False,
         priority: str = "NORMAL",
     ) -> dict[str, Any]:
         """Submit a workflow; ``dry_run`` returns every object it would create, per group,
-        in creation order; ``validation_only`` runs every check. Neither stores anything."""
+        in creation order; ``validation_only`` runs every check. Neither stores anything.
+        A retry with the first try's ``Idempotency-Key`` answers the first try's workflow."""
         mode = Mode.DRY_RUN if dry_run else Mode.VALIDATE if validation_only else Mode.SUBMIT
         request = SubmitRequest(
             pool=pool,
@@ -103,7 +117,8 @@ def build_workflow_router(
                 for path, found in body.local_files.items()
             },
         )
-        return _submitted(submissions.submit(submitter(caller), request, mode), mode)
+        outcome = submissions.submit(submitter(caller), request, mode, idempotency_key)
+        return _submitted(outcome, mode, response)
 
     @router.post(
         "/api/pool/{pool}/workflow/{workflow_id}/restart",
@@ -114,14 +129,16 @@ def build_workflow_router(
         caller: Caller,
         pool: str,
         workflow_id: str,
+        response: Response,
+        idempotency_key: IdempotencyKeyHeader = None,
         dry_run: bool = False,
         validation_only: bool = False,
     ) -> dict[str, Any]:
         """A new workflow that re-runs the failed and unfinished groups of ``workflow_id`` in
         ``pool``; inputs from its completed groups are read from ``workflow_id``."""
         mode = Mode.DRY_RUN if dry_run else Mode.VALIDATE if validation_only else Mode.SUBMIT
-        outcome = submissions.restart(submitter(caller), workflow_id, pool, mode)
-        return {**_submitted(outcome, mode), "restarted_from": workflow_id}
+        outcome = submissions.restart(submitter(caller), workflow_id, pool, mode, idempotency_key)
+        return {**_submitted(outcome, mode, response), "restarted_from": workflow_id}
 
     @router.get("/api/workflow", response_model=R.WorkflowList)
     def list_workflows(
@@ -214,8 +231,10 @@ def build_workflow_router(
     return router
 
 
-def _submitted(outcome: SubmitOutcome, mode: Mode) -> dict[str, Any]:
+def _submitted(outcome: SubmitOutcome, mode: Mode, response: Response) -> dict[str, Any]:
     """OSMO's answer to a submission, a dry run (every object) or a validation."""
+    if outcome.replayed:
+        response.headers[REPLAYED_HEADER] = "true"
     if mode is Mode.DRY_RUN:
         return _dry_run(outcome)
     if mode is Mode.VALIDATE:
@@ -251,6 +270,7 @@ def _task_log(workflow: StoredWorkflow, task: StoredTask, task_logs: TaskLogs) -
 
 def _dry_run(outcome: SubmitOutcome) -> dict[str, Any]:
     plan = outcome.plan
+    assert plan is not None  # a dry run always plans
     return {
         "name": outcome.workflow_id,
         "spec": outcome.spec,

@@ -1,6 +1,10 @@
 """The embedded cluster as a backend: objects in the database (``cluster_objects``, as an API
 server keeps them in etcd), placed by corral's own scheduling pass, tasks run by the backend's
-executor (simulated, or local processes)."""
+executor (simulated, or local processes).
+
+The objects live in corral's own database, so creating and deleting a group's objects is staged
+and written in the controller's transaction that records the result
+(``ClusterObjectStore.write_staged``): the group's objects and its status change together."""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from corral.backends.execution import TaskExecutor
-from corral.backends.port import LiveCluster, Rule
+from corral.backends.port import GroupObjects, LiveCluster, Rule
 from corral.store.cluster_objects import ClusterObjectStore
 
 
@@ -24,6 +28,17 @@ class EmbeddedBackend:
 
     def apply(self, manifest: Mapping[str, Any], namespace: str) -> None:
         self._objects.apply(self.name, manifest, namespace)
+
+    def apply_all(self, manifests: Sequence[Mapping[str, Any]], namespace: str) -> None:
+        """Staged: written with the controller's next commit."""
+        self._objects.stage_apply(self.name, manifests, namespace)
+
+    def delete_groups(self, groups: Sequence[GroupObjects]) -> list[str]:
+        """Staged, one statement: on the embedded cluster, each object a group was given
+        carries its ``osmo.group_uuid`` label (the column deleted by)."""
+        uuids = [group.uuid for group in groups]
+        self._objects.stage_delete(self.name, uuids)
+        return uuids
 
     def delete_collection(
         self, api_version: str, kind: str, namespace: str, labels: Mapping[str, str]

@@ -48,6 +48,11 @@ class TaskExecutor(Protocol):
     def poll(self, run: TaskRun, now: datetime) -> Exit | None:
         """How the attempt ended, or None while it runs."""
 
+    def next_check(self, run: TaskRun) -> datetime | None:
+        """The earliest moment ``poll`` may answer differently, when the executor knows it (a
+        simulated task's end): the controller polls then, not every tick. None: poll the
+        attempt every tick."""
+
     def stop(self, run: TaskRun) -> None:
         """End the attempt (cancel, timeout, a failed sibling); idempotent."""
 
@@ -95,6 +100,9 @@ class SimulatedExecution:
         if now - run.started_at < duration:
             return None
         return Exit(code)
+
+    def next_check(self, run: TaskRun) -> datetime | None:
+        return run.started_at + self._plan(run)[0]
 
     def stop(self, run: TaskRun) -> None:
         del run

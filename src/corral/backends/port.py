@@ -72,6 +72,26 @@ class BackendError(Exception):
         self.transient = transient
 
 
+@dataclass(frozen=True)
+class GroupObjects:
+    """What cleanup deletes: every object of a finished task group, found by the kinds recorded
+    at submission and the group's labels (so a template changed meanwhile changes nothing)."""
+
+    uuid: str
+    workflow_uuid: str
+    backend: str
+    namespace: str
+    #: ``[apiVersion, kind]`` of every object the group was given, in creation order.
+    kinds: list[list[str]]
+
+
+def deletion_order(kinds: Sequence[Sequence[str]]) -> list[tuple[str, str]]:
+    """Pods first (nothing keeps running on a deleted ComputeDomain), then the other kinds in
+    reverse creation order."""
+    ordered = [(str(api), str(kind)) for api, kind in reversed(kinds)]
+    return sorted(ordered, key=lambda pair: pair != ("v1", "Pod"))
+
+
 class ClusterBackend(Protocol):
     name: str
     #: True: the cluster's own scheduler (KAI) places pods; False: corral's scheduling pass.
@@ -80,10 +100,17 @@ class ClusterBackend(Protocol):
     def apply(self, manifest: Mapping[str, Any], namespace: str) -> None:
         """Create the object unless it exists; returns once the cluster accepted it."""
 
+    def apply_all(self, manifests: Sequence[Mapping[str, Any]], namespace: str) -> None:
+        """:meth:`apply` each object, in order (an error stops at that object)."""
+
     def delete_collection(
         self, api_version: str, kind: str, namespace: str, labels: Mapping[str, str]
     ) -> int:
         """Delete the objects of one kind with ``labels``; how many there were."""
+
+    def delete_groups(self, groups: Sequence[GroupObjects]) -> list[str]:
+        """Delete every object of ``groups``; the uuids of the groups now gone (a group whose
+        deletion failed is logged and left for the next try)."""
 
     def executor(self) -> TaskExecutor: ...
 

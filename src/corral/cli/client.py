@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import os
+import time
+import uuid
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 
 from corral.credentials import DEFAULT_URL, credentials_file, read_token
+
+#: How often the CLI sends a submission in all, waiting RETRY_SECONDS x attempt in between.
+SUBMIT_ATTEMPTS = 4
+RETRY_SECONDS = 0.5
+#: Answers that mean "the request may not have reached corral": sent again.
+RETRIED_STATUSES = (502, 503, 504)
 
 
 class ApiError(Exception):
@@ -66,27 +74,65 @@ class Client:
         response = self._send(method, path, json=json, params=params)
         return response.json() if response.content else None
 
+    def submit(self, path: str, *, json: Any = None, params: dict[str, Any] | None = None) -> Any:
+        """POST a submission with a new ``Idempotency-Key``, sent again with every retry: when
+        the connection fails or the server answers 502/503/504, the same request is sent again
+        (up to :data:`SUBMIT_ATTEMPTS` times), and a retry of a submission that was stored
+        after all answers its workflow instead of making a second one."""
+        headers = {"Idempotency-Key": uuid.uuid4().hex}
+        for attempt in range(1, SUBMIT_ATTEMPTS + 1):
+            try:
+                response = self._send(
+                    "POST", path, json=json, params=params, headers=headers, raw_errors=True
+                )
+            except httpx.TransportError as err:
+                if attempt == SUBMIT_ATTEMPTS:
+                    raise self._unreachable(err) from None
+            else:
+                if response.status_code not in RETRIED_STATUSES or attempt == SUBMIT_ATTEMPTS:
+                    break
+            time.sleep(RETRY_SECONDS * attempt)
+        if response.status_code >= 400:
+            raise ApiError(response.status_code, _error_body(response, self))
+        return response.json() if response.content else None
+
     def get_text(self, path: str, **params: Any) -> str:
         """A plain-text answer (logs)."""
         return self._send("GET", path, params=_present(params)).text
 
     def _send(
-        self, method: str, path: str, *, json: Any = None, params: dict[str, Any] | None = None
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+        raw_errors: bool = False,
     ) -> httpx.Response:
-        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        """The answer; an ApiError for an error answer or none at all (with ``raw_errors``:
+        the error answer itself, and httpx's TransportError when there is none)."""
+        sent = {**(headers or {})}
+        if self.token:
+            sent["Authorization"] = f"Bearer {self.token}"
         try:
-            response = self._http.request(method, path, json=json, params=params, headers=headers)
+            response = self._http.request(method, path, json=json, params=params, headers=sent)
         except httpx.HTTPError as err:
-            raise ApiError(
-                0,
-                {
-                    "message": f"cannot reach corral at {self.url}: {err}. Is "
-                    "`corral server` running? Set CORRAL_URL to point elsewhere."
-                },
-            ) from None
-        if response.status_code >= 400:
+            if raw_errors and isinstance(err, httpx.TransportError):
+                raise
+            raise self._unreachable(err) from None
+        if response.status_code >= 400 and not raw_errors:
             raise ApiError(response.status_code, _error_body(response, self))
         return response
+
+    def _unreachable(self, err: httpx.HTTPError) -> ApiError:
+        return ApiError(
+            0,
+            {
+                "message": f"cannot reach corral at {self.url}: {err}. Is `corral server` "
+                "running? Set CORRAL_URL to point elsewhere."
+            },
+        )
 
     def get(self, path: str, **params: Any) -> Any:
         return self.request("GET", path, params=_present(params))

@@ -129,8 +129,8 @@ def restart(
     quoted = quote(workflow_id, safe="")
     chosen = pool or str(client.get(f"/api/workflow/{quoted}")["pool"])
     params = {"dry_run": "true"} if dry_run else {}
-    found = client.request(
-        "POST", f"/api/pool/{quote(chosen, safe='')}/workflow/{quoted}/restart", params=params
+    found = client.submit(
+        f"/api/pool/{quote(chosen, safe='')}/workflow/{quoted}/restart", params=params
     )
     if output is OutputFormat.json:
         print_json(found)
@@ -396,9 +396,7 @@ def _post(
     if validation_only:
         params["validation_only"] = "true"
     try:
-        return client.request(
-            "POST", f"/api/pool/{quote(pool, safe='')}/workflow", json=body, params=params
-        )
+        return client.submit(f"/api/pool/{quote(pool, safe='')}/workflow", json=body, params=params)
     except ApiError as err:
         raise with_usable_pools(err, client, pool) from None
 

@@ -4,7 +4,7 @@ Build a :class:`ClusterSnapshot` from nodes and topology levels, call :func:`pla
 stored PodGroup and its Pods, and apply the :class:`Placement` with ``snapshot.bind``.
 """
 
-from corral.scheduler.gang import Pending, Placement, place_group
+from corral.scheduler.gang import Pending, Placement, place_group, place_pod_set
 from corral.scheduler.queues import Queue, QueueUsage
 from corral.scheduler.snapshot import Binding, ClusterSnapshot, Domain
 
@@ -17,4 +17,5 @@ __all__ = [
     "Queue",
     "QueueUsage",
     "place_group",
+    "place_pod_set",
 ]

@@ -67,6 +67,16 @@ def place_group(
     queue = str((pod_group.get("spec") or {}).get("queue") or "")
     try:
         root = read_pod_group(pod_group, pods)
+    except GroupError as err:
+        return Pending(str(err))
+    return place_pod_set(snapshot, root, queue, queues)
+
+
+def place_pod_set(
+    snapshot: ClusterSnapshot, root: PodSet, queue: str, queues: QueueUsage | None = None
+) -> Placement | Pending:
+    """:func:`place_group` for a PodGroup already read (``podgroup.read_pod_group``)."""
+    try:
         _check_levels(snapshot, root)
     except GroupError as err:
         return Pending(str(err))

@@ -9,8 +9,10 @@ be placed together. Without subgroups the root is the one leaf, with ``spec.minM
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from typing import Any
 
 from corral.domain.labels import SUBGROUP as SUBGROUP_LABEL
@@ -67,6 +69,37 @@ class PodSet:
     def all_members(self) -> Iterator[PodRequest]:
         for pod_set in self.walk():
             yield from pod_set.members
+
+    def all_pods(self) -> Iterator[PodRequest]:
+        """Every pod, members and extras, in the order placements are tried."""
+        for pod_set in self.walk():
+            yield from pod_set.members
+            yield from pod_set.extras
+
+
+def shape_of(root: PodSet, *context: Any) -> str:
+    """A digest of everything placing ``root`` depends on but its pods' names (and of
+    ``context``, such as the topology levels and the queue): on one snapshot, sets with equal
+    shapes are placed alike, or fail alike. The scheduler does not order by pod names."""
+    return hashlib.sha256(
+        json.dumps([_describe(root), *context], sort_keys=True, default=str).encode()
+    ).hexdigest()
+
+
+def _describe(pod_set: PodSet) -> list[Any]:
+    constraint = pod_set.constraint
+    return [
+        pod_set.name,
+        None if constraint is None else [constraint.required, constraint.preferred],
+        pod_set.min_member,
+        [_describe(child) for child in pod_set.children],
+        [_pod_shape(pod) for pod in pod_set.members],
+        [_pod_shape(pod) for pod in pod_set.extras],
+    ]
+
+
+def _pod_shape(pod: PodRequest) -> list[Any]:
+    return [astuple(pod.demand), dict(pod.node_selector), list(pod.tolerations)]
 
 
 def _constraint(value: Any, owner: str) -> Constraint | None:

@@ -101,12 +101,15 @@ def read_capacity(
     return found
 
 
-def backend_nodes(state: State, cluster: Cluster, backends: Backends, backend: str) -> list[Node]:
-    """The nodes the pools of ``backend`` run on (the submission's node checks)."""
+def backend_nodes(
+    state: State, cluster: Cluster, backends: Backends, backend: str
+) -> tuple[Node, ...]:
+    """The nodes the pools of ``backend`` run on (the submission's node checks); the same
+    object while they do not change (a sandbox worker keeps it between calls)."""
     if backend not in kubernetes_backends(state):
-        return list(cluster.nodes)
+        return cluster.nodes
     connected = _connected(backends, state, backend)
-    return [] if connected is None else list(connected.nodes)
+    return () if connected is None else connected.nodes
 
 
 def _connected(backends: Backends, state: State, name: str) -> LiveCluster | None:

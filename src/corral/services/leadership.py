@@ -69,6 +69,13 @@ class Leadership:
             return self._epoch is not None and self._monotonic() < self._valid_until
 
     @property
+    def epoch(self) -> int | None:
+        """The epoch of the lease held now (None: not held): a new one means another leader
+        may have acted in between."""
+        with self._lock:
+            return self._epoch if self._monotonic() < self._valid_until else None
+
+    @property
     def role(self) -> str:
         return "leader" if self.held() else "standby"
 

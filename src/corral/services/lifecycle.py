@@ -1,61 +1,82 @@
 """The lifecycle controller: moves stored workflows through OSMO's statuses on the embedded
 cluster (docs/osmo-reference.md#group-order, docs/lifecycle.md).
 
-Each :meth:`LifecycleController.tick` reads everything it needs from the database and writes
-each step's result in one transaction, so the server may die at any moment: the next tick (after
-a restart) sees either the state before a step or after it, never half of it. Steps that touch
-the cluster are idempotent — applying an object that exists does nothing, starting a started
-task does nothing, deleting what is gone does nothing — so redoing a step is always safe.
+A tick costs what changed, not what is alive. The controller keeps a working set
+(``services/working_set.py``): the alive workflows, read from the database when it starts leading
+and followed from then on, indexed by what each waits on. A tick:
 
-A tick, in order:
+1. reads the inbox (submissions and cancels made by any server since the last tick);
+2. steps the workflows that are due (``services/workflow_step.py``: new, canceled, just bound, a
+   task that may have ended, a timeout): decide, apply the effects on the cluster (start or stop
+   tasks, create a group's objects), and write every step's changes in one transaction;
+3. offers the waiting groups to the scheduler (``services/placement.py``, kept between ticks)
+   and writes the bindings in one transaction; asks a cluster's own scheduler about its groups;
+4. deletes the objects of finished groups, by the ``(apiVersion, kind)`` recorded on the group
+   and the group's label (so a pool template changed meanwhile changes nothing), and marks them
+   cleaned in one transaction.
 
-1. per alive workflow, one step (``services/workflow_step.py``), decided then committed: cancel
-   and exec timeout; queue timeouts; start bound tasks, collect exit codes (exit actions, lead
-   rules), aggregate group statuses; FAILED_UPSTREAM downstream of a failure; create the objects
-   of groups whose upstream groups completed (group templates first, in stored order) and hand
-   them to the scheduler; aggregate the workflow status;
-2. one scheduling pass over every waiting group (fair share, ``services/placement.py``);
-3. delete every object of finished groups, by the ``(apiVersion, kind)`` recorded on the group
-   and the group's label — so a pool template changed or removed meanwhile changes nothing.
+Crash safety is as it was: every effect is idempotent (applying an object that exists does
+nothing, starting a started task does nothing, deleting what is gone does nothing), and each
+result is committed before anything relies on it, so a tick after a restart (or another
+server's, after a take-over) sees the state before a step or after it, never half of it. Memory
+follows the database only after a commit; anything unexpected in a tick drops the working set,
+and the next tick reads it all again.
 """
 
 from __future__ import annotations
 
-import functools
 import threading
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 import structlog
 
-from corral.backends.execution import TaskExecutor
-from corral.backends.port import BackendError, ClusterBackend
+from corral.backends.execution import TaskExecutor, TaskRun
+from corral.backends.port import BackendError, ClusterBackend, GroupObjects
 from corral.backends.registry import Backends
 from corral.domain.configs.snapshot import Configs
-from corral.domain.labels import GROUP_UUID as GROUP_LABEL
-from corral.domain.labels import WORKFLOW_UUID as WORKFLOW_LABEL
 from corral.domain.topology.kai_objects import queue_manifests, topology_manifests
 from corral.domain.workflows.statuses import TaskStatus
 from corral.scheduler import Placement
 from corral.services.leadership import Leadership
-from corral.services.placement import SchedulingPass, pool_queues
-from corral.services.workflow_step import TickReport, Waiting, WorkflowStep
+from corral.services.placement import BoundPodOnNode, Placements, pool_queues
+from corral.services.workflow_step import TickReport, WorkflowStep
+from corral.services.working_set import (
+    Finished,
+    ManifestCache,
+    Observed,
+    WorkingSet,
+    with_manifests,
+)
 from corral.store.cluster_objects import ClusterObjectStore
 from corral.store.database import StatementCounter
 from corral.store.lease import LostLease
 from corral.store.workflows import (
+    ALIVE,
+    GROUP_SCHEDULING,
     Changes,
+    SharedReason,
     StoredGroup,
+    StoredWorkflow,
     WorkflowStore,
+    pod_of,
+    with_changes,
 )
 
 log = structlog.get_logger("corral.lifecycle")
 
 #: Statuses a task or group ends in; cleanup runs for groups in one of them.
 FINISHED = tuple(s.value for s in TaskStatus if s.group_finished)
+#: Groups in these statuses need their objects in a step: to be created, started or polled.
+_NEEDS_MANIFESTS = ("SUBMITTING", "WAITING", "INITIALIZING", "RUNNING")
+#: How often the working set is checked against the database (the ids of alive workflows).
+RESYNC_SECONDS = 30.0
+#: A timeout fires once it is over, strictly.
+_JUST_AFTER = timedelta(microseconds=1)
 
 
 class LifecycleController:
@@ -69,6 +90,7 @@ class LifecycleController:
         backends: Backends,
         clock: Callable[[], datetime],
         leadership: Leadership | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.workflows = workflows
         #: When set, the controller acts only while it holds the lease, and every write is
@@ -79,9 +101,12 @@ class LifecycleController:
         self.nodes = nodes
         self.backends = backends
         self.clock = clock
+        self._monotonic = monotonic
         #: Group uuid -> ticks its objects failed to be created with a transient error.
         self.create_failures: dict[str, int] = {}
         self._statements = StatementCounter(workflows.engine)
+        self._working: WorkingSet | None = None
+        self._checked_at = 0.0
 
     def counting(self) -> AbstractContextManager[Callable[[], int]]:
         """Count the SQL statements of the block (``store.database.StatementCounter``)."""
@@ -93,37 +118,95 @@ class LifecycleController:
             self.leadership.check()
 
     def commit(self, changes: Changes, also: Callable[[Any], None] | None = None) -> None:
-        """Write ``changes`` in one transaction, fenced by the lease."""
+        """Write ``changes``, the embedded cluster's staged objects and whatever ``also``
+        writes in one transaction, fenced by the lease."""
         fence = self.leadership.fence() if self.leadership is not None else None
+        if self.objects.has_staged():
+            also = _both(self.objects.write_staged, also)
         self.workflows.commit(changes, also=also, fence=fence)
+
+    def invalidate(self) -> None:
+        """Forget the working set: the next tick reads it from the database again (for a test
+        that changes the embedded cluster's objects behind the controller's back)."""
+        self._working = None
 
     def tick(self) -> TickReport:
         self.check_leading()
         report = TickReport()
         state = self.state()
-        self._sync_scheduler_objects(state)
-        backends: dict[str, tuple[ClusterBackend, TaskExecutor]] = {}  # one per tick
-        waiting: list[Waiting] = []
-        alive = self.workflows.alive_ids()
-        report.alive = report.stepped = len(alive)
-        for workflow_id in alive:
-            workflow = self.workflows.get(workflow_id)
-            try:
-                if workflow.backend not in backends:
-                    backend = self.backends.get(workflow.backend, state)
-                    backends[workflow.backend] = (backend, backend.executor())
-                backend, executor = backends[workflow.backend]
-                step = WorkflowStep(self, workflow, state, report, backend, executor, self.clock())
-                step.decide()
-                step.commit()
-            except BackendError as err:
-                # The database still holds the step's start: the next tick does it again.
-                log.warning("backend step failed", workflow_id=workflow_id, error=err.message)
-                continue
-            waiting.extend(step.waiting())
-        self._schedule(state, waiting, report)
-        self._clean_up(report)
+        try:
+            working = self._current(state)
+            self._sync_scheduler_objects(state)
+            _Tick(self, working, state, report).run()
+        except BaseException:
+            self._working = None  # memory may be ahead of what was written: read it again
+            self.objects.unstage((0, 0))
+            raise
         return report
+
+    def _current(self, state: Configs) -> WorkingSet:
+        """The working set, read again when it is missing, was read under other configs or
+        another lease, or no longer counts as many alive workflows as the database."""
+        epoch = self.leadership.epoch if self.leadership is not None else None
+        working = self._working
+        if working is not None and (working.state is not state or working.epoch != epoch):
+            working = None
+        if working is not None and self._monotonic() - self._checked_at >= RESYNC_SECONDS:
+            self._checked_at = self._monotonic()
+            if not self._in_step(working):
+                working = None
+        if working is None:
+            working = self._working = self._read(state, epoch)
+            self._checked_at = self._monotonic()
+        return working
+
+    def _in_step(self, working: WorkingSet) -> bool:
+        """Whether the working set holds every alive workflow of the database, and no other,
+        but for submissions still in the inbox (read after the ids: a workflow and its inbox
+        row are written together). A safety net: a difference is a bug, logged."""
+        alive = set(self.workflows.alive_ids())
+        unread = {entry.workflow_id for entry in self.workflows.inbox()}
+        missing = alive - set(working.workflows) - unread
+        extra = set(working.workflows) - alive
+        if missing or extra:
+            log.warning(
+                "working set out of step; reading it again",
+                missing=sorted(missing)[:10],
+                extra=sorted(extra)[:10],
+            )
+        return not (missing or extra)
+
+    def _read(self, state: Configs, epoch: int | None) -> WorkingSet:
+        started = time.perf_counter()
+        bound = [
+            BoundPodOnNode(
+                pod.name, pod.node, pod.group_uuid, pod.labels, pod.body.get("spec") or {}
+            )
+            for pod in self.objects.bound_pods()
+            if pod.node is not None
+        ]
+        placements = Placements(self.nodes(), pool_queues(state), bound)
+        working = WorkingSet(state, epoch, placements, ManifestCache(self.workflows.manifests))
+        alive = self.workflows.controller_view()
+        for workflow in alive:
+            working.keep(workflow)
+            working.dirty.add(workflow.workflow_id)
+        _Indexer(self, working, state).waiting(alive)
+        for group in self.workflows.uncleaned_groups(FINISHED):
+            working.cleanup[group.uuid] = Finished(
+                group.workflow_id,
+                GroupObjects(
+                    group.uuid, group.workflow_uuid, group.backend, group.namespace, group.kinds
+                ),
+            )
+        log.info(
+            "working set read",
+            alive=len(alive),
+            waiting=len(placements.waiting) + len(working.observed),
+            bound_pods=len(bound),
+            seconds=round(time.perf_counter() - started, 3),
+        )
+        return working
 
     def _sync_scheduler_objects(self, state: Configs) -> None:
         """Each Kubernetes backend's KAI Queues and Topologies, as the pools say now."""
@@ -137,91 +220,354 @@ class LifecycleController:
             except BackendError as err:
                 log.warning("queue sync failed", backend=backend.name, error=err.message)
 
+
+class _Tick:
+    """One tick's work on the working set (see the module docstring)."""
+
+    def __init__(
+        self,
+        controller: LifecycleController,
+        working: WorkingSet,
+        state: Configs,
+        report: TickReport,
+    ) -> None:
+        self.controller = controller
+        self.working = working
+        self.state = state
+        self.report = report
+        self.now = controller.clock()
+        self.index = _Indexer(controller, working, state)
+
+    def run(self) -> None:
+        changes = Changes()
+        self._read_inbox(changes)
+        stepped = self._step(changes)
+        self.controller.commit(changes)
+        for workflow in stepped:
+            self.index.workflow(workflow, self.now)
+        self._schedule()
+        self._clean_up()
+
+    def _read_inbox(self, changes: Changes) -> None:
+        """New workflows join the working set; a canceled one is read again (its
+        ``cancel_requested_by``). Either is stepped in this tick."""
+        entries = self.controller.workflows.inbox()
+        if not entries:
+            return
+        ids = list(dict.fromkeys(entry.workflow_id for entry in entries))
+        fresh = self.controller.workflows.controller_view(ids)
+        for workflow in fresh:
+            self.working.keep(workflow)
+            self.working.dirty.add(workflow.workflow_id)
+        self.index.waiting(fresh)
+        changes.inbox_done.extend(entry.id for entry in entries)
+
+    # -- stepping ---------------------------------------------------------------------------
+
+    def _step(self, changes: Changes) -> list[StoredWorkflow]:
+        """Step every due workflow; each one's state after its changes, with its manifests."""
+        due = self.working.take_due(self.now)
+        self.report.alive = len(self.working.workflows)
+        self.report.stepped = len(due)
+        workflows = [self.working.workflows[w] for w in due]
+        manifests = self.working.manifests.get(
+            g.uuid for w in workflows for g in w.groups if g.status in _NEEDS_MANIFESTS
+        )
+        stepped = []
+        objects = self.controller.objects
+        for stored in workflows:
+            workflow = with_manifests(stored, manifests)
+            mark = objects.staged_mark()
+            try:
+                backend, executor = self.index.backend(workflow.backend)
+                step = WorkflowStep(
+                    self.controller, workflow, self.state, self.report, backend, executor, self.now
+                )
+                step.decide()
+                step.apply()
+            except BackendError as err:
+                # The database still holds the step's start: a later tick does it again.
+                log.warning(
+                    "backend step failed", workflow_id=workflow.workflow_id, error=err.message
+                )
+                objects.unstage(mark)
+                self.working.dirty.add(workflow.workflow_id)
+                continue
+            changes.merge(step.changes)
+            stepped.append(with_changes(workflow, step.changes))
+        return stepped
+
     # -- scheduling -------------------------------------------------------------------------
 
-    def _schedule(self, state: Configs, waiting: Sequence[Waiting], report: TickReport) -> None:
-        embedded = [entry for entry in waiting if not entry.backend.schedules_itself]
-        for entry in waiting:
-            if entry.backend.schedules_itself:
-                self._observe(entry, entry.backend, report)
-        if not embedded:
-            return
-        owners = {entry.candidate.key: entry for entry in embedded}
-        scheduling = SchedulingPass(self.nodes(), self.objects.bound_pods(), pool_queues(state))
-        for candidate in scheduling.order([entry.candidate for entry in embedded]):
-            workflow, group = owners[candidate.key].workflow, owners[candidate.key].group
-            result = scheduling.place(candidate)
-            if isinstance(result, Placement):
-                nodes = result.nodes()
-                bind = functools.partial(
-                    ClusterObjectStore.bind,
-                    backend=workflow.backend,
-                    namespace=workflow.namespace,
-                    nodes=nodes,
-                )
-                self._bind(group, nodes, dict(result.domains), also=bind)
-                report.placed_groups += 1
-                report.placed_pods += len(nodes)
-            else:
-                self._wait(group, result.reason)
-
-    def _observe(self, entry: Waiting, backend: ClusterBackend, report: TickReport) -> None:
-        """A group KAI places: bound once every pod has a node; else KAI's reason."""
-        group = entry.group
-        pod_group = _pod_group_name(group.manifests)
-        pods = [task.pod_name for task in group.tasks]
-        result = backend.placement(entry.workflow.namespace, pods, pod_group)
-        if isinstance(result, dict):
-            self._bind(group, result, {})
-            report.placed_groups += 1
-        elif result is not None:
-            self._wait(group, result)
-
-    def _wait(self, group: StoredGroup, reason: str) -> None:
-        if reason != group.pending_reason:
-            changes = Changes()
-            changes.group(group.uuid, pending_reason=reason)
-            self.commit(changes)
-
-    def _bind(
-        self,
-        group: StoredGroup,
-        nodes: Mapping[str, str],
-        domains: dict[str, str],
-        also: Callable[[Any], None] | None = None,
-    ) -> None:
+    def _schedule(self) -> None:
         changes = Changes()
-        changes.group(
-            group.uuid,
-            status=TaskStatus.INITIALIZING.value,
-            domains=domains,
-            pending_reason=None,
+        bindings: list[tuple[str, str, str, str]] = []
+        placed: dict[str, StoredWorkflow] = {}
+        for group_uuid, observed in list(self.working.observed.items()):
+            self._observe(group_uuid, observed, changes, placed)
+        placements = self.working.placements
+        for group_uuid, key in self.working.new_shapes.items():
+            if group_uuid in placements.waiting:
+                changes.group(group_uuid, pending_shape=key)
+        self.working.new_shapes.clear()
+        result = placements.place_waiting()
+        for found in result.placed:
+            workflow = self.working.workflows[self.working.owners.pop(found.group.key)]
+            group = _group(workflow, found.group.key)
+            nodes = found.placement.nodes()
+            _bind(changes, group, nodes, dict(found.placement.domains))
+            bindings.extend(
+                (workflow.backend, workflow.namespace, pod, node) for pod, node in nodes.items()
+            )
+            placed[workflow.workflow_id] = workflow
+            self.report.placed_groups += 1
+            self.report.placed_pods += len(nodes)
+        for shape in result.reasons:
+            if shape.reason is not None:
+                changes.shapes[shape.key] = SharedReason(shape.reason, shape.pod_names)
+        if changes.empty:
+            return
+        self.controller.commit(
+            changes, also=partial(ClusterObjectStore.bind_all, bindings=bindings)
         )
-        for task in group.tasks:
-            if task.pod_name in nodes:
-                changes.task(
-                    task.uuid, status=TaskStatus.INITIALIZING.value, node=nodes[task.pod_name]
-                )
-        self.commit(changes, also=also)
+        for workflow in placed.values():
+            self.working.keep(with_changes(workflow, changes))
+            self.working.dirty.add(workflow.workflow_id)
+
+    def _observe(
+        self,
+        group_uuid: str,
+        observed: Observed,
+        changes: Changes,
+        placed: dict[str, StoredWorkflow],
+    ) -> None:
+        """A group a cluster's own scheduler places: bound once every pod has a node; else
+        the scheduler's reason."""
+        workflow = self.working.workflows.get(observed.workflow_id)
+        if workflow is None:
+            self.working.observed.pop(group_uuid, None)
+            return
+        group = _group(workflow, group_uuid)
+        try:
+            backend, _ = self.index.backend(workflow.backend)
+            pods = [task.pod_name for task in group.tasks]
+            result = backend.placement(workflow.namespace, pods, observed.pod_group)
+        except BackendError as err:
+            log.warning("placement unknown", group_uuid=group_uuid, error=err.message)
+            return
+        if isinstance(result, dict):
+            _bind(changes, group, result, {})
+            self.working.observed.pop(group_uuid)
+            placed[workflow.workflow_id] = workflow
+            self.report.placed_groups += 1
+            self.report.placed_pods += len(result)
+        elif result is not None and result != group.pending_reason:
+            changes.group(group_uuid, pending_reason=result)
+            self.working.keep(with_changes(workflow, _only_group(changes, group_uuid)))
 
     # -- cleanup ----------------------------------------------------------------------------
 
-    def _clean_up(self, report: TickReport) -> None:
-        for group in self.workflows.uncleaned_groups(FINISHED):
-            labels = {WORKFLOW_LABEL: group.workflow_uuid, GROUP_LABEL: group.uuid}
+    def _clean_up(self) -> None:
+        finished = list(self.working.cleanup.values())
+        if not finished:
+            return
+        self.controller.check_leading()
+        done: list[str] = []
+        by_backend: dict[str, list[GroupObjects]] = {}
+        for entry in finished:
+            by_backend.setdefault(entry.objects.backend, []).append(entry.objects)
+        for name, groups in by_backend.items():
             try:
-                self.check_leading()
-                backend = self.backends.get(group.backend)
-                for api_version, kind in deletion_order(group.kinds):
-                    backend.delete_collection(api_version, kind, group.namespace, labels)
+                backend, _ = self.index.backend(name)
+                done.extend(backend.delete_groups(groups))
             except BackendError as err:
-                log.warning("cleanup failed; retrying", group_uuid=group.uuid, error=err.message)
+                log.warning("cleanup failed; retrying", backend=name, error=err.message)
+        if not done:
+            return
+        changes = Changes()
+        for group_uuid in done:
+            changes.group(group_uuid, cleaned=True)
+        self.controller.commit(changes)
+        for group_uuid in done:
+            entry = self.working.cleanup.pop(group_uuid)
+            self.working.placements.release(group_uuid)
+            self.working.manifests.forget(group_uuid)
+            self.controller.create_failures.pop(group_uuid, None)
+            workflow = self.working.workflows.get(entry.workflow_id)
+            if workflow is not None:
+                self.working.keep(with_changes(workflow, _only_group(changes, group_uuid)))
+        self.report.cleaned_groups += len(done)
+
+
+class _Indexer:
+    """Files a workflow, as the database has it after a commit, under what it waits on."""
+
+    def __init__(self, controller: LifecycleController, working: WorkingSet, state: Configs):
+        self.controller = controller
+        self.working = working
+        self.state = state
+        self._backends: dict[str, tuple[ClusterBackend, TaskExecutor]] = {}
+
+    def backend(self, name: str) -> tuple[ClusterBackend, TaskExecutor]:
+        """The backend and its executor, once per tick."""
+        found = self._backends.get(name)
+        if found is None:
+            backend = self.controller.backends.get(name, self.state)
+            found = self._backends[name] = (backend, backend.executor())
+        return found
+
+    def waiting(self, workflows: Iterable[StoredWorkflow]) -> None:
+        """Hand the waiting groups of ``workflows`` (read from the database) to their
+        scheduler, with their objects read in one query."""
+        working = self.working
+        pending = [
+            (workflow, group)
+            for workflow in workflows
+            for group in workflow.groups
+            if group.status == GROUP_SCHEDULING
+            and group.uuid not in working.placements.waiting
+            and group.uuid not in working.observed
+        ]
+        if not pending:
+            return
+        manifests = self.controller.workflows.manifests([g.uuid for _, g in pending])
+        for workflow, group in pending:
+            self._wait(workflow, group, manifests.get(group.uuid, []))
+
+    def workflow(self, workflow: StoredWorkflow, now: datetime) -> None:
+        """Keep ``workflow`` (stepped, with the objects of its active groups) and index it."""
+        working = self.working
+        if workflow.status not in ALIVE:
+            working.forget(workflow.workflow_id)
+        else:
+            working.keep(workflow)
+        for group in workflow.groups:
+            if group.status == GROUP_SCHEDULING:
+                if (
+                    group.uuid not in working.placements.waiting
+                    and group.uuid not in working.observed
+                ):
+                    self._wait(workflow, group, group.manifests)
+            else:
+                working.placements.drop(group.uuid)
+                working.observed.pop(group.uuid, None)
+                working.owners.pop(group.uuid, None)
+            if TaskStatus(group.status).group_finished and not group.cleaned:
+                working.cleanup[group.uuid] = Finished(
+                    workflow.workflow_id,
+                    GroupObjects(
+                        group.uuid,
+                        workflow.uuid,
+                        workflow.backend,
+                        workflow.namespace,
+                        group.resource_kinds,
+                    ),
+                )
+        if workflow.status in ALIVE:
+            self._follow(workflow, now)
+
+    def _wait(
+        self, workflow: StoredWorkflow, group: StoredGroup, manifests: Sequence[Mapping[str, Any]]
+    ) -> None:
+        try:
+            backend, _ = self.backend(workflow.backend)
+        except BackendError as err:
+            log.warning("backend unavailable", backend=workflow.backend, error=err.message)
+            self.working.dirty.add(workflow.workflow_id)
+            return
+        if backend.schedules_itself:
+            self.working.observed[group.uuid] = Observed(
+                workflow.workflow_id, _pod_group_name(manifests)
+            )
+            return
+        pool = self.state.find_pool(workflow.pool)
+        levels = tuple(key.label for key in pool.topology_keys) if pool else ()
+        position = next(i for i, g in enumerate(workflow.groups) if g.uuid == group.uuid)
+        since = group.scheduling_at or self.controller.clock()
+        waiting = self.working.placements.add(
+            group.uuid,
+            manifests,
+            levels=levels,
+            priority=workflow.priority,
+            age=(since, workflow.submitted_at, workflow.workflow_id, position),
+        )
+        self.working.owners[group.uuid] = workflow.workflow_id
+        if group.pending_shape != waiting.shape.key:
+            self.working.new_shapes[group.uuid] = waiting.shape.key
+
+    def _follow(self, workflow: StoredWorkflow, now: datetime) -> None:
+        """When the workflow needs its next step by itself: at once (tasks to start, a
+        creation to retry, a cancel to finish), at a timer, or at every tick."""
+        working = self.working
+        workflow_id = workflow.workflow_id
+        working.every_tick.discard(workflow_id)
+        wake: list[datetime] = []
+        retry = any(g.uuid in self.controller.create_failures for g in workflow.groups)
+        if retry or workflow.cancel_requested_by is not None:
+            working.dirty.add(workflow_id)
+        for group in workflow.groups:
+            status = TaskStatus(group.status)
+            if status is TaskStatus.SCHEDULING and group.scheduling_at is not None:
+                wake.append(group.scheduling_at + timedelta(seconds=workflow.queue_timeout_s))
+            if status is TaskStatus.RUNNING and group.started_at is not None:
+                wake.append(group.started_at + timedelta(seconds=workflow.exec_timeout_s))
+            if status.group_finished:
                 continue
-            self.create_failures.pop(group.uuid, None)
-            changes = Changes()
-            changes.group(group.uuid, cleaned=True)
-            self.commit(changes)
-            report.cleaned_groups += 1
+            for task in group.tasks:
+                if task.status == TaskStatus.INITIALIZING.value:
+                    working.dirty.add(workflow_id)
+                elif task.status == TaskStatus.RUNNING.value:
+                    check = self._next_check(workflow, task)
+                    if check is None:
+                        working.every_tick.add(workflow_id)
+                    else:
+                        wake.append(check)
+        working.wake(workflow_id, min(wake) + _JUST_AFTER if wake else None)
+
+    def _next_check(self, workflow: StoredWorkflow, task: Any) -> datetime | None:
+        if task.started_at is None:
+            return None
+        try:
+            _, executor = self.backend(workflow.backend)
+            run = TaskRun(task.uuid, task.retry_id, pod_of(workflow, task), task.started_at)
+        except (BackendError, LookupError):
+            return None  # no pod at hand: poll it every tick
+        return executor.next_check(run)
+
+
+def _bind(
+    changes: Changes, group: StoredGroup, nodes: Mapping[str, str], domains: dict[str, str]
+) -> None:
+    changes.group(
+        group.uuid,
+        status=TaskStatus.INITIALIZING.value,
+        domains=domains,
+        pending_reason=None,
+    )
+    for task in group.tasks:
+        if task.pod_name in nodes:
+            changes.task(task.uuid, status=TaskStatus.INITIALIZING.value, node=nodes[task.pod_name])
+
+
+def _both(
+    first: Callable[[Any], None], second: Callable[[Any], None] | None
+) -> Callable[[Any], None]:
+    def write(connection: Any) -> None:
+        first(connection)
+        if second is not None:
+            second(connection)
+
+    return write
+
+
+def _group(workflow: StoredWorkflow, group_uuid: str) -> StoredGroup:
+    return next(g for g in workflow.groups if g.uuid == group_uuid)
+
+
+def _only_group(changes: Changes, group_uuid: str) -> Changes:
+    only = Changes()
+    only.groups[group_uuid] = changes.groups[group_uuid]
+    return only
 
 
 def run_until_stopped(
@@ -256,15 +602,11 @@ def _tick_once(controller: LifecycleController) -> None:
             log.info("workflow finished", workflow_id=workflow_id)
 
 
-def deletion_order(kinds: Sequence[Sequence[str]]) -> list[tuple[str, str]]:
-    """Pods first (nothing keeps running on a deleted ComputeDomain), then the other kinds in
-    reverse creation order."""
-    ordered = [(str(api), str(kind)) for api, kind in reversed(kinds)]
-    return sorted(ordered, key=lambda pair: pair != ("v1", "Pod"))
-
-
 def _pod_group_name(manifests: Sequence[Mapping[str, Any]]) -> str | None:
     for manifest in manifests:
         if manifest["kind"] == "PodGroup":
             return str(manifest["metadata"]["name"])
     return None
+
+
+__all__ = ["FINISHED", "LifecycleController", "Placement", "run_until_stopped"]

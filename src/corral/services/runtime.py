@@ -109,7 +109,7 @@ class Runtime:
         """Per cluster of ``state``: its nodes, the pods holding resources and its pools."""
         return read_capacity(state, self.cluster, self.objects, self.backends)
 
-    def nodes_of(self, backend: str) -> list[Node]:
+    def nodes_of(self, backend: str) -> tuple[Node, ...]:
         """The nodes the pools of ``backend`` run on (the submission's node checks)."""
         return backend_nodes(self.configs.state(), self.cluster, self.backends, backend)
 

@@ -18,7 +18,9 @@ Workers are kept between calls (starting Python and importing corral takes a few
 milliseconds; a call takes about one), ``size`` of them, and calls wait for a free one. The
 function to run is named, not sent: only the functions in :func:`functions` can be called.
 Arguments and results travel as pickles over the worker's stdin and stdout; exceptions that
-are user errors come back as they were raised.
+are user errors come back as they were raised. An argument wrapped in :class:`Kept` (the
+configs, a cluster's nodes) is sent to a worker once and named in later calls: pickling 5,000
+nodes for every submission cost more than planning it.
 """
 
 from __future__ import annotations
@@ -63,6 +65,8 @@ _LENGTH = struct.Struct("!Q")
 _READY = b"ready"
 #: How long a new worker may take to import and warm up.
 _START_SECONDS = 60.0
+#: Arguments a worker keeps between calls (:class:`Kept`), the oldest replaced first.
+_KEPT_SLOTS = 4
 
 
 @dataclass(frozen=True)
@@ -105,6 +109,29 @@ def _user_limits(workflow_config: WorkflowConfig) -> tuple[float, int]:
     :data:`MIN_MEMORY`) of the WORKFLOW config's ``user_workflow_limits``."""
     limits = workflow_config.user_workflow_limits
     return limits.jinja_sandbox_max_time, max(limits.jinja_sandbox_memory_limit, MIN_MEMORY)
+
+
+@dataclass(frozen=True, eq=False)
+class Kept:
+    """An argument a worker keeps once it has it: the same object (by identity) is then
+    named instead of pickled again. For values that are read-only and used by many calls."""
+
+    value: Any
+
+
+@dataclass(frozen=True)
+class _Keep:
+    """Worker side: keep ``value`` in ``slot`` and use it."""
+
+    slot: int
+    value: Any
+
+
+@dataclass(frozen=True)
+class _Use:
+    """Worker side: use what ``slot`` holds."""
+
+    slot: int
 
 
 class SandboxPool:
@@ -202,6 +229,11 @@ class _Worker:
             close_fds=True,
         )
         self.cpu_used = 0.0
+        #: Per slot of the worker: the object it holds (referenced here, so that no other
+        #: object can take its identity while the slot names it) and the call that last used it.
+        self._slots: list[Any] = []
+        self._last_use: list[int] = []
+        self._calls = 0
         assert self.process.stdout is not None
         try:  # the worker says it is ready once it has imported and warmed up
             ready = _read_message(self.process.stdout, time.monotonic() + _START_SECONDS)
@@ -240,8 +272,9 @@ class _Worker:
         what: str,
     ) -> Any:
         assert self.process.stdin is not None and self.process.stdout is not None
+        sent = tuple(self._send(arg) for arg in args)
         request = pickle.dumps(
-            (function, args, dict(kwargs), limits.cpu_seconds, limits.render_seconds)
+            (function, sent, dict(kwargs), limits.cpu_seconds, limits.render_seconds)
         )
         deadline = time.monotonic() + limits.wall_seconds
         try:
@@ -266,6 +299,23 @@ class _Worker:
         if isinstance(value, BaseException):
             raise value
         raise RuntimeError(f"{what} failed in the sandbox worker: {value}")
+
+    def _send(self, arg: Any) -> Any:
+        """What to pickle for ``arg``: a :class:`Kept` value as a slot the worker holds, or
+        with the slot to keep it in (the oldest one)."""
+        if not isinstance(arg, Kept):
+            return arg
+        self._calls += 1
+        for slot, held in enumerate(self._slots):
+            if held is arg.value:
+                self._last_use[slot] = self._calls
+                return _Use(slot)
+        if len(self._slots) < _KEPT_SLOTS:
+            self._slots.append(None)
+            self._last_use.append(0)
+        slot = min(range(len(self._slots)), key=self._last_use.__getitem__)
+        self._slots[slot], self._last_use[slot] = arg.value, self._calls
+        return _Keep(slot, arg.value)
 
     def _died(self, limits: Limits, what: str) -> UserError:
         code = self.process.wait()
@@ -396,8 +446,22 @@ def _answer(function: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tup
         return "crash", err
 
 
+def _resolve(args: tuple[Any, ...], kept: dict[int, Any]) -> tuple[Any, ...]:
+    """The arguments with every kept value in place (and new ones kept)."""
+    resolved = []
+    for arg in args:
+        if isinstance(arg, _Keep):
+            kept[arg.slot] = arg.value
+            arg = arg.value
+        elif isinstance(arg, _Use):
+            arg = kept[arg.slot]
+        resolved.append(arg)
+    return tuple(resolved)
+
+
 def main(argv: list[str]) -> int:
     memory_bytes = int(argv[1])
+    kept: dict[int, Any] = {}
     protocol_out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # anything printed goes to stderr, never into the protocol
     protocol_in = sys.stdin.buffer
@@ -414,6 +478,7 @@ def main(argv: list[str]) -> int:
             return 0
         (length,) = _LENGTH.unpack(header)
         function, args, kwargs, cpu_seconds, render_seconds = pickle.loads(protocol_in.read(length))
+        args = _resolve(args, kept)
         _cap_cpu(int(cpu_seconds))
         guard = partial(_cpu_deadline, render_seconds) if render_seconds else nullcontext
         install_render_guard(guard)
@@ -426,4 +491,8 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    # Run as the imported module, not as __main__: what the server pickles names the classes
+    # of corral.services.sandbox (Kept slots, errors), and they must be the same classes here.
+    from corral.services.sandbox import main as imported_main
+
+    sys.exit(imported_main(sys.argv))

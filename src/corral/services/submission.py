@@ -7,6 +7,8 @@ security → objects of every group, schema-checked → stored in one transactio
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -28,10 +30,10 @@ from corral.errors import ConflictError, NotFoundError, UserError
 from corral.services import sandbox
 from corral.services.config_service import ConfigService
 from corral.services.jinja_worker import render_in_subprocess
-from corral.store.workflows import WorkflowStore
+from corral.store.workflows import IdempotencyKey, KeyTaken, WorkflowStore
 
-#: How often a submission re-numbers itself when a concurrent one took its id (each round of
-#: a race has one winner, so this bounds how many may race for one name at once).
+#: How often a submission re-numbers itself when its id was taken anyway (a workflow stored
+#: with a number that was never taken: by hand, or before numbers were taken).
 MAX_ID_ATTEMPTS = 50
 
 
@@ -79,10 +81,12 @@ class SubmittingUser:
 class SubmitOutcome:
     workflow_id: str
     spec: str  # the rendered workflow document
-    plan: WorkflowPlan
+    plan: WorkflowPlan | None  # None: a retry answered with the workflow its key made
     stored: bool
     #: What was accepted but is probably not what the submitter meant.
     warnings: tuple[str, ...] = ()
+    #: True: the idempotency key was used before; this is that submission's workflow.
+    replayed: bool = False
 
 
 NodesOf = Callable[[str], Sequence[Node]]
@@ -99,7 +103,21 @@ class SubmissionService:
         self._store = store
         self._nodes_of = nodes_of
 
-    def submit(self, caller: SubmittingUser, request: SubmitRequest, mode: Mode) -> SubmitOutcome:
+    def submit(
+        self,
+        caller: SubmittingUser,
+        request: SubmitRequest,
+        mode: Mode,
+        idempotency_key: str | None = None,
+    ) -> SubmitOutcome:
+        """Submit (or dry-run, or validate) ``request``. With an ``idempotency_key`` the
+        caller used before for the same request, nothing is done again: the answer names the
+        workflow made then (docs/submission.md#retries-and-idempotency-keys)."""
+        key = _key_for(idempotency_key, request) if mode is Mode.SUBMIT else None
+        if key is not None:
+            replay = self._replay(caller, key)
+            if replay is not None:
+                return replay
         state = self._configs.state()
         check_pool_open(state, request.pool, is_admin=caller.is_admin)
         caller.require("workflow:Create", f"pool/{request.pool}")
@@ -119,13 +137,40 @@ class SubmissionService:
             local_files=request.local_files,
             warnings=tuple(f"--set {name}: {UNUSED_SET}" for name in rendered.unused),
         )
-        return self._plan_and_store(state, caller, accepted, request.pool, priority, mode)
+        return self._plan_and_store(state, caller, accepted, request.pool, priority, mode, key)
+
+    def _replay(self, caller: SubmittingUser, key: IdempotencyKey) -> SubmitOutcome | None:
+        """The earlier submission of ``key``, if there was one; ConflictError when the key
+        was used for another request."""
+        kept = self._store.kept_submission(caller.username, key.key)
+        if kept is None:
+            return None
+        if kept.request_hash != key.request_hash:
+            raise ConflictError(
+                f"Idempotency-Key {key.key!r} was used for another submission (workflow "
+                f"{kept.workflow_id}); use a new key for a new submission."
+            )
+        return SubmitOutcome(kept.workflow_id, "", None, True, replayed=True)
 
     def restart(
-        self, caller: SubmittingUser, workflow_id: str, pool: str, mode: Mode
+        self,
+        caller: SubmittingUser,
+        workflow_id: str,
+        pool: str,
+        mode: Mode,
+        idempotency_key: str | None = None,
     ) -> SubmitOutcome:
         """A new workflow in ``pool`` from a failed one's stored spec, running only the groups
         that did not complete; inputs from completed groups read the old workflow's tasks."""
+        key = (
+            _checked_key(idempotency_key, ["restart", workflow_id, pool])
+            if mode is Mode.SUBMIT
+            else None
+        )
+        if key is not None:
+            replay = self._replay(caller, key)
+            if replay is not None:
+                return replay
         state = self._configs.state()
         check_pool_open(state, pool, is_admin=caller.is_admin)
         caller.require("workflow:Create", f"pool/{pool}")
@@ -146,7 +191,7 @@ class SubmissionService:
             local_files=old.local_files,
             restarted_from=workflow_id,
         )
-        return self._plan_and_store(state, caller, accepted, pool, old.priority, mode)
+        return self._plan_and_store(state, caller, accepted, pool, old.priority, mode, key)
 
     def _plan_and_store(
         self,
@@ -156,6 +201,7 @@ class SubmissionService:
         pool: str,
         priority: str,
         mode: Mode,
+        key: IdempotencyKey | None = None,
     ) -> SubmitOutcome:
         """From the rendered workflow on: the strict spec, the pool's checks, every group's
         objects (in the sandbox), numbered and stored in one transaction."""
@@ -177,7 +223,10 @@ class SubmissionService:
                 )
         nodes = self._nodes_of(state.pool(pool).backend)
         for _ in range(MAX_ID_ATTEMPTS):
-            number = self._store.next_number(spec.name)
+            if mode is Mode.SUBMIT:
+                number = self._store.take_number(spec.name)
+            else:
+                number = self._store.next_number(spec.name)
             submitter = Submitter(
                 workflow_id=f"{spec.name}-{number}",
                 workflow_uuid=random_id(),
@@ -210,7 +259,14 @@ class SubmissionService:
                     template=accepted.template,
                     local_files=accepted.local_files,
                     restarted_from=accepted.restarted_from,
+                    idempotency_key=key,
                 )
+            except KeyTaken:  # the same request, sent twice at once: the first one stands
+                assert key is not None
+                replay = self._replay(caller, key)
+                if replay is None:
+                    raise
+                return replay
             except ConflictError:
                 continue
             return SubmitOutcome(
@@ -257,6 +313,40 @@ LOW_PRIORITY = (
 )
 
 
+#: An ``Idempotency-Key`` is printable ASCII (a UUID is what the CLI sends).
+MAX_KEY_LENGTH = 256
+
+
+def _key_for(key: str | None, request: SubmitRequest) -> IdempotencyKey | None:
+    """The key and a digest of everything the submission depends on."""
+    files = {path: [f.contents, f.base64] for path, f in sorted(request.local_files.items())}
+    return _checked_key(
+        key,
+        [
+            request.pool,
+            request.file,
+            request.set_values,
+            request.set_strings,
+            request.priority,
+            request.source,
+            files,
+        ],
+    )
+
+
+def _checked_key(key: str | None, request: list[Any]) -> IdempotencyKey | None:
+    if key is None:
+        return None
+    if not 0 < len(key) <= MAX_KEY_LENGTH or not all(" " < c <= "~" for c in key):
+        raise UserError(
+            f"must be 1 to {MAX_KEY_LENGTH} printable ASCII characters without spaces (a UUID, "
+            "for example); send a new one for every new submission.",
+            path=("Idempotency-Key",),
+        )
+    digest = hashlib.sha256(json.dumps(request).encode()).hexdigest()
+    return IdempotencyKey(key, digest)
+
+
 def warnings(accepted: _Accepted, priority: str) -> tuple[str, ...]:
     low = (LOW_PRIORITY,) if priority == "LOW" else ()
     return (*accepted.warnings, *low)
@@ -282,10 +372,10 @@ def plan_in_sandbox(
     within the WORKFLOW config's time limit (docs/submission.md#limits)."""
     plan: WorkflowPlan = sandbox.run(
         "plan_workflow",
-        state,
+        sandbox.Kept(state),
         spec,
         submitter,
-        list(nodes),
+        sandbox.Kept(nodes),
         random_id,
         workflow_config=state.workflow,
         what="Rendering the pool's templates",

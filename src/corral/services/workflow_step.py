@@ -6,16 +6,17 @@ whether corral may create a group's kinds — and records each decision: the dat
 the effects on the cluster (tasks to start or stop, groups whose objects to apply), in the order
 they were taken. Nothing on the cluster changes while deciding.
 
-:meth:`WorkflowStep.commit` applies the effects in that order, folds what creating each group
-answered into the decisions (scheduling, a retry, or a failure), aggregates the workflow's status
-and writes every change in one transaction. A start or stop that fails writes nothing: the
-database still holds the step's start, and the next tick decides it again. Every effect is
-idempotent, so redoing one after a crash is safe.
+:meth:`WorkflowStep.apply` applies the effects in that order, folds what creating each group
+answered into the decisions (scheduling, a retry, or a failure) and aggregates the workflow's
+status; the controller then writes the changes of every step of the tick in one transaction. A
+start or stop that fails drops the step's changes: the database still holds the step's start,
+and a later tick decides it again. Every effect is idempotent, so redoing one after a crash is
+safe.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -28,7 +29,6 @@ from corral.domain.configs.snapshot import Configs
 from corral.domain.workflows.exit_actions import exit_outcome, pool_exit_actions
 from corral.domain.workflows.group_order import GroupState, failed_downstream, ready_groups
 from corral.domain.workflows.statuses import TaskState, TaskStatus, group_status, workflow_status
-from corral.services.placement import WaitingGroup
 from corral.store.workflows import Changes, StoredGroup, StoredTask, StoredWorkflow, pod_of
 
 log = structlog.get_logger("corral.lifecycle")
@@ -74,16 +74,6 @@ class TickReport:
         }
 
 
-@dataclass(frozen=True)
-class Waiting:
-    """A group for the scheduling pass, with the workflow and group it belongs to."""
-
-    candidate: WaitingGroup
-    workflow: StoredWorkflow
-    group: StoredGroup
-    backend: ClusterBackend
-
-
 class Controller(Protocol):
     """What a step needs of the lifecycle controller."""
 
@@ -91,8 +81,6 @@ class Controller(Protocol):
     create_failures: dict[str, int]
 
     def check_leading(self) -> None: ...
-
-    def commit(self, changes: Changes, also: Callable[[Any], None] | None = None) -> None: ...
 
 
 # -- effects: what committing does to the cluster, in decision order ------------------------
@@ -162,10 +150,10 @@ class WorkflowStep:
         self._fail_downstream()
         self._start_ready_groups()
 
-    # -- committing -------------------------------------------------------------------------
+    # -- applying ---------------------------------------------------------------------------
 
-    def commit(self) -> None:
-        """Apply the effects in decision order, then write every change in one transaction."""
+    def apply(self) -> None:
+        """Apply the effects in decision order; ``changes`` then holds what to write."""
         for effect in self.effects:
             self.controller.check_leading()
             if isinstance(effect, StartTask):
@@ -175,15 +163,13 @@ class WorkflowStep:
             else:
                 self._apply_group(effect.group)
         self._aggregate()
-        self.controller.commit(self.changes)
 
     def _apply_group(self, group: StoredGroup) -> None:
         """Apply the group's objects in their stored order (group templates first), then hand
         it to the scheduler. An error in between re-applies: existing objects stay as they
         are."""
         try:
-            for manifest in group.manifests:
-                self.backend.apply(manifest, self.workflow.namespace)
+            self.backend.apply_all(group.manifests, self.workflow.namespace)
         except BackendError as err:
             self._creation_failed(group, err)
             return
@@ -194,21 +180,6 @@ class WorkflowStep:
             self.task_status[task.uuid] = TaskStatus.SCHEDULING
             self.changes.task(task.uuid, status=TaskStatus.SCHEDULING.value)
         self.report.created_groups += 1
-
-    def waiting(self) -> list[Waiting]:
-        """The workflow's groups in SCHEDULING after the commit, for the scheduling pass."""
-        if self.workflow.cancel_requested_by is not None:
-            return []
-        found = []
-        for position, group in enumerate(self.workflow.groups):
-            if self.group_status[group.name] is TaskStatus.SCHEDULING:
-                since = group.scheduling_at or self.now  # created in this step
-                age = (since, self.workflow.submitted_at, self.workflow.workflow_id, position)
-                candidate = WaitingGroup(
-                    group.uuid, self.levels, self.workflow.priority, age, group.manifests
-                )
-                found.append(Waiting(candidate, self.workflow, group, self.backend))
-        return found
 
     # -- ending -----------------------------------------------------------------------------
 

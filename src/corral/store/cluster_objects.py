@@ -2,17 +2,23 @@
 keeps them in etcd: created in order, applied idempotently, deleted by kind and labels.
 
 Because the objects live in the same database as the workflows, a pod's binding and its task's
-status change in one transaction, and a restarted server finds exactly what existed before.
+status change in one transaction, and a restarted server finds exactly what existed before. The
+controller stages a tick's creations and deletions (:meth:`ClusterObjectStore.stage_apply`,
+:meth:`ClusterObjectStore.stage_delete`) and writes them in the transaction that records their
+result (:meth:`ClusterObjectStore.write_staged`): a group's objects and its SCHEDULING status
+are stored together or not at all.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Engine, select
+from sqlalchemy import Connection, Engine, bindparam, select
+from sqlalchemy.dialects import postgresql, sqlite
 
 from corral.domain.labels import GROUP_UUID as GROUP_LABEL
 from corral.store.database import writing
@@ -30,39 +36,78 @@ class ClusterObject:
     labels: dict[str, str]
     body: dict[str, Any]
     node: str | None
+    group_uuid: str | None = None
+
+
+@dataclass
+class _Staged:
+    """What a thread staged: rows to create, and (backend, group uuids) to delete."""
+
+    rows: list[dict[str, Any]]
+    deletes: list[tuple[str, list[str]]]
 
 
 class ClusterObjectStore:
     def __init__(self, engine: Engine, clock: Callable[[], datetime]) -> None:
         self._engine = engine
         self._clock = clock
+        self._local = threading.local()
+
+    # -- staged writes (the controller's) ---------------------------------------------------
+
+    def _staged(self) -> _Staged:
+        staged: _Staged | None = getattr(self._local, "staged", None)
+        if staged is None:
+            staged = self._local.staged = _Staged([], [])
+        return staged
+
+    def stage_apply(
+        self, backend: str, manifests: Sequence[Mapping[str, Any]], namespace: str
+    ) -> None:
+        """Create the objects (unless they exist) in the calling thread's next
+        :meth:`write_staged`."""
+        now = self._clock()
+        self._staged().rows.extend(_row(backend, m, namespace, now) for m in manifests)
+
+    def stage_delete(self, backend: str, group_uuids: Sequence[str]) -> None:
+        """Delete every object of the groups in the calling thread's next :meth:`write_staged`."""
+        if group_uuids:
+            self._staged().deletes.append((backend, list(group_uuids)))
+
+    def has_staged(self) -> bool:
+        return self.staged_mark() != (0, 0)
+
+    def staged_mark(self) -> tuple[int, int]:
+        staged = self._staged()
+        return len(staged.rows), len(staged.deletes)
+
+    def unstage(self, mark: tuple[int, int]) -> None:
+        """Forget what was staged after ``mark`` (a step that failed half-way)."""
+        staged = self._staged()
+        del staged.rows[mark[0] :]
+        del staged.deletes[mark[1] :]
+
+    def write_staged(self, connection: Connection) -> None:
+        """Write what the calling thread staged, inside the caller's transaction."""
+        staged = self._staged()
+        self._local.staged = None
+        if staged.rows:
+            _insert_new(connection, staged.rows)
+        for backend, uuids in staged.deletes:
+            connection.execute(
+                cluster_objects.delete().where(
+                    cluster_objects.c.backend == backend,
+                    cluster_objects.c.group_uuid.in_(uuids),
+                )
+            )
+
+    # -- immediate writes -------------------------------------------------------------------
 
     def apply(self, backend: str, manifest: Mapping[str, Any], namespace: str) -> bool:
         """Create the object in its own namespace or else ``namespace`` (as ``kubectl apply
         -n``) unless it exists: a re-apply after a crash is a no-op. True if it was created."""
-        metadata = dict(manifest.get("metadata") or {})
-        metadata.setdefault("namespace", namespace)
-        manifest = {**manifest, "metadata": metadata}
-        key = _key(backend, manifest)
         with writing(self._engine) as connection:
-            if connection.execute(select(cluster_objects.c.id).where(*key)).first():
-                return False
-            labels = dict(metadata.get("labels") or {})
-            connection.execute(
-                cluster_objects.insert().values(
-                    backend=backend,
-                    api_version=manifest["apiVersion"],
-                    kind=manifest["kind"],
-                    namespace=metadata["namespace"],
-                    name=metadata["name"],
-                    group_uuid=labels.get(GROUP_LABEL),
-                    labels=labels,
-                    body=dict(manifest),
-                    node=None,
-                    created_at=self._clock(),
-                )
-            )
-        return True
+            return _insert_new(connection, [_row(backend, manifest, namespace, self._clock())]) == 1
 
     def delete_collection(
         self,
@@ -108,18 +153,31 @@ class ClusterObjectStore:
         connection: Connection, backend: str, namespace: str, nodes: Mapping[str, str]
     ) -> None:
         """Bind pods (by name) to nodes, inside the caller's transaction."""
-        for pod, node in nodes.items():
-            connection.execute(
-                cluster_objects.update()
-                .where(
-                    cluster_objects.c.backend == backend,
-                    cluster_objects.c.api_version == "v1",
-                    cluster_objects.c.kind == "Pod",
-                    cluster_objects.c.namespace == namespace,
-                    cluster_objects.c.name == pod,
-                )
-                .values(node=node)
+        ClusterObjectStore.bind_all(
+            connection, [(backend, namespace, pod, node) for pod, node in nodes.items()]
+        )
+
+    @staticmethod
+    def bind_all(connection: Connection, bindings: Sequence[tuple[str, str, str, str]]) -> None:
+        """Bind pods to nodes, given as (backend, namespace, pod, node), in one statement
+        inside the caller's transaction."""
+        if not bindings:
+            return
+        connection.execute(
+            cluster_objects.update()
+            .where(
+                cluster_objects.c.backend == bindparam("row_backend"),
+                cluster_objects.c.api_version == "v1",
+                cluster_objects.c.kind == "Pod",
+                cluster_objects.c.namespace == bindparam("row_namespace"),
+                cluster_objects.c.name == bindparam("row_name"),
             )
+            .values(node=bindparam("row_node")),
+            [
+                {"row_backend": b, "row_namespace": ns, "row_name": pod, "row_node": node}
+                for b, ns, pod, node in bindings
+            ],
+        )
 
     def _select(self, *where: Any) -> list[ClusterObject]:
         with self._engine.connect() as connection:
@@ -129,15 +187,35 @@ class ClusterObjectStore:
             return [_object(row) for row in rows]
 
 
-def _key(backend: str, manifest: Mapping[str, Any]) -> Sequence[Any]:
-    metadata = manifest["metadata"]
-    return (
-        cluster_objects.c.backend == backend,
-        cluster_objects.c.api_version == manifest["apiVersion"],
-        cluster_objects.c.kind == manifest["kind"],
-        cluster_objects.c.namespace == metadata["namespace"],
-        cluster_objects.c.name == metadata["name"],
+def _insert_new(connection: Connection, rows: list[dict[str, Any]]) -> int:
+    """Insert the rows whose object does not exist yet (as ``kubectl apply`` leaves an existing
+    object); how many were new."""
+    dialect = postgresql if connection.dialect.name == "postgresql" else sqlite
+    insert = dialect.insert(cluster_objects).on_conflict_do_nothing(
+        index_elements=["backend", "api_version", "kind", "namespace", "name"]
     )
+    return int(connection.execute(insert, rows).rowcount)
+
+
+def _row(
+    backend: str, manifest: Mapping[str, Any], namespace: str, now: datetime
+) -> dict[str, Any]:
+    """The row of a new object (in its own namespace or else ``namespace``)."""
+    metadata = dict(manifest.get("metadata") or {})
+    metadata.setdefault("namespace", namespace)
+    labels = dict(metadata.get("labels") or {})
+    return {
+        "backend": backend,
+        "api_version": manifest["apiVersion"],
+        "kind": manifest["kind"],
+        "namespace": metadata["namespace"],
+        "name": metadata["name"],
+        "group_uuid": labels.get(GROUP_LABEL),
+        "labels": labels,
+        "body": {**manifest, "metadata": metadata},
+        "node": None,
+        "created_at": now,
+    }
 
 
 def _matches(labels: Mapping[str, str], selector: Mapping[str, str]) -> bool:
@@ -155,4 +233,5 @@ def _object(row: Any) -> ClusterObject:
         labels=dict(row["labels"]),
         body=dict(row["body"]),
         node=row["node"],
+        group_uuid=row["group_uuid"],
     )

@@ -6,6 +6,7 @@ import contextlib
 import os
 import threading
 import uuid
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -26,8 +27,25 @@ def writing(engine: Engine) -> AbstractContextManager[Connection]:
     """A transaction that will write. On SQLite it starts with ``BEGIN IMMEDIATE``: it takes
     the write lock first, waiting (busy timeout) for other writers, instead of reading under
     a shared lock and then failing with "database is locked" when it wants to write while
-    another writer went first. PostgreSQL needs nothing: its row locks queue writers."""
-    return engine.execution_options(**{_WRITES: True}).begin()
+    another writer went first. The threads of one process also queue on a lock of their own
+    first: SQLite's busy handler sleeps in growing steps (up to 100 ms) between tries, which
+    made the 99th percentile of 20 concurrent writers 50 times their median. PostgreSQL needs
+    nothing: its row locks queue writers."""
+    transaction = engine.execution_options(**{_WRITES: True}).begin()
+    lock = _SQLITE_WRITERS.get(engine)
+    return transaction if lock is None else _holding(lock, transaction)
+
+
+#: Per SQLite engine, the lock its writing threads queue on.
+_SQLITE_WRITERS: weakref.WeakKeyDictionary[Engine, threading.Lock] = weakref.WeakKeyDictionary()
+
+
+@contextmanager
+def _holding(
+    lock: threading.Lock, transaction: AbstractContextManager[Connection]
+) -> Iterator[Connection]:
+    with lock, transaction as connection:
+        yield connection
 
 
 def sqlite_url(data_dir: Path) -> str:
@@ -40,8 +58,11 @@ def make_engine(url: str) -> Engine:
         _private_sqlite_files(make_url(url).database)
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
         _configure_sqlite(engine)
+        _SQLITE_WRITERS[engine] = threading.Lock()
         return engine
-    return create_engine(url, pool_pre_ping=True)
+    # As many connections as request threads (anyio's 40) may want at once, most of them only
+    # in bursts: a request waiting for a pooled connection waits for the slowest one's work.
+    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=30)
 
 
 #: The files of a SQLite database: SQLite creates the other two with the main file's mode.
@@ -68,6 +89,10 @@ def _configure_sqlite(engine: Engine) -> None:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
+        # In WAL mode, NORMAL syncs at checkpoints, not at every commit: a commit survives the
+        # process being killed (what crash safety relies on), the last ones may be lost if
+        # the machine loses power, and the database stays consistent either way.
+        cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA busy_timeout=30000")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()

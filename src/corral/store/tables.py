@@ -130,12 +130,16 @@ workflow_groups = Table(
     Column("ended_at", DateTime(timezone=True), nullable=True),
     #: Per set (subgroup name, "" for the group): the topology domain it was placed in.
     Column("domains", JSON, nullable=True),
-    #: Why the scheduler could not place the group yet, in the user's terms.
+    #: Why the scheduler could not place the group yet, in the user's terms (a cluster's own
+    #: scheduler's reason; corral's own are shared by shape, ``pending_shapes``).
     Column("pending_reason", Text, nullable=True),
+    #: While waiting for corral's scheduler: what it asks for (``pending_shapes.shape``).
+    Column("pending_shape", String(64), nullable=True),
     Column("ignore_non_lead", Boolean, nullable=False, default=True),
     #: Every object of the group has been deleted from the cluster.
     Column("cleaned", Boolean, nullable=False, default=False),
     Index("ix_workflow_groups_workflow", "workflow_id"),
+    Index("ix_workflow_groups_status", "status"),
 )
 
 workflow_tasks = Table(
@@ -210,4 +214,52 @@ leader_lease = Table(
     #: Grows by one at every renewal: the others watch it move.
     Column("renewals", Integer, nullable=False),
     Column("renewed_at", DateTime(timezone=True), nullable=False),
+)
+
+#: What the controller has not seen yet: a workflow submitted or asked to cancel by any server.
+#: Rows are hints, deleted once read (by id: ids of concurrent inserts commit out of order); a
+#: controller that starts leading reads every alive workflow anyway.
+controller_inbox = Table(
+    "controller_inbox",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("workflow_id", String(128), nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+)
+
+#: Why the groups of one shape (the same pods, constraints, queue and priority class) wait for
+#: corral's scheduler: one row per shape, not per group, so a change of occupancy costs one write
+#: however many groups wait. ``pod_names`` are the pods the reason was written for, in order:
+#: a group reads its own pod names in their place.
+pending_shapes = Table(
+    "pending_shapes",
+    metadata,
+    Column("shape", String(64), primary_key=True),
+    Column("reason", Text, nullable=False),
+    Column("pod_names", JSON, nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+)
+
+#: A submission's ``Idempotency-Key`` (per user) and the workflow it made: a retry with the same
+#: key answers that workflow instead of making another. ``request_hash`` tells a retry from a
+#: different request that reuses the key.
+idempotency_keys = Table(
+    "idempotency_keys",
+    metadata,
+    Column("username", String(256), nullable=False),
+    Column("key", String(256), nullable=False),
+    Column("workflow_id", String(128), nullable=False),
+    Column("request_hash", String(64), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    PrimaryKeyConstraint("username", "key"),
+)
+
+#: The last number given to a workflow name (``<name>-<n>``): a submission takes its number
+#: before it is planned, so concurrent submissions of one name never plan the same id twice.
+workflow_numbers = Table(
+    "workflow_numbers",
+    metadata,
+    Column("name", String(128), primary_key=True),
+    Column("last", Integer, nullable=False),
 )

@@ -1,23 +1,37 @@
 """Accepted workflows: one row each, with their groups (and exact manifests) and tasks.
 
-A workflow is written in one transaction, so it is either stored whole or not at all.
+A workflow is written in one transaction, so it is either stored whole or not at all, together
+with a row of the controller's inbox (``controller_inbox``) that tells the controller about it.
+The controller reads what it works on in set-based queries (:meth:`WorkflowStore.controller_view`,
+:meth:`WorkflowStore.manifests`) and writes a tick's changes in one transaction of batched
+statements (:meth:`WorkflowStore.commit`), never one query per workflow.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Engine, func, or_, select
+from sqlalchemy import Connection, Engine, Table, bindparam, delete, func, insert, or_, select
 from sqlalchemy.exc import IntegrityError
 
 from corral.domain.workflows.plan import WorkflowPlan
 from corral.domain.workflows.spec import ExitAction, TaskFileContents
 from corral.errors import ConflictError, NotFoundError
 from corral.store.database import writing
-from corral.store.tables import task_logs, workflow_groups, workflow_tasks, workflows
+from corral.store.tables import (
+    controller_inbox,
+    idempotency_keys,
+    pending_shapes,
+    task_logs,
+    workflow_groups,
+    workflow_numbers,
+    workflow_tasks,
+    workflows,
+)
 
 #: Statuses at acceptance (OSMO: workflow PENDING, groups SUBMITTING, tasks WAITING).
 WORKFLOW_ACCEPTED = "PENDING"
@@ -27,6 +41,43 @@ TASK_ACCEPTED = "WAITING"
 
 #: Workflow statuses the controller still works on.
 ALIVE = ("PENDING", "RUNNING", "WAITING")
+#: Group status while a scheduler may place it.
+GROUP_SCHEDULING = "SCHEDULING"
+#: What the inbox says of a workflow.
+SUBMITTED, CANCEL = "submitted", "cancel"
+#: Ids per ``IN (...)`` list: SQLite allows 32,766 variables per statement.
+_CHUNK = 1000
+
+
+@dataclass(frozen=True)
+class SharedReason:
+    """Why the waiting groups of one shape wait, written for the pods ``pod_names``."""
+
+    reason: str
+    pod_names: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class IdempotencyKey:
+    """A submission's ``Idempotency-Key`` and a digest of the request it came with."""
+
+    key: str
+    request_hash: str
+
+
+@dataclass(frozen=True)
+class KeptSubmission:
+    """What a user's idempotency key was used for."""
+
+    workflow_id: str
+    request_hash: str
+
+
+@dataclass(frozen=True)
+class InboxEntry:
+    id: int
+    workflow_id: str
+    kind: str  # SUBMITTED or CANCEL
 
 
 @dataclass
@@ -38,10 +89,34 @@ class Changes:
     tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: (task uuid, retry id) -> what the attempt printed, kept in the database.
     logs: dict[tuple[str, int], str] = field(default_factory=dict)
+    #: Shape -> why its groups wait (``pending_shapes``).
+    shapes: dict[str, SharedReason] = field(default_factory=dict)
+    #: Inbox rows the controller has read and acted on.
+    inbox_done: list[int] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
-        return not (self.workflows or self.groups or self.tasks or self.logs)
+        return not (
+            self.workflows
+            or self.groups
+            or self.tasks
+            or self.logs
+            or self.shapes
+            or self.inbox_done
+        )
+
+    def merge(self, other: Changes) -> None:
+        """Add ``other``'s changes (a later one wins per column)."""
+        for mine, theirs in (
+            (self.workflows, other.workflows),
+            (self.groups, other.groups),
+            (self.tasks, other.tasks),
+        ):
+            for key, values in theirs.items():
+                mine.setdefault(key, {}).update(values)
+        self.logs.update(other.logs)
+        self.shapes.update(other.shapes)
+        self.inbox_done.extend(other.inbox_done)
 
     def workflow(self, workflow_id: str, **values: Any) -> None:
         self.workflows.setdefault(workflow_id, {}).update(values)
@@ -56,6 +131,7 @@ class Changes:
 @dataclass(frozen=True)
 class UncleanedGroup:
     uuid: str
+    workflow_id: str
     workflow_uuid: str
     backend: str
     namespace: str
@@ -96,6 +172,8 @@ class StoredGroup:
     domains: dict[str, str] | None = None
     pending_reason: str | None = None
     cleaned: bool = False
+    #: While it waits for corral's scheduler: the shape whose reason it shares.
+    pending_shape: str | None = None
 
 
 @dataclass(frozen=True)
@@ -133,12 +211,39 @@ class WorkflowStore:
         return self._engine
 
     def next_number(self, name: str) -> int:
-        """The number the next workflow called ``name`` gets: 1, then one more than the last."""
+        """The number the next workflow called ``name`` would get (a dry run's), not taken."""
         with self._engine.connect() as connection:
             last = connection.execute(
-                select(func.max(workflows.c.number)).where(workflows.c.name == name)
+                select(workflow_numbers.c.last).where(workflow_numbers.c.name == name)
             ).scalar()
+            if last is None:
+                last = connection.execute(
+                    select(func.max(workflows.c.number)).where(workflows.c.name == name)
+                ).scalar()
         return int(last or 0) + 1
+
+    def take_number(self, name: str) -> int:
+        """Take the next number of ``name`` for a submission: 1, then one more than the last
+        taken. Taken for good: a submission refused after this leaves a gap."""
+        for _ in range(3):  # two servers may create the row of a new name at once
+            try:
+                with writing(self._engine) as connection:
+                    taken = connection.execute(
+                        workflow_numbers.update()
+                        .where(workflow_numbers.c.name == name)
+                        .values(last=workflow_numbers.c.last + 1)
+                        .returning(workflow_numbers.c.last)
+                    ).scalar()
+                    if taken is None:
+                        before = connection.execute(
+                            select(func.max(workflows.c.number)).where(workflows.c.name == name)
+                        ).scalar()
+                        taken = int(before or 0) + 1
+                        connection.execute(insert(workflow_numbers).values(name=name, last=taken))
+                return int(taken)
+            except IntegrityError:
+                continue
+        raise ConflictError(f"Could not number workflow {name}; submit again.")
 
     def insert(
         self,
@@ -150,11 +255,18 @@ class WorkflowStore:
         template: str | None,
         local_files: Mapping[str, TaskFileContents] | None = None,
         restarted_from: str | None = None,
+        idempotency_key: IdempotencyKey | None = None,
     ) -> None:
-        """Store the workflow whole; ConflictError if its id was taken meanwhile."""
+        """Store the workflow whole, and tell the controller; ConflictError if its id was taken
+        meanwhile, :class:`KeyTaken` if the submitter's ``idempotency_key`` was."""
         submitter = plan.submitter
+        now = self._clock()
         try:
             with writing(self._engine) as connection:
+                if idempotency_key is not None:
+                    _take_key(
+                        connection, submitter.user, idempotency_key, submitter.workflow_id, now
+                    )
                 connection.execute(
                     workflows.insert().values(
                         workflow_id=submitter.workflow_id,
@@ -167,7 +279,7 @@ class WorkflowStore:
                         status=WORKFLOW_ACCEPTED,
                         priority=submitter.priority,
                         submitted_by=submitter.user,
-                        submitted_at=self._clock(),
+                        submitted_at=now,
                         exec_timeout_s=plan.exec_timeout.total_seconds(),
                         queue_timeout_s=plan.queue_timeout.total_seconds(),
                         spec=spec,
@@ -182,6 +294,7 @@ class WorkflowStore:
                 )
                 connection.execute(workflow_groups.insert(), _group_rows(plan))
                 connection.execute(workflow_tasks.insert(), _task_rows(plan))
+                _tell_controller(connection, submitter.workflow_id, SUBMITTED, now)
         except IntegrityError:
             raise ConflictError(
                 f"Workflow id {submitter.workflow_id} was taken by a concurrent submission"
@@ -214,10 +327,72 @@ class WorkflowStore:
                 .mappings()
                 .all()
             )
+            shared = _shared_reasons(connection, groups)
         return _workflow(
             row,
-            [_group(g, [t for t in tasks if t["group_uuid"] == g["group_uuid"]]) for g in groups],
+            [
+                _group(g, [t for t in tasks if t["group_uuid"] == g["group_uuid"]], shared)
+                for g in groups
+            ],
         )
+
+    def controller_view(self, ids: Sequence[str] | None = None) -> list[StoredWorkflow]:
+        """Alive workflows as the controller works on them, oldest first: every alive one, or
+        those of ``ids`` that are alive. Three queries per thousand ids; without what the
+        controller never reads (spec, template, local files) and without the groups'
+        manifests (:meth:`manifests`), which are most of a workflow's bytes."""
+        found: list[StoredWorkflow] = []
+        if ids is None:
+            with self._engine.connect() as connection:
+                return _controller_rows(connection, None)
+        for start in range(0, len(ids), _CHUNK):
+            with self._engine.connect() as connection:
+                found.extend(_controller_rows(connection, ids[start : start + _CHUNK]))
+        return sorted(found, key=lambda w: (w.submitted_at, w.workflow_id))
+
+    def manifests(self, group_uuids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+        """The stored objects of each group, by group uuid."""
+        found: dict[str, list[dict[str, Any]]] = {}
+        for start in range(0, len(group_uuids), _CHUNK):
+            chunk = list(group_uuids[start : start + _CHUNK])
+            with self._engine.connect() as connection:
+                rows = connection.execute(
+                    select(workflow_groups.c.group_uuid, workflow_groups.c.manifests).where(
+                        workflow_groups.c.group_uuid.in_(chunk)
+                    )
+                ).all()
+            found.update({row.group_uuid: list(row.manifests) for row in rows})
+        return found
+
+    def alive_count(self) -> int:
+        with self._engine.connect() as connection:
+            return int(
+                connection.execute(
+                    select(func.count()).select_from(workflows).where(workflows.c.status.in_(ALIVE))
+                ).scalar_one()
+            )
+
+    def inbox(self, limit: int = 10_000) -> list[InboxEntry]:
+        """What the controller has not seen yet, oldest first."""
+        with self._engine.connect() as connection:
+            rows = connection.execute(
+                select(
+                    controller_inbox.c.id, controller_inbox.c.workflow_id, controller_inbox.c.kind
+                )
+                .order_by(controller_inbox.c.id)
+                .limit(limit)
+            ).all()
+        return [InboxEntry(row.id, row.workflow_id, row.kind) for row in rows]
+
+    def kept_submission(self, username: str, key: str) -> KeptSubmission | None:
+        """What ``username`` submitted with the idempotency key ``key``, if anything."""
+        with self._engine.connect() as connection:
+            found = connection.execute(
+                select(idempotency_keys.c.workflow_id, idempotency_keys.c.request_hash).where(
+                    idempotency_keys.c.username == username, idempotency_keys.c.key == key
+                )
+            ).first()
+        return None if found is None else KeptSubmission(found.workflow_id, found.request_hash)
 
     def alive_ids(self) -> list[str]:
         """Workflows the lifecycle controller still has work on, oldest first."""
@@ -236,6 +411,7 @@ class WorkflowStore:
                 workflows.c.backend,
                 workflows.c.namespace,
                 workflows.c.uuid,
+                workflows.c.workflow_id,
                 workflow_groups.c.group_uuid,
                 workflow_groups.c.resource_kinds,
             )
@@ -246,7 +422,14 @@ class WorkflowStore:
         with self._engine.connect() as connection:
             rows = connection.execute(query).all()
         return [
-            UncleanedGroup(row.group_uuid, row.uuid, row.backend, row.namespace, row.resource_kinds)
+            UncleanedGroup(
+                row.group_uuid,
+                row.workflow_id,
+                row.uuid,
+                row.backend,
+                row.namespace,
+                row.resource_kinds,
+            )
             for row in rows
         ]
 
@@ -260,6 +443,8 @@ class WorkflowStore:
                 .where(workflows.c.cancel_requested_by.is_(None))
                 .values(cancel_requested_by=username)
             ).rowcount
+            if done:
+                _tell_controller(connection, workflow_id, CANCEL, self._clock())
         return bool(done)
 
     def commit(
@@ -276,23 +461,27 @@ class WorkflowStore:
             if fence is not None:
                 fence(connection)
             for table, key, rows in (
-                (workflows, workflows.c.workflow_id, changes.workflows),
-                (workflow_groups, workflow_groups.c.group_uuid, changes.groups),
-                (workflow_tasks, workflow_tasks.c.task_uuid, changes.tasks),
+                (workflows, "workflow_id", changes.workflows),
+                (workflow_groups, "group_uuid", changes.groups),
+                (workflow_tasks, "task_uuid", changes.tasks),
             ):
-                for identifier, values in rows.items():
-                    connection.execute(table.update().where(key == identifier).values(**values))
-            for (task_uuid, retry_id), text in changes.logs.items():
-                connection.execute(
-                    task_logs.delete().where(
-                        task_logs.c.task_uuid == task_uuid, task_logs.c.retry_id == retry_id
-                    )
-                )
-                connection.execute(
-                    task_logs.insert().values(task_uuid=task_uuid, retry_id=retry_id, text=text)
-                )
+                _update_rows(connection, table, key, rows)
+            _write_logs(connection, changes.logs)
+            _write_shapes(connection, changes.shapes, self._clock())
+            for start in range(0, len(changes.inbox_done), _CHUNK):
+                done = changes.inbox_done[start : start + _CHUNK]
+                connection.execute(delete(controller_inbox).where(controller_inbox.c.id.in_(done)))
             if also is not None:
                 also(connection)
+
+    def forget_shapes(self) -> None:
+        """Delete the reasons no waiting group refers to any more."""
+        in_use = select(workflow_groups.c.pending_shape).where(
+            workflow_groups.c.status == GROUP_SCHEDULING,
+            workflow_groups.c.pending_shape.is_not(None),
+        )
+        with writing(self._engine) as connection:
+            connection.execute(delete(pending_shapes).where(pending_shapes.c.shape.not_in(in_use)))
 
     def pools(self) -> list[str]:
         """Every pool some workflow was submitted to."""
@@ -341,6 +530,177 @@ class WorkflowStore:
         return [dict(row) for row in rows]
 
 
+class KeyTaken(Exception):
+    """The submitter already used this idempotency key (for the workflow it names)."""
+
+
+def _take_key(
+    connection: Connection, username: str, key: IdempotencyKey, workflow_id: str, now: datetime
+) -> None:
+    """Record the key first in the submission's transaction: a second use of it fails here,
+    and the whole transaction with it (the caller answers the first workflow)."""
+    try:
+        connection.execute(
+            insert(idempotency_keys).values(
+                username=username,
+                key=key.key,
+                workflow_id=workflow_id,
+                request_hash=key.request_hash,
+                created_at=now,
+            )
+        )
+    except IntegrityError:
+        raise KeyTaken(key.key) from None
+
+
+def _tell_controller(connection: Connection, workflow_id: str, kind: str, now: datetime) -> None:
+    connection.execute(
+        insert(controller_inbox).values(workflow_id=workflow_id, kind=kind, created_at=now)
+    )
+
+
+def _update_rows(
+    connection: Connection, table: Table, key: str, rows: Mapping[str, Mapping[str, Any]]
+) -> None:
+    """One ``executemany`` per set of columns changed: a tick's thousands of updates are a
+    handful of statements."""
+    batches: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for identifier, values in rows.items():
+        columns = tuple(sorted(values))
+        batches.setdefault(columns, []).append(
+            {"row_key": identifier, **{f"new_{name}": values[name] for name in columns}}
+        )
+    for columns, parameters in batches.items():
+        statement = (
+            table.update()
+            .where(table.c[key] == bindparam("row_key"))
+            .values({name: bindparam(f"new_{name}") for name in columns})
+        )
+        connection.execute(statement, parameters)
+
+
+def _write_logs(connection: Connection, logs: Mapping[tuple[str, int], str]) -> None:
+    if not logs:
+        return
+    keys = [{"row_task": task, "row_retry": retry} for task, retry in logs]
+    connection.execute(
+        task_logs.delete().where(
+            task_logs.c.task_uuid == bindparam("row_task"),
+            task_logs.c.retry_id == bindparam("row_retry"),
+        ),
+        keys,
+    )
+    connection.execute(
+        task_logs.insert(),
+        [
+            {"task_uuid": task, "retry_id": retry, "text": text}
+            for (task, retry), text in logs.items()
+        ],
+    )
+
+
+def _write_shapes(
+    connection: Connection, shapes: Mapping[str, SharedReason], now: datetime
+) -> None:
+    if not shapes:
+        return
+    connection.execute(delete(pending_shapes).where(pending_shapes.c.shape.in_(list(shapes))))
+    connection.execute(
+        insert(pending_shapes),
+        [
+            {
+                "shape": shape,
+                "reason": found.reason,
+                "pod_names": list(found.pod_names),
+                "updated_at": now,
+            }
+            for shape, found in shapes.items()
+        ],
+    )
+
+
+def _shared_reasons(connection: Connection, groups: Sequence[Any]) -> dict[str, SharedReason]:
+    """The reasons of the shapes that the waiting ``groups`` (rows) share."""
+    shapes = {
+        g["pending_shape"]
+        for g in groups
+        if g["pending_shape"] and g["status"] == GROUP_SCHEDULING and not g["pending_reason"]
+    }
+    if not shapes:
+        return {}
+    rows = connection.execute(select(pending_shapes).where(pending_shapes.c.shape.in_(shapes)))
+    return {row.shape: SharedReason(row.reason, tuple(row.pod_names)) for row in rows.mappings()}
+
+
+def shared_reason_for(found: SharedReason, pod_names: Sequence[str]) -> str:
+    """The shape's reason as it reads for a group whose pods are ``pod_names`` (in the same
+    order): where it names a pod of the group it was written for, the group's own."""
+    if len(found.pod_names) != len(pod_names):
+        return found.reason
+    reason = found.reason
+    for theirs, mine in zip(found.pod_names, pod_names, strict=True):
+        reason = reason.replace(f"pod {theirs} ", f"pod {mine} ")
+    return reason
+
+
+_CONTROLLER_WORKFLOW_COLUMNS = [
+    c for c in workflows.c if c.name not in ("spec", "template", "local_files")
+]
+_CONTROLLER_GROUP_COLUMNS = [c for c in workflow_groups.c if c.name != "manifests"]
+
+
+def _controller_rows(connection: Connection, ids: Sequence[str] | None) -> list[StoredWorkflow]:
+    alive = workflows.c.status.in_(ALIVE)
+    chosen = alive if ids is None else alive & workflows.c.workflow_id.in_(list(ids))
+    rows = (
+        connection.execute(
+            select(*_CONTROLLER_WORKFLOW_COLUMNS)
+            .where(chosen)
+            .order_by(workflows.c.submitted_at, workflows.c.workflow_id)
+        )
+        .mappings()
+        .all()
+    )
+    if not rows:
+        return []
+    owner = workflows.c.workflow_id == workflow_groups.c.workflow_id
+    groups = (
+        connection.execute(
+            select(*_CONTROLLER_GROUP_COLUMNS)
+            .join(workflows, owner)
+            .where(chosen)
+            .order_by(workflow_groups.c.workflow_id, workflow_groups.c.position)
+        )
+        .mappings()
+        .all()
+    )
+    tasks = (
+        connection.execute(
+            select(workflow_tasks)
+            .join(workflow_groups, workflow_groups.c.group_uuid == workflow_tasks.c.group_uuid)
+            .join(workflows, owner)
+            .where(chosen)
+            .order_by(workflow_tasks.c.group_uuid, workflow_tasks.c.position)
+        )
+        .mappings()
+        .all()
+    )
+    tasks_of: dict[str, list[Any]] = {}
+    for task in tasks:
+        tasks_of.setdefault(task["group_uuid"], []).append(task)
+    groups_of: dict[str, list[StoredGroup]] = {}
+    for group in groups:
+        stored = _group({**group, "manifests": []}, tasks_of.get(group["group_uuid"], []), {})
+        groups_of.setdefault(group["workflow_id"], []).append(stored)
+    return [
+        _workflow(
+            {**row, "spec": "", "template": None, "local_files": None},
+            groups_of.get(row["workflow_id"], []),
+        )
+        for row in rows
+    ]
+
+
 def _group_rows(plan: WorkflowPlan) -> list[dict[str, Any]]:
     return [
         {
@@ -380,7 +740,11 @@ def _task_rows(plan: WorkflowPlan) -> list[dict[str, Any]]:
     ]
 
 
-def _group(row: Any, tasks: Sequence[Any]) -> StoredGroup:
+def _group(row: Any, tasks: Sequence[Any], shared: Mapping[str, SharedReason]) -> StoredGroup:
+    reason = row["pending_reason"]
+    found = shared.get(row["pending_shape"] or "")
+    if reason is None and found is not None and row["status"] == GROUP_SCHEDULING:
+        reason = shared_reason_for(found, [t["pod_name"] for t in tasks])
     return StoredGroup(
         name=row["name"],
         uuid=row["group_uuid"],
@@ -393,7 +757,8 @@ def _group(row: Any, tasks: Sequence[Any]) -> StoredGroup:
         started_at=_utc(row["started_at"]),
         ended_at=_utc(row["ended_at"]),
         domains=row["domains"],
-        pending_reason=row["pending_reason"],
+        pending_reason=reason,
+        pending_shape=row["pending_shape"],
         cleaned=bool(row["cleaned"]),
         tasks=[
             StoredTask(
@@ -453,6 +818,44 @@ def _utc(value: datetime | None) -> datetime | None:
     if value is None or value.tzinfo is not None:
         return value
     return value.replace(tzinfo=UTC)
+
+
+def with_changes(workflow: StoredWorkflow, changes: Changes) -> StoredWorkflow:
+    """``workflow`` as it reads once ``changes`` are written (the controller's memory follows
+    the database this way instead of reading the workflow again)."""
+    groups = []
+    for group in workflow.groups:
+        changed = [task.uuid in changes.tasks for task in group.tasks]
+        values = changes.groups.get(group.uuid, {})
+        if any(changed):
+            tasks = [
+                _updated(task, changes.tasks[task.uuid]) if hit else task
+                for task, hit in zip(group.tasks, changed, strict=True)
+            ]
+            values = {**values, "tasks": tasks}
+        groups.append(_updated(group, values) if values else group)
+    return _updated(workflow, {**changes.workflows.get(workflow.workflow_id, {}), "groups": groups})
+
+
+_Record = TypeVar("_Record", StoredTask, StoredGroup, StoredWorkflow)
+
+
+def _updated(record: _Record, values: Mapping[str, Any]) -> _Record:
+    """``dataclasses.replace`` for these plain records, without its per-call introspection (a
+    tick updates thousands of tasks in memory)."""
+    unknown = set(values) - _FIELDS[type(record)]
+    if unknown:
+        raise TypeError(f"{type(record).__name__} has no field {sorted(unknown)}")
+    new = object.__new__(type(record))
+    new.__dict__.update(record.__dict__)
+    new.__dict__.update(values)
+    return new
+
+
+_FIELDS = {
+    kind: {f.name for f in dataclasses.fields(kind)}
+    for kind in (StoredTask, StoredGroup, StoredWorkflow)
+}
 
 
 def pod_of(workflow: StoredWorkflow, task: StoredTask) -> dict[str, Any]:

@@ -22,8 +22,17 @@ from corral.backends.kubernetes.api import Kind, KubeApi, KubeError
 from corral.backends.kubernetes.informer import Informer
 from corral.backends.kubernetes.pod_status import deleted_exit, node_of, pending_reason, pod_exit
 from corral.backends.kubernetes.rbac import GROUP_TEMPLATE_VERBS, group_template_rule
-from corral.backends.port import BoundPod, LiveCluster, Rule
+from corral.backends.port import (
+    BackendError,
+    BoundPod,
+    GroupObjects,
+    LiveCluster,
+    Rule,
+    deletion_order,
+)
+from corral.domain.labels import GROUP_UUID as GROUP_LABEL
 from corral.domain.labels import NAMESPACE as NAMESPACE_LABEL
+from corral.domain.labels import WORKFLOW_UUID as WORKFLOW_LABEL
 from corral.domain.platform.nodes import Node, Taint
 from corral.domain.topology.kai_objects import PRIORITY_CLASS_KIND, QUEUE_KIND, TOPOLOGY_KIND
 
@@ -84,6 +93,24 @@ class KubernetesBackend:
         if (manifest["apiVersion"], manifest["kind"]) == POD:
             manifest = _with_finalizer(manifest, CLEANUP_FINALIZER)
         self.api.apply(manifest, namespace)
+
+    def apply_all(self, manifests: Sequence[Mapping[str, Any]], namespace: str) -> None:
+        for manifest in manifests:
+            self.apply(manifest, namespace)
+
+    def delete_groups(self, groups: Sequence[GroupObjects]) -> list[str]:
+        """Each group's objects kind by kind (pods first), by the group's labels."""
+        done = []
+        for group in groups:
+            labels = {WORKFLOW_LABEL: group.workflow_uuid, GROUP_LABEL: group.uuid}
+            try:
+                for api_version, kind in deletion_order(group.kinds):
+                    self.delete_collection(api_version, kind, group.namespace, labels)
+            except BackendError as err:
+                log.warning("cleanup failed; retrying", group_uuid=group.uuid, error=err.message)
+                continue
+            done.append(group.uuid)
+        return done
 
     def delete_collection(
         self, api_version: str, kind: str, namespace: str, labels: Mapping[str, str]
@@ -259,6 +286,10 @@ class KubernetesExecution:
 
     def start(self, run: TaskRun) -> None:
         del run
+
+    def next_check(self, run: TaskRun) -> datetime | None:
+        del run  # only polling tells
+        return None
 
     def poll(self, run: TaskRun, now: datetime) -> Exit | None:
         del now

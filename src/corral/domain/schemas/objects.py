@@ -10,6 +10,11 @@ admission are out of scope):
 - the CRDs vendored in ``schemas/crds/`` with ``jsonschema``, after translating the Kubernetes
   extensions of their ``openAPIV3Schema`` into plain JSON Schema (see ``_to_json_schema``).
 
+Every object is first checked by ``jsonschema_rs`` against the same schemas (about 400 times
+faster: the schema check was two thirds of planning a submission); only an object it refuses
+goes through ``jsonschema``, whose messages and paths are the ones users see. A test holds the
+two to the same verdicts.
+
 ``metadata`` is checked by hand for every kind: CRD schemas only say it is an object, and the
 core schemas do not check that the name is a DNS-1123 subdomain.
 """
@@ -22,6 +27,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import jsonschema_rs
 import kubernetes_validate  # type: ignore[import-untyped]
 import yaml
 from jsonschema import Draft202012Validator, ValidationError
@@ -111,6 +117,14 @@ def _validator(schema: Mapping[str, Any]) -> Draft202012Validator:
 
 
 @cache
+def _fast_custom(group: str, kind: str, version: str) -> jsonschema_rs.Validator:
+    """The same check as ``_custom_kinds()[(group, kind)][version]``, compiled."""
+    schema = _custom_kinds()[(group, kind)][version].schema
+    assert isinstance(schema, dict)  # built by _to_json_schema
+    return jsonschema_rs.Draft202012Validator(schema)
+
+
+@cache
 def _custom_kinds() -> dict[tuple[str, str], dict[str, Draft202012Validator]]:
     """``(group, kind) -> {served version: validator}`` for the vendored CRDs, built once."""
     kinds: dict[tuple[str, str], dict[str, Draft202012Validator]] = {}
@@ -163,6 +177,14 @@ def _core_validator(kind: str) -> Draft202012Validator:
 
 
 @cache
+def _fast_core(kind: str) -> jsonschema_rs.Validator:
+    """The same check as :func:`_core_validator`, compiled."""
+    definitions = _core_schema_file("_definitions.json")
+    registry = jsonschema_rs.Registry([(definitions["$id"], definitions)])
+    return jsonschema_rs.Draft202012Validator(core_schema(kind), registry=registry)
+
+
+@cache
 def core_schema(kind: str) -> dict[str, Any]:
     """The strict JSON schema of a core ``v1`` kind; its ``$ref``s go to :func:`core_ref`."""
     return _core_schema_file(f"{kind.lower()}-v1.json")
@@ -185,6 +207,8 @@ def custom_schema(api_version: str, kind: str) -> dict[str, Any] | None:
 
 
 def _core_problems(obj: Mapping[str, Any]) -> list[Problem]:
+    if _fast_core(str(obj["kind"])).is_valid(obj):
+        return []
     try:
         _core_validator(str(obj["kind"])).validate(dict(obj))
     except ValidationError as error:
@@ -200,6 +224,8 @@ def _custom_problems(obj: Mapping[str, Any], kind: str, group: str, version: str
         return [
             (("apiVersion",), f"{group}/{version} is not a served version of {kind} ({versions})")
         ]
+    if _fast_custom(group, kind, version).is_valid(obj):
+        return []
     found = [(tuple(error.absolute_path), error.message) for error in validator.iter_errors(obj)]
     return sorted(found, key=lambda problem: _problem(*problem))
 
