@@ -8,31 +8,38 @@ rack) in zones and spines, 5,040 nodes (``--quick``: 180), run by the embedded b
 simulated execution. Workflows have 8 or 16 tasks of 2 GPUs, one task group with a required
 ``gpu-clique``; every fourth also prefers one ``spine``. Three of four have 16 tasks.
 
-For each database, in one run:
+On SQLite one server runs (the embedded default); on PostgreSQL ``--replicas`` servers (2, as
+``deploy/`` runs them) share the database: one leads the controller, all serve the API, and
+client *i* talks to replica *i* mod N (as a Service would spread them). For each database:
 
 1. **baseline**: the same workload's rows (a workflow, its group with the objects a real
    submission renders, its tasks) inserted with bare SQLAlchemy Core by ``--clients`` threads
    into a fresh database of the same kind: p50/p99 per insert, so that the server's figures can
    be read as a ratio, whatever the machine.
 2. **throughput**: ``--clients`` HTTP clients submit ``--workflows`` short workflows (1 s each)
-   paced at ``--rate`` workflows per second in all: submit latency p50/p99, achieved
-   throughput, and pods placed per second end to end (from the first submission to the moment
-   the last submitted pod was bound, from the server's tick log).
+   paced at ``--rate`` workflows per second in all: submit latency p50/p99 (16-task workflows
+   and all), achieved throughput, and pods placed per second end to end (from the first
+   submission to the tick that bound the last submitted pod, from the leader's tick log).
 3. **scale**: long-running workflows are submitted until ``--levels`` workflows are alive
    (most of them waiting: the cluster holds a few hundred); at each level, for
-   ``--churn-seconds``, the clients cancel the oldest running workflows and submit new ones at
-   ``--churn-rate`` each per second, and the tick durations and queries per tick of that window
-   are reported (``corral server --log-level debug`` writes one line per tick).
+   ``--churn-seconds``, clients cancel the oldest workflows and submit new ones at
+   ``--churn-rate`` each per second, and the ticks of that window are reported: p50/p99
+   duration and queries per tick (``corral server --log-level debug`` logs every tick).
 
-Finally the server's CPU time and peak RSS (main process and its sandbox workers).
+Finally the servers' CPU time and peak RSS (main processes and their sandbox workers). The
+clients are plain ``http.client`` connections with pre-encoded bodies, so that they take little
+of the machine the servers run on.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
+import http.client
 import json
 import os
+import socket
 import statistics
 import subprocess
 import sys
@@ -44,10 +51,11 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
-import httpx
 import yaml
 from sqlalchemy import insert
 
@@ -56,7 +64,6 @@ from corral.store.tables import workflow_groups, workflow_tasks, workflows
 
 POSTGRES_ENV = "CORRAL_TEST_POSTGRES_URL"
 TRAYS_PER_RACK = 18
-ALIVE = ("PENDING", "RUNNING", "WAITING")
 
 
 @dataclass(frozen=True)
@@ -79,7 +86,7 @@ FULL = Sizes(2, 7, 20, 3000, 150.0, (100, 1000, 5000, 10000), 10.0, 10.0)
 QUICK = Sizes(1, 2, 5, 150, 50.0, (100, 300), 3.0, 5.0)
 
 
-# -- what the server is given -----------------------------------------------------------------
+# -- what the servers are given --------------------------------------------------------------
 
 
 def cluster_yaml(sizes: Sizes) -> str:
@@ -163,7 +170,21 @@ def workflow_yaml(number: int, seconds: float) -> tuple[str, int]:
     return yaml.safe_dump(spec, sort_keys=False), tasks
 
 
-# -- the server -------------------------------------------------------------------------------
+@cache
+def submission_body(tasks: int, preferred: bool, seconds: float) -> bytes:
+    """The JSON body of a submission (pre-encoded: the clients stay cheap)."""
+    number = 0 if tasks == 8 else 1 if preferred else 2
+    text, found = workflow_yaml(number, seconds)
+    assert found == tasks
+    return json.dumps({"file": text}).encode()
+
+
+def body_of(number: int, seconds: float) -> tuple[bytes, int]:
+    tasks = 8 if number % 4 == 0 else 16
+    return submission_body(tasks, number % 4 == 1, seconds), tasks
+
+
+# -- the servers ------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -175,19 +196,47 @@ class Tick:
     queries: int
 
 
-class Server:
-    """A ``corral server`` process on ``database_url`` with the generated cluster."""
+class LogTail:
+    """The tick lines a server has logged so far, read incrementally."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._offset = 0
+        self._partial = b""
+        self.ticks: list[Tick] = []
+
+    def read(self) -> list[Tick]:
+        with self.path.open("rb") as handle:
+            handle.seek(self._offset)
+            data = handle.read()
+        self._offset += len(data)
+        lines = (self._partial + data).split(b"\n")
+        self._partial = lines.pop()
+        for line in lines:
+            if b'"controller tick"' not in line:
+                continue
+            entry = json.loads(line)
+            self.ticks.append(
+                Tick(
+                    at=datetime.fromisoformat(entry["timestamp"]).timestamp(),
+                    seconds=float(entry["seconds"]),
+                    alive=int(entry["alive"]),
+                    placed_pods=int(entry["placed_pods"]),
+                    queries=int(entry["queries"]),
+                )
+            )
+        return self.ticks
+
+
+class Replica:
+    """One ``corral server`` process."""
 
     def __init__(self, home: Path, database_url: str, cluster: Path, tick_seconds: float) -> None:
+        home.mkdir(parents=True)
         self.home = home
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.log_path = home / "server.log"
-        env = {
-            **os.environ,
-            "CORRAL_CONFIG_DIR": str(home / "config"),
-            "CORRAL_URL": self.url,
-        }
+        env = {**os.environ, "CORRAL_CONFIG_DIR": str(home / "config"), "CORRAL_URL": self.url}
         env.pop("CORRAL_TOKEN", None)
         command = [
             sys.executable,
@@ -208,53 +257,34 @@ class Server:
             "--log-level",
             "debug",
         ]
+        self.log_path = home / "server.log"
         self._log = self.log_path.open("wb")
         self.process = subprocess.Popen(command, env=env, stdout=self._log, stderr=self._log)
-        self.peak_rss = 0
+        self.tail = LogTail(self.log_path)
         self._wait_healthy()
-        credentials = json.loads((home / "config" / "credentials.json").read_text())
-        self.token = str(next(iter(credentials["servers"].values()))["token"])
 
     def _wait_healthy(self) -> None:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"server exited:\n{self.log_path.read_text()[-3000:]}")
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{self.url}/health", timeout=1).status_code == 200:
+            with contextlib.suppress(OSError, http.client.HTTPException):
+                connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
+                connection.request("GET", "/health")
+                if connection.getresponse().status == 200:
                     return
             time.sleep(0.2)
         raise RuntimeError(f"server did not start:\n{self.log_path.read_text()[-3000:]}")
 
-    def client(self) -> httpx.Client:
-        return httpx.Client(
-            base_url=self.url, headers={"Authorization": f"Bearer {self.token}"}, timeout=60
-        )
-
-    def ticks(self) -> list[Tick]:
-        found = []
-        for line in self.log_path.read_text(errors="replace").splitlines():
-            if '"controller tick"' not in line:
-                continue
-            entry = json.loads(line)
-            found.append(
-                Tick(
-                    at=datetime.fromisoformat(entry["timestamp"]).timestamp(),
-                    seconds=float(entry["seconds"]),
-                    alive=int(entry["alive"]),
-                    placed_pods=int(entry["placed_pods"]),
-                    queries=int(entry["queries"]),
-                )
-            )
-        return found
+    def token(self) -> str:
+        credentials = json.loads((self.home / "config" / "credentials.json").read_text())
+        return str(next(iter(credentials["servers"].values()))["token"])
 
     def usage(self) -> tuple[float, float, int]:
-        """CPU seconds of the server process, of its children, and their RSS now (bytes)."""
-        main = _cpu_seconds(self.process.pid)
-        children = sum(_cpu_seconds(pid) for pid in _children(self.process.pid))
-        rss = _rss(self.process.pid) + sum(_rss(pid) for pid in _children(self.process.pid))
-        self.peak_rss = max(self.peak_rss, rss)
-        return main, children, rss
+        """CPU seconds of the server process and of its children, and their RSS now."""
+        children = _children(self.process.pid)
+        rss = _rss(self.process.pid) + sum(_rss(pid) for pid in children)
+        return _cpu_seconds(self.process.pid), sum(_cpu_seconds(p) for p in children), rss
 
     def stop(self) -> None:
         self.process.terminate()
@@ -265,9 +295,47 @@ class Server:
         self._log.close()
 
 
-def _free_port() -> int:
-    import socket
+class Deployment:
+    """``replicas`` servers on one database; the first one's admin token for every client."""
 
+    def __init__(self, directory: Path, database_url: str, cluster: Path, replicas: int) -> None:
+        self.replicas: list[Replica] = []
+        try:
+            for index in range(replicas):
+                home = directory / f"server-{index}"
+                self.replicas.append(Replica(home, database_url, cluster, tick_seconds=0.2))
+        except BaseException:
+            self.stop()
+            raise
+        self.token = self.replicas[0].token()
+        self.peak_rss = 0
+        self._sampling = threading.Event()
+        self._sampler = threading.Thread(target=self._sample, daemon=True)
+        self._sampler.start()
+
+    def client(self, index: int) -> Http:
+        return Http(self.replicas[index % len(self.replicas)].url, self.token)
+
+    def ticks(self) -> list[Tick]:
+        found = [tick for replica in self.replicas for tick in replica.tail.read()]
+        return sorted(found, key=lambda tick: tick.at)
+
+    def usage(self) -> tuple[float, float, int]:
+        found = [replica.usage() for replica in self.replicas]
+        return sum(u[0] for u in found), sum(u[1] for u in found), sum(u[2] for u in found)
+
+    def _sample(self) -> None:
+        while not self._sampling.wait(1.0):
+            self.peak_rss = max(self.peak_rss, self.usage()[2])
+
+    def stop(self) -> None:
+        if hasattr(self, "_sampling"):
+            self._sampling.set()
+        for replica in self.replicas:
+            replica.stop()
+
+
+def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
@@ -303,19 +371,52 @@ def _rss(pid: int) -> int:
     return 0
 
 
-def configure(server: Server) -> None:
-    """The benchmark pool, and simulated execution on the default backend."""
-    with server.client() as http:
-        for method, path, body in (
-            ("POST", "/api/configs/backend/default", {"execution": {"mode": "simulate"}}),
-            ("PUT", "/api/configs/pool/bench", BENCH_POOL),
-        ):
-            response = http.request(method, path, json={"configs_dict": body})
-            if response.status_code != 200:
-                raise RuntimeError(f"{path}: {response.status_code} {response.text}")
-
-
 # -- clients ----------------------------------------------------------------------------------
+
+
+class Http:
+    """One keep-alive connection to a server."""
+
+    def __init__(self, url: str, token: str) -> None:
+        parts = urlsplit(url)
+        self.host, self.port = parts.hostname or "127.0.0.1", parts.port or 80
+        self.headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        self._connection: http.client.HTTPConnection | None = None
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> tuple[int, bytes]:
+        if self._connection is None:
+            self._connection = http.client.HTTPConnection(self.host, self.port, timeout=300)
+        try:
+            self._connection.request(method, path, body, {**self.headers, **(headers or {})})
+            response = self._connection.getresponse()
+            return response.status, response.read()
+        except (OSError, http.client.HTTPException):
+            self._connection.close()
+            self._connection = None
+            raise
+
+    def json(self, method: str, path: str, value: Any) -> Any:
+        status, body = self.request(method, path, json.dumps(value).encode())
+        if status != 200:
+            raise RuntimeError(f"{method} {path}: {status} {body[:300]!r}")
+        return json.loads(body)
+
+
+def configure(deployment: Deployment) -> None:
+    """The benchmark pool, and simulated execution on the default backend."""
+    http = deployment.client(0)
+    http.json(
+        "POST",
+        "/api/configs/backend/default",
+        {"configs_dict": {"execution": {"mode": "simulate"}}},
+    )
+    http.json("PUT", "/api/configs/pool/bench", {"configs_dict": BENCH_POOL})
 
 
 @dataclass
@@ -334,31 +435,29 @@ class Load:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-def submit(http: httpx.Client, number: int, seconds: float, load: Load) -> Submitted | None:
-    text, tasks = workflow_yaml(number, seconds)
+def submit(http: Http, number: int, seconds: float, load: Load) -> Submitted | None:
+    body, tasks = body_of(number, seconds)
     started = time.perf_counter()
-    response = http.post(
-        "/api/pool/bench/workflow",
-        json={"file": text},
-        headers={"Idempotency-Key": uuid.uuid4().hex},
+    status, answer = http.request(
+        "POST", "/api/pool/bench/workflow", body, {"Idempotency-Key": uuid.uuid4().hex}
     )
     latency = time.perf_counter() - started
-    if response.status_code != 200:
+    if status != 200:
         with load.lock:
-            load.errors.append(f"{response.status_code} {response.text[:200]}")
+            load.errors.append(f"{status} {answer[:200]!r}")
         return None
-    done = Submitted(str(response.json()["name"]), tasks, latency)
+    done = Submitted(str(json.loads(answer)["name"]), tasks, latency)
     with load.lock:
         load.submitted.append(done)
     return done
 
 
 def paced(
-    server: Server,
+    deployment: Deployment,
     clients: int,
     count: int,
     rate: float,
-    action: Callable[[httpx.Client, int], object],
+    action: Callable[[Http, int], object],
 ) -> float:
     """``action(http, n)`` for n in 0..count-1 by ``clients`` threads, started ``rate`` per
     second in all (as fast as they can with ``rate`` 0); the seconds it took."""
@@ -366,20 +465,20 @@ def paced(
     numbers = iter(range(count))
     lock = threading.Lock()
 
-    def work() -> None:
-        with server.client() as http:
-            while True:
-                with lock:
-                    number = next(numbers, None)
-                if number is None:
-                    return
-                if rate:
-                    delay = started + number / rate - time.perf_counter()
-                    if delay > 0:
-                        time.sleep(delay)
-                action(http, number)
+    def work(index: int) -> None:
+        http = deployment.client(index)
+        while True:
+            with lock:
+                number = next(numbers, None)
+            if number is None:
+                return
+            if rate:
+                delay = started + number / rate - time.perf_counter()
+                if delay > 0:
+                    time.sleep(delay)
+            action(http, number)
 
-    threads = [threading.Thread(target=work) for _ in range(clients)]
+    threads = [threading.Thread(target=work, args=(index,)) for index in range(clients)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -394,19 +493,21 @@ def percentile(values: Sequence[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
-def alive_count(server: Server) -> int:
-    ticks = server.ticks()
-    return ticks[-1].alive if ticks else 0
-
-
 # -- phases -----------------------------------------------------------------------------------
+
+
+def warm_up(deployment: Deployment, clients: int) -> None:
+    """One dry run per client at once: every replica starts its sandbox workers (a second or
+    two each) before anything is timed."""
+    text, _ = workflow_yaml(1, 1.0)
+    path = "/api/pool/bench/workflow?dry_run=true"
+    paced(deployment, clients, clients, 0, lambda http, n: http.json("POST", path, {"file": text}))
 
 
 @dataclass
 class Throughput:
-    latencies: list[float]
+    submitted: list[Submitted]
     seconds: float
-    workflows: int
     errors: int
     pods: int
     placement_seconds: float
@@ -416,43 +517,28 @@ class Throughput:
         return self.pods / self.placement_seconds if self.placement_seconds else 0.0
 
 
-def throughput_phase(server: Server, clients: int, sizes: Sizes) -> Throughput:
+def throughput_phase(deployment: Deployment, clients: int, sizes: Sizes) -> Throughput:
     load = Load()
+    deployment.ticks()  # read what is there: only later ticks count
     first_submit = time.time()
-    placed_before = sum(t.placed_pods for t in server.ticks())
     seconds = paced(
-        server,
-        clients,
-        sizes.workflows,
-        sizes.rate,
-        lambda http, n: submit(http, n, 1.0, load),
+        deployment, clients, sizes.workflows, sizes.rate, lambda http, n: submit(http, n, 1.0, load)
     )
     pods = sum(s.tasks for s in load.submitted)
-    deadline = time.monotonic() + 300
+    deadline = time.monotonic() + 600
     while True:
-        ticks = server.ticks()
-        placed = sum(t.placed_pods for t in ticks) - placed_before
+        ticks = [tick for tick in deployment.ticks() if tick.at >= first_submit]
+        placed, last = 0, first_submit
+        for tick in ticks:
+            placed += tick.placed_pods
+            last = tick.at
+            if placed >= pods:
+                break
         if placed >= pods or time.monotonic() > deadline:
             break
         time.sleep(0.5)
-    last = ticks[-1].at
-    for tick in ticks:  # the tick that bound the last pod
-        placed_before += tick.placed_pods if tick.at >= first_submit else 0
-    cumulative = 0
-    for tick in ticks:
-        if tick.at < first_submit:
-            continue
-        cumulative += tick.placed_pods
-        if cumulative >= pods:
-            last = tick.at
-            break
     return Throughput(
-        latencies=[s.latency for s in load.submitted],
-        seconds=seconds,
-        workflows=len(load.submitted),
-        errors=len(load.errors),
-        pods=min(placed, pods),
-        placement_seconds=max(last - first_submit, 1e-9),
+        load.submitted, seconds, len(load.errors), min(placed, pods), last - first_submit
     )
 
 
@@ -463,67 +549,74 @@ class Level:
     submit_latencies: list[float]
 
 
-def scale_phase(server: Server, clients: int, sizes: Sizes) -> list[Level]:
+def scale_phase(deployment: Deployment, clients: int, sizes: Sizes) -> list[Level]:
     """Fill up to each level with long workflows, then churn and record the ticks."""
     load = Load()
     order: deque[str] = deque()
     counter = iter(range(10**9))
     results = []
     for level in sizes.levels:
-        missing = level - alive_count(server)
+        ticks = deployment.ticks()
+        missing = level - (ticks[-1].alive if ticks else 0)
         if missing > 0:
             before = len(load.submitted)
             paced(
-                server, clients, missing, 0, lambda http, n: submit(http, next(counter), 3600, load)
+                deployment,
+                clients,
+                missing,
+                0,
+                lambda http, n: submit(http, next(counter), 3600, load),
             )
             order.extend(s.workflow_id for s in load.submitted[before:])
-        time.sleep(2)  # let the controller create and place what it can
+        time.sleep(3)  # let the controller create and place what it can
         window_start = time.time()
         churn = Load()
-        count = int(sizes.churn_seconds * sizes.churn_rate)
 
-        def churn_once(http: httpx.Client, n: int, churn: Load = churn) -> None:
+        def churn_once(http: Http, n: int, churn: Load = churn) -> None:
             with load.lock:
                 victim = order.popleft() if order else None
             if victim is not None:
-                http.post(f"/api/workflow/{victim}/cancel")
+                http.request("POST", f"/api/workflow/{victim}/cancel")
             done = submit(http, next(counter), 3600, churn)
             if done is not None:
                 with load.lock:
                     order.append(done.workflow_id)
 
-        paced(server, min(clients, 4), count, sizes.churn_rate, churn_once)
+        count = int(sizes.churn_seconds * sizes.churn_rate)
+        paced(deployment, min(clients, 4), count, sizes.churn_rate, churn_once)
         time.sleep(1)
-        window = [t for t in server.ticks() if t.at >= window_start]
+        window = [t for t in deployment.ticks() if t.at >= window_start]
         results.append(Level(level, window, [s.latency for s in churn.submitted]))
-        server.usage()
     return results
 
 
 # -- baseline ---------------------------------------------------------------------------------
 
 
-def sample_rows(server: Server) -> tuple[list[dict[str, Any]], int]:
+def sample_rows(deployment: Deployment) -> tuple[list[dict[str, Any]], int]:
     """The objects a 16-task benchmark workflow's group gets (a dry run), and its task count."""
     text, tasks = workflow_yaml(1, 1.0)
-    with server.client() as http:
-        response = http.post(
-            "/api/pool/bench/workflow", params={"dry_run": True}, json={"file": text}
-        )
-    response.raise_for_status()
-    groups = response.json()["groups"]
-    return list(groups[0]["manifests"]), tasks
+    path = "/api/pool/bench/workflow?dry_run=true"
+    found = deployment.client(0).json("POST", path, {"file": text})
+    return list(found["groups"][0]["manifests"]), tasks
 
 
 def baseline(
-    database_url: str, clients: int, count: int, objects: list[dict[str, Any]], tasks: int
+    database_url: str,
+    clients: int,
+    count: int,
+    rate: float,
+    objects: list[dict[str, Any]],
+    tasks: int,
 ) -> list[float]:
-    """p50/p99 input: seconds per bare insert of one workflow's rows, ``clients`` threads."""
+    """Seconds per bare insert of one workflow's rows, by ``clients`` threads paced at ``rate``
+    inserts per second in all (the submissions' pace)."""
     engine = make_engine(database_url)
     migrate(engine)
     latencies: list[float] = []
     lock = threading.Lock()
     numbers = iter(range(count))
+    begun = time.perf_counter()
 
     def work() -> None:
         while True:
@@ -531,6 +624,9 @@ def baseline(
                 number = next(numbers, None)
             if number is None:
                 return
+            delay = begun + number / rate - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
             workflow_id = f"baseline-{number}"
             group = uuid.uuid4().hex
             started = time.perf_counter()
@@ -601,7 +697,7 @@ def baseline(
 
 @contextlib.contextmanager
 def databases(kind: str, directory: Path) -> Iterator[tuple[str, str]]:
-    """Two fresh databases of ``kind``: the server's and the baseline's."""
+    """Two fresh databases of ``kind``: the servers' and the baseline's."""
     if kind == "sqlite":
         yield f"sqlite:///{directory / 'corral.db'}", f"sqlite:///{directory / 'baseline.db'}"
         return
@@ -613,80 +709,84 @@ def databases(kind: str, directory: Path) -> Iterator[tuple[str, str]]:
         yield server_url, baseline_url
 
 
-def ms(value: float) -> str:
-    return f"{value * 1000:.1f}"
+@dataclass
+class Run:
+    kind: str
+    replicas: int
+    inserts: list[float]
+    throughput: Throughput
+    levels: list[Level]
+    cpu_main: float
+    cpu_children: float
+    peak_rss: int
 
 
-def run(kind: str, sizes: Sizes, clients: int, tick_seconds: float) -> None:
+def run(kind: str, sizes: Sizes, clients: int, replicas: int) -> Run:
     with tempfile.TemporaryDirectory(prefix="corral-bench-") as scratch:
         directory = Path(scratch)
         cluster = directory / "cluster.yaml"
         cluster.write_text(cluster_yaml(sizes))
         with databases(kind, directory) as (server_url, baseline_url):
-            home = directory / "server"
-            home.mkdir()
-            server = Server(home, server_url, cluster, tick_seconds)
+            deployment = Deployment(directory, server_url, cluster, replicas)
             try:
-                configure(server)
-                objects, tasks = sample_rows(server)
-                inserts = baseline(
-                    baseline_url, clients, max(200, sizes.workflows // 4), objects, tasks
-                )
-                throughput = throughput_phase(server, clients, sizes)
-                server.usage()
-                levels = scale_phase(server, clients, sizes)
-                cpu_main, cpu_children, _ = server.usage()
+                configure(deployment)
+                objects, tasks = sample_rows(deployment)
+                count = max(200, sizes.workflows // 4)
+                inserts = baseline(baseline_url, clients, count, sizes.rate, objects, tasks)
+                warm_up(deployment, clients)
+                throughput = throughput_phase(deployment, clients, sizes)
+                levels = scale_phase(deployment, clients, sizes)
+                cpu_main, cpu_children, _ = deployment.usage()
             finally:
-                server.stop()
-    report(
-        kind, sizes, clients, inserts, throughput, levels, cpu_main, cpu_children, server.peak_rss
+                deployment.stop()
+    return Run(
+        kind, replicas, inserts, throughput, levels, cpu_main, cpu_children, deployment.peak_rss
     )
 
 
-def report(
-    kind: str,
-    sizes: Sizes,
-    clients: int,
-    inserts: list[float],
-    throughput: Throughput,
-    levels: list[Level],
-    cpu_main: float,
-    cpu_children: float,
-    peak_rss: int,
-) -> None:
-    print(f"\n== {kind}: {sizes.nodes} nodes, {clients} clients")
-    base_p50, base_p99 = percentile(inserts, 0.5), percentile(inserts, 0.99)
+def ms(value: float) -> str:
+    return f"{value * 1000:.1f}"
+
+
+def report(found: Run, sizes: Sizes, clients: int) -> None:
+    servers = "1 server" if found.replicas == 1 else f"{found.replicas} replicas"
+    print(f"\n== {found.kind}: {sizes.nodes} nodes, {servers}, {clients} clients")
+    base_p50, base_p99 = percentile(found.inserts, 0.5), percentile(found.inserts, 0.99)
     print(
-        f"baseline  bare insert of one workflow's rows: p50 {ms(base_p50)} ms, "
-        f"p99 {ms(base_p99)} ms ({len(inserts)} inserts)"
+        f"baseline   bare insert of one workflow's rows, {clients} threads at {sizes.rate:g}/s: "
+        f"p50 {ms(base_p50)} ms, p99 {ms(base_p99)} ms ({len(found.inserts)} inserts)"
     )
-    lat = throughput.latencies
-    p50, p99 = percentile(lat, 0.5), percentile(lat, 0.99)
+    throughput = found.throughput
+    every = [s.latency for s in throughput.submitted]
+    big = [s.latency for s in throughput.submitted if s.tasks == 16]
+    p99 = percentile(every, 0.99)
     print(
-        f"submit    {throughput.workflows} workflows paced at {sizes.rate:g}/s: p50 {ms(p50)} ms, "
-        f"p99 {ms(p99)} ms (p99 {p99 / base_p99:.1f}x baseline), "
-        f"{throughput.workflows / throughput.seconds:.0f} workflows/s, {throughput.errors} errors"
-    )
-    print(
-        f"placed    {throughput.pods} pods in {throughput.placement_seconds:.1f} s from the first "
-        f"submission: {throughput.pods_per_second:.0f} pods/s end to end"
+        f"submit     {len(every)} workflows paced at {sizes.rate:g}/s: "
+        f"{len(every) / throughput.seconds:.0f} workflows/s, {throughput.errors} errors; "
+        f"p50 {ms(percentile(every, 0.5))} ms, p99 {ms(p99)} ms "
+        f"({p99 / base_p99:.1f}x the baseline's p99); 16-task workflows: "
+        f"p50 {ms(percentile(big, 0.5))} ms, p99 {ms(percentile(big, 0.99))} ms"
     )
     print(
-        f"{'alive':>7} {'ticks':>6} {'tick p50 ms':>12} {'tick p99 ms':>12} "
-        f"{'queries/tick p50':>17} {'max':>5} {'submit p99 ms':>14}"
+        f"placed     {throughput.pods} pods in {throughput.placement_seconds:.1f} s from the "
+        f"first submission to the last bound: {throughput.pods_per_second:.0f} pods/s end to end"
     )
-    for level in levels:
+    print(
+        f"{'alive':>10} {'ticks':>6} {'tick p50 ms':>12} {'tick p99 ms':>12} "
+        f"{'queries/tick p50':>17} {'p99':>5} {'churn submit p99 ms':>20}"
+    )
+    for level in found.levels:
         seconds = [t.seconds for t in level.ticks]
-        queries = [t.queries for t in level.ticks]
+        queries = [float(t.queries) for t in level.ticks]
         alive = statistics.median([t.alive for t in level.ticks]) if level.ticks else 0
         print(
-            f"{alive:>7.0f} {len(seconds):>6} {ms(percentile(seconds, 0.5)):>12} "
+            f"{alive:>10.0f} {len(seconds):>6} {ms(percentile(seconds, 0.5)):>12} "
             f"{ms(percentile(seconds, 0.99)):>12} {percentile(queries, 0.5):>17.0f} "
-            f"{max(queries, default=0):>5} {ms(percentile(level.submit_latencies, 0.99)):>14}"
+            f"{percentile(queries, 0.99):>5.0f} {ms(percentile(level.submit_latencies, 0.99)):>20}"
         )
     print(
-        f"server    CPU {cpu_main:.1f} s (main process), {cpu_children:.1f} s (sandbox workers); "
-        f"peak RSS {peak_rss / 2**20:.0f} MiB"
+        f"servers    CPU {found.cpu_main:.1f} s (server processes), {found.cpu_children:.1f} s "
+        f"(sandbox workers); peak RSS {found.peak_rss / 2**20:.0f} MiB in all"
     )
 
 
@@ -695,29 +795,24 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes, for CI (< 2 minutes)")
     parser.add_argument("--databases", default="sqlite,postgresql")
     parser.add_argument("--clients", type=int, default=20)
-    parser.add_argument("--workflows", type=int)
-    parser.add_argument("--rate", type=float)
+    parser.add_argument("--replicas", type=int, default=2, help="servers on PostgreSQL")
+    parser.add_argument("--workflows", type=int, help="submitted in the throughput phase")
+    parser.add_argument("--rate", type=float, help="workflows per second in the throughput phase")
     parser.add_argument("--levels", help="alive workflows to measure ticks at, e.g. 100,1000")
-    parser.add_argument("--tick-seconds", type=float, default=0.25)
     args = parser.parse_args()
     sizes = QUICK if args.quick else FULL
     if args.workflows:
-        sizes = dataclasses_replace(sizes, workflows=args.workflows)
+        sizes = dataclasses.replace(sizes, workflows=args.workflows)
     if args.rate:
-        sizes = dataclasses_replace(sizes, rate=args.rate)
+        sizes = dataclasses.replace(sizes, rate=args.rate)
     if args.levels:
-        sizes = dataclasses_replace(sizes, levels=tuple(int(v) for v in args.levels.split(",")))
+        sizes = dataclasses.replace(sizes, levels=tuple(int(v) for v in args.levels.split(",")))
     for kind in args.databases.split(","):
         if kind == "postgresql" and not os.environ.get(POSTGRES_ENV):
             print(f"\n== postgresql: skipped, {POSTGRES_ENV} is not set (./scripts/test sets it)")
             continue
-        run(kind, sizes, args.clients, args.tick_seconds)
-
-
-def dataclasses_replace(sizes: Sizes, **changes: Any) -> Sizes:
-    import dataclasses
-
-    return dataclasses.replace(sizes, **changes)
+        replicas = args.replicas if kind == "postgresql" else 1
+        report(run(kind, sizes, args.clients, replicas), sizes, args.clients)
 
 
 if __name__ == "__main__":

@@ -65,12 +65,15 @@ def one(objects: Objects, kind: str, name: str) -> dict[str, Any]:
     return found[0]
 
 
-def secret_name(objects: Objects) -> str:
+def secret_name(objects: Objects, prefix: str = "corral-postgres") -> str:
     secrets = [o for o in objects if o["kind"] == "Secret"]
-    assert len(secrets) == 1
-    name: str = secrets[0]["metadata"]["name"]
-    assert name.startswith("corral-postgres-")  # the secretGenerator's hash suffix
-    return name
+    assert sorted(s["metadata"]["name"].rsplit("-", 1)[0] for s in secrets) == [
+        "corral-postgres",
+        "corral-session",
+    ]
+    [name] = [s["metadata"]["name"] for s in secrets if s["metadata"]["name"].startswith(prefix)]
+    assert name.startswith(f"{prefix}-")  # the secretGenerator's hash suffix
+    return str(name)
 
 
 @pytest.mark.parametrize("name", list(KUSTOMIZATIONS))
@@ -163,8 +166,11 @@ def test_deployment_reads_the_database_url_and_probes_health(name: str) -> None:
     objects = render(name)
     secret = secret_name(objects)
     deployment = one(objects, "Deployment", "corral")
-    assert deployment["spec"]["replicas"] == 1
+    assert deployment["spec"]["replicas"] == 2
     assert deployment["spec"]["strategy"] == {"type": "Recreate"}
+    budget = one(objects, "PodDisruptionBudget", "corral")
+    assert budget["spec"]["maxUnavailable"] == 1
+    assert budget["spec"]["selector"] == deployment["spec"]["selector"]
     pod = deployment["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == "corral"
     assert pod["securityContext"]["runAsNonRoot"] is True
@@ -173,6 +179,13 @@ def test_deployment_reads_the_database_url_and_probes_health(name: str) -> None:
     env = {item["name"]: item for item in container["env"]}
     assert env["CORRAL_DATABASE_URL"]["valueFrom"] == {
         "secretKeyRef": {"name": secret, "key": "CORRAL_DATABASE_URL"}
+    }
+    # Every replica signs and checks sessions with the same key.
+    assert env["CORRAL_SESSION_KEY"]["valueFrom"] == {
+        "secretKeyRef": {
+            "name": secret_name(objects, "corral-session"),
+            "key": "CORRAL_SESSION_KEY",
+        }
     }
     for probe in ("readinessProbe", "livenessProbe"):
         assert container[probe]["httpGet"] == {"path": "/health", "port": 8000}, probe

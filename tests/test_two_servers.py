@@ -1,5 +1,5 @@
-"""Two servers on one database (issue 13, item 3): only the holder of the controller lease runs
-workflows; the other serves the API, and takes over when the leader is killed (SIGKILL).
+"""Two servers on one database: only the holder of the controller lease runs workflows; the other
+serves the API, and takes over when the leader is killed (SIGKILL).
 
 Two real ``corral server`` processes share one PostgreSQL database, or one SQLite file. Workflows
 of two chained local-process tasks are submitted to both. Evidence that a task ran: its runner
@@ -11,6 +11,8 @@ both servers' task directories are searched.
 - A shared task directory (what taking over local tasks needs) and a kill -9 of the leader
   half-way: every workflow completes on the survivor, every task ran exactly once, and at no
   moment did both servers lead.
+- The same with 200 workflows and the default lease (as deployed): the standby leads within
+  10 s of the kill.
 """
 
 from __future__ import annotations
@@ -70,7 +72,14 @@ def client(server: LiveServer, token: str) -> httpx.Client:
 class Pair:
     """Two servers on ``database``; their task directories shared or not."""
 
-    def __init__(self, tmp_path: Path, database: str, *, shared_tasks: bool) -> None:
+    def __init__(
+        self,
+        tmp_path: Path,
+        database: str,
+        *,
+        shared_tasks: bool,
+        lease: str | None = LEASE_SECONDS,
+    ) -> None:
         self.task_dirs = [tmp_path / "tasks"] if shared_tasks else []
         self.servers = []
         for name in ("a", "b"):
@@ -79,7 +88,9 @@ class Pair:
             tasks = tmp_path / "tasks" if shared_tasks else home / "tasks"
             if not shared_tasks:
                 self.task_dirs.append(tasks)
-            flags = ["--tick-seconds", "0.1", "--lease-seconds", LEASE_SECONDS]
+            flags = ["--tick-seconds", "0.1"]
+            if lease is not None:
+                flags += ["--lease-seconds", lease]
             self.servers.append(
                 start_server(
                     home, "--demo", *flags, "--task-dir", str(tasks), database_url=database
@@ -150,15 +161,33 @@ def test_only_the_leader_runs_tasks(tmp_path: Path, database: str) -> None:
 
 
 def test_the_standby_takes_over_when_the_leader_is_killed(tmp_path: Path, database: str) -> None:
-    pair = Pair(tmp_path, database, shared_tasks=True)
+    run_and_kill_the_leader(Pair(tmp_path, database, shared_tasks=True), workflows=50)
+
+
+def test_with_the_default_lease_a_standby_leads_within_10_s_of_the_kill(
+    tmp_path: Path, database: str
+) -> None:
+    pair = Pair(tmp_path, database, shared_tasks=True, lease=None)
+    took_over = run_and_kill_the_leader(pair, workflows=200)
+    print(f"the standby led {took_over:.1f} s after the kill")
+    assert took_over < 10
+
+
+def run_and_kill_the_leader(pair: Pair, *, workflows: int) -> float:
+    """Submit ``workflows`` to both servers, SIGKILL the leader half-way, check every workflow
+    completes and every task ran once; the seconds from the kill until the survivor led."""
     both_led: list[list[str]] = []
     watching = threading.Event()
+    killed = threading.Event()
+    led_after_kill: list[float] = []  # when a server was first seen leading after the kill
 
     def watch() -> None:
         while not watching.is_set():
             roles = [role(s) for s in pair.servers]
             if roles.count("leader") > 1:
                 both_led.append(roles)
+            if killed.is_set() and "leader" in roles and not led_after_kill:
+                led_after_kill.append(time.monotonic())
             time.sleep(0.05)
 
     watcher = threading.Thread(target=watch)
@@ -167,12 +196,19 @@ def test_the_standby_takes_over_when_the_leader_is_killed(tmp_path: Path, databa
         survivor = next(s for s in pair.servers if s is not leader)
         watcher.start()
         accepted = []
-        for number in range(50):
+        killed_at = 0.0
+        for number in range(workflows):
             alive = leader.process.poll() is None
             accepted.append(pair.submit(pair.servers[number % 2] if alive else survivor, number))
-            if number == 25:
+            if number == workflows // 2:
                 leader.process.kill()  # SIGKILL: the lease is not released
                 leader.process.wait()
+                killed_at = time.monotonic()
+                killed.set()
+        while not led_after_kill:
+            assert time.monotonic() - killed_at < 60, "the standby never took over"
+            time.sleep(0.05)
+        took_over = led_after_kill[0] - killed_at
         statuses = pair.wait_finished(survivor, accepted)
         assert set(statuses.values()) == {"COMPLETED"}
         assert role(survivor) == "leader"
@@ -183,3 +219,4 @@ def test_the_standby_takes_over_when_the_leader_is_killed(tmp_path: Path, databa
         if watcher.is_alive():
             watcher.join()
         pair.stop()
+    return took_over

@@ -21,9 +21,7 @@ def submit(api: Api, key: str | None, file: str = WORKFLOW) -> tuple[int, Any, d
     headers = {"Authorization": f"Bearer {api.token}"}
     if key is not None:
         headers["Idempotency-Key"] = key
-    response = api.client.post(
-        "/api/pool/default/workflow", json={"file": file}, headers=headers
-    )
+    response = api.client.post("/api/pool/default/workflow", json={"file": file}, headers=headers)
     return response.status_code, response.json(), dict(response.headers)
 
 

@@ -38,9 +38,7 @@ class LosesFirstReply:
             drop = self.connections == 1
             server = socket.create_connection(self.target)
             threading.Thread(target=self._pump, args=(client, server), daemon=True).start()
-            threading.Thread(
-                target=self._reply, args=(server, client, drop), daemon=True
-            ).start()
+            threading.Thread(target=self._reply, args=(server, client, drop), daemon=True).start()
 
     @staticmethod
     def _pump(source: socket.socket, sink: socket.socket) -> None:

@@ -89,3 +89,10 @@ def test_a_former_holders_late_write_is_refused(engine: Engine) -> None:
     assert a.held() is False
     with pytest.raises(LostLease):
         a.check()
+
+
+def test_the_servers_default_lease_is_the_leaderships() -> None:
+    from corral.cli.server_cmd import DEFAULT_LEASE_SECONDS
+    from corral.services.leadership import DEFAULT_TTL_SECONDS
+
+    assert DEFAULT_LEASE_SECONDS == DEFAULT_TTL_SECONDS == 5.0

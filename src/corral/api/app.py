@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import structlog
@@ -12,7 +11,9 @@ from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from corral import __version__
 from corral.api.auth import Authorizer, AuthSettings, config_roles
@@ -115,6 +116,23 @@ def _install_error_handlers(app: FastAPI) -> None:
             {"message": str(err.detail), "error_code": code}, status_code=err.status_code
         )
 
+    @app.exception_handler(DBAPIError)
+    async def database_error(request: Request, err: DBAPIError) -> JSONResponse:
+        if not err.connection_invalidated:
+            return await unexpected(request, err)
+        # The database went away under a pooled connection (a restart, a fail-over): the pool
+        # reconnects for the next request; this one's transaction did not commit, or its answer
+        # was lost.
+        log.warning("database connection lost", path=request.url.path)
+        return JSONResponse(
+            {
+                "message": "The connection to the database was lost; send the request again "
+                "(a submission sent again with its Idempotency-Key is not made twice).",
+                "error_code": "UNAVAILABLE",
+            },
+            status_code=503,
+        )
+
     @app.exception_handler(Exception)
     async def unexpected(request: Request, err: Exception) -> JSONResponse:
         incident = uuid.uuid4().hex[:12]
@@ -155,23 +173,39 @@ def _request_error(errors: Any, body: str) -> dict[str, Any]:
 
 
 def _install_observability(app: FastAPI, metrics: Metrics) -> None:
-    @app.middleware("http")
-    async def observe(
-        request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
+    app.add_middleware(_Observe, metrics=metrics)
+
+
+class _Observe:
+    """Counts, times and logs every request (a plain ASGI middleware: Starlette's
+    ``BaseHTTPMiddleware`` costs a task group and a stream per request)."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
         started = time.perf_counter()
-        response = await call_next(request)
-        route = request.scope.get("route")
-        template = getattr(route, "path", "unmatched")
-        elapsed = time.perf_counter() - started
-        metrics.requests.labels(request.method, template, str(response.status_code)).inc()
-        metrics.latency.labels(request.method, template).observe(elapsed)
-        # Never log headers: they carry the bearer token.
-        log.info(
-            "request",
-            method=request.method,
-            route=template,
-            status=response.status_code,
-            ms=round(elapsed * 1000, 1),
-        )
-        return response
+        status = 500  # unless the app answers: an exception becomes a 500 outside
+
+        async def sending(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            template = getattr(scope.get("route"), "path", "unmatched")
+            elapsed = time.perf_counter() - started
+            method = str(scope["method"])
+            self.metrics.requests.labels(method, template, str(status)).inc()
+            self.metrics.latency.labels(method, template).observe(elapsed)
+            # Never log headers: they carry the bearer token.
+            log.info(
+                "request", method=method, route=template, status=status, ms=round(elapsed * 1000, 1)
+            )

@@ -44,6 +44,10 @@ def ensure_admin_token(runtime: Runtime, url: str) -> Path | None:
     return store_token(url, token)
 
 
+#: services.leadership.DEFAULT_TTL_SECONDS (not imported: other verbs start without it).
+DEFAULT_LEASE_SECONDS = 5.0
+
+
 class LogLevel(StrEnum):
     DEBUG = "debug"
     INFO = "info"
@@ -184,7 +188,7 @@ def server(
             help="How long the controller lease lasts: with several servers on one database, "
             "a standby takes over this long after the leader stops renewing it.",
         ),
-    ] = 15.0,
+    ] = DEFAULT_LEASE_SECONDS,
     log_level: Annotated[
         LogLevel,
         typer.Option(

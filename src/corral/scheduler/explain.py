@@ -19,7 +19,12 @@ from corral.scheduler.snapshot import ClusterSnapshot, Domain
 def explain_pending(snapshot: ClusterSnapshot, root: PodSet) -> str:
     """The first reason, from specific to general, that ``root`` cannot be placed now."""
     members = list(root.all_members())
+    seen: set[tuple[object, ...]] = set()
     for pod in members:
+        key = (pod.demand, tuple(sorted(pod.node_selector.items())), repr(pod.tolerations))
+        if key in seen:  # gang members are mostly alike: one check each
+            continue
+        seen.add(key)
         reason = _node_problem(snapshot, pod)
         if reason:
             return reason
@@ -30,7 +35,7 @@ def explain_pending(snapshot: ClusterSnapshot, root: PodSet) -> str:
     constrained = any(pod_set.constraint for pod_set in root.walk())
     nodes = _labelled(snapshot) if constrained else range(len(snapshot.nodes))
     shape = _shape(members)
-    room = _room(snapshot, nodes, members)
+    room = _room(snapshot, nodes, members, _usable_by_all(snapshot, members))
     if room < len(members):
         return (
             f"needs room for {len(members)} pods{shape} at once (gang scheduling); "
@@ -99,18 +104,25 @@ def _labelled(snapshot: ClusterSnapshot) -> list[int]:
     return [i for i, labelled in enumerate(snapshot.labelled) if labelled]
 
 
-def _room(snapshot: ClusterSnapshot, nodes: Iterable[int], members: list[PodRequest]) -> int:
-    """How many copies of the members' largest request fit on ``nodes`` now, on nodes every
-    member may use (KAI's allocatable pod count)."""
+def _room(
+    snapshot: ClusterSnapshot, nodes: Iterable[int], members: list[PodRequest], usable: list[bool]
+) -> int:
+    """How many copies of the members' largest request fit on ``nodes`` now, on the nodes
+    every member may use (``usable``; KAI's allocatable pod count)."""
     largest = _representative(members)
-    usable = _usable_by_all(snapshot, members)
     return sum(_copies(snapshot.free(i), largest) for i in nodes if usable[i])
 
 
 def _usable_by_all(snapshot: ClusterSnapshot, members: list[PodRequest]) -> list[bool]:
+    """Per node: may every member use it. Computed once per explanation (it reads every
+    node), not once per domain."""
     usable = [True] * len(snapshot.nodes)
+    seen: list[list[bool]] = []
     for pod in members:
         eligible = snapshot.eligible(pod.node_selector, pod.tolerations)
+        if any(eligible is other for other in seen):  # the snapshot caches alike pods' lists
+            continue
+        seen.append(eligible)
         usable = [a and b for a, b in zip(usable, eligible, strict=True)]
     return usable
 
@@ -138,8 +150,10 @@ def _required_level_problem(snapshot: ClusterSnapshot, pod_set: PodSet) -> str |
         return None
     members = list(pod_set.all_members())
     label = constraint.required
+    usable = _usable_by_all(snapshot, members)
     best = max(
-        (_domain_room(snapshot, d, members) for d in snapshot.by_level[level].values()), default=0
+        (_room(snapshot, _nodes_of(d), members, usable) for d in snapshot.by_level[level].values()),
+        default=0,
     )
     if best >= len(members):
         return None
@@ -147,10 +161,6 @@ def _required_level_problem(snapshot: ClusterSnapshot, pod_set: PodSet) -> str |
         f"needs room for {len(members)} pods{_shape(members)} in one {label}; "
         f"the roomiest {label} has room for {best}"
     )
-
-
-def _domain_room(snapshot: ClusterSnapshot, domain: Domain, members: list[PodRequest]) -> int:
-    return _room(snapshot, _nodes_of(domain), members)
 
 
 def _nodes_of(domain: Domain) -> list[int]:

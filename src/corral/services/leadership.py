@@ -30,7 +30,7 @@ from corral.store.lease import LeaseRow, LeaseStore, LostLease
 
 log = structlog.get_logger("corral.leadership")
 
-DEFAULT_TTL_SECONDS = 15.0
+DEFAULT_TTL_SECONDS = 5.0
 #: Part of the lease a holder does not use: its clock may run a little faster than others'.
 _SAFETY = 0.1
 

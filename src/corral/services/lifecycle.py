@@ -41,7 +41,6 @@ from corral.backends.registry import Backends
 from corral.domain.configs.snapshot import Configs
 from corral.domain.topology.kai_objects import queue_manifests, topology_manifests
 from corral.domain.workflows.statuses import TaskStatus
-from corral.scheduler import Placement
 from corral.services.leadership import Leadership
 from corral.services.placement import BoundPodOnNode, Placements, pool_queues
 from corral.services.workflow_step import TickReport, WorkflowStep
@@ -155,6 +154,7 @@ class LifecycleController:
             self._checked_at = self._monotonic()
             if not self._in_step(working):
                 working = None
+            self.workflows.forget_shapes()
         if working is None:
             working = self._working = self._read(state, epoch)
             self._checked_at = self._monotonic()
@@ -607,6 +607,3 @@ def _pod_group_name(manifests: Sequence[Mapping[str, Any]]) -> str | None:
         if manifest["kind"] == "PodGroup":
             return str(manifest["metadata"]["name"])
     return None
-
-
-__all__ = ["FINISHED", "LifecycleController", "Placement", "run_until_stopped"]

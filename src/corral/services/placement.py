@@ -257,16 +257,6 @@ class Placements:
         """The group no longer waits (placed elsewhere, canceled, timed out)."""
         self.waiting.pop(group_uuid, None)
 
-    def reason(self, group: WaitingGroup) -> str | None:
-        """Why ``group`` waits now, if a group of its shape was tried (its own pod names)."""
-        shape = group.shape
-        if shape.reason is None:
-            return None
-        text = shape.reason
-        for theirs, mine in zip(shape.pod_names, group.pod_names, strict=False):
-            text = text.replace(f"pod {theirs} ", f"pod {mine} ")
-        return text
-
     # -- a pass -----------------------------------------------------------------------------
 
     def place_waiting(self) -> PassResult:

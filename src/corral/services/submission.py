@@ -21,8 +21,12 @@ from corral.domain.platform.nodes import Node
 from corral.domain.workflows.plan import Submitter, WorkflowPlan, random_id
 from corral.domain.workflows.plan_checks import check_pool_open, check_priority
 from corral.domain.workflows.restart import restart_document
-from corral.domain.workflows.spec import PreviousInput, TaskFileContents, previous_inputs
-from corral.domain.workflows.spec_parser import parse_workflow_spec
+from corral.domain.workflows.spec import (
+    PreviousInput,
+    TaskFileContents,
+    WorkflowSpec,
+    previous_inputs,
+)
 from corral.domain.workflows.spec_reader import located_error
 from corral.domain.workflows.statuses import TaskStatus
 from corral.domain.workflows.template import Renderer, render_workflow
@@ -205,12 +209,7 @@ class SubmissionService:
     ) -> SubmitOutcome:
         """From the rendered workflow on: the strict spec, the pool's checks, every group's
         objects (in the sandbox), numbered and stored in one transaction."""
-        spec = parse_workflow_spec(
-            accepted.text,
-            source=accepted.source,
-            rendered=accepted.rendered,
-            local_files=accepted.local_files,
-        )
+        spec = parse_in_sandbox(state, accepted)
         for found in previous_inputs(spec):
             problem = self._previous_input_problem(caller, found)
             if problem is not None:
@@ -363,6 +362,22 @@ def sandboxed_renderer(workflow_config: WorkflowConfig) -> Renderer:
         cpu_seconds=limits.cpu_seconds,
         memory_bytes=limits.memory_bytes,
     )
+
+
+def parse_in_sandbox(state: Configs, accepted: _Accepted) -> WorkflowSpec:
+    """:func:`parse_workflow_spec` in a sandbox worker: the YAML parse of a workflow was the
+    largest part of a submission's work in the server process; in a worker it runs beside the
+    server, bounded like every other render."""
+    spec: WorkflowSpec = sandbox.run(
+        "parse_workflow_spec",
+        accepted.text,
+        workflow_config=state.workflow,
+        what="Reading the workflow",
+        source=accepted.source,
+        rendered=accepted.rendered,
+        local_files=accepted.local_files,
+    )
+    return spec
 
 
 def plan_in_sandbox(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -62,6 +63,10 @@ Heads = dict[ConfigType, Revision]
 WritePlan = Callable[[Heads], list[NewRevision]]
 
 
+#: How long the current revisions read are used before they are read again.
+CURRENT_MAX_AGE = 1.0
+
+
 class ConfigStore:
     def __init__(self, engine: Engine, clock: Callable[[], datetime]) -> None:
         self._engine = engine
@@ -69,6 +74,9 @@ class ConfigStore:
         # A revision's data never changes, so the newest one read per type can be reused for as
         # long as it stays the newest (another server on the same database may write).
         self._data_cache: dict[ConfigType, tuple[int, Any]] = {}
+        #: The answer of :meth:`current_data` and when it was read (monotonic seconds).
+        self._current: tuple[float, dict[ConfigType, tuple[int, Any]]] | None = None
+        self._monotonic = time.monotonic
 
     def heads(self) -> Heads:
         """The newest revision of every config type that has one."""
@@ -100,9 +108,20 @@ class ConfigStore:
         return _revision(row, data=self._data_cache[ctype][1])
 
     def current_data(self) -> dict[ConfigType, tuple[int, Any]]:
-        """The newest revision and data of every type that has a revision, in one round trip
-        when the cache is current (one query for the newest revision numbers, one for changed
-        data)."""
+        """The newest revision and data of every type that has a revision, read again at most
+        every :data:`CURRENT_MAX_AGE` seconds (and after this store's own writes): a request
+        asked for it three times, a database round trip each. Another server's write is seen
+        within that time. When read: one query for the newest revision numbers, one for the
+        data that changed."""
+        kept = self._current
+        now = self._monotonic()
+        if kept is not None and now - kept[0] < CURRENT_MAX_AGE:
+            return kept[1]
+        found = self._read_current()
+        self._current = (now, found)
+        return found
+
+    def _read_current(self) -> dict[ConfigType, tuple[int, Any]]:
         table = config_revisions.c
         with self._engine.connect() as connection:
             newest = dict(
@@ -133,6 +152,7 @@ class ConfigStore:
         Writers are serialized (see ``config_write_lock``), so ``plan`` sees the heads that its
         revisions will follow; it may raise to abort without writing anything.
         """
+        self._current = None  # this server's write is seen at once
         with writing(self._engine) as connection:
             connection.execute(
                 update(config_write_lock)
@@ -195,6 +215,7 @@ class ConfigStore:
         self._update_revision(ctype, revision, tags=tags)
 
     def _update_revision(self, ctype: ConfigType, revision: int, **values: Any) -> None:
+        self._current = None  # this server's write is seen at once
         with writing(self._engine) as connection:
             connection.execute(
                 update(config_revisions)

@@ -62,7 +62,10 @@ def make_engine(url: str) -> Engine:
         return engine
     # As many connections as request threads (anyio's 40) may want at once, most of them only
     # in bursts: a request waiting for a pooled connection waits for the slowest one's work.
-    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=30)
+    # No ping at every checkout (a round trip each, several per request): a connection that
+    # turns out dead invalidates the pool, and the request that met it gets a 503-like error
+    # while the next ones reconnect; connections are also renewed every half hour.
+    return create_engine(url, pool_size=10, max_overflow=30, pool_recycle=1800)
 
 
 #: The files of a SQLite database: SQLite creates the other two with the main file's mode.

@@ -364,14 +364,6 @@ class WorkflowStore:
             found.update({row.group_uuid: list(row.manifests) for row in rows})
         return found
 
-    def alive_count(self) -> int:
-        with self._engine.connect() as connection:
-            return int(
-                connection.execute(
-                    select(func.count()).select_from(workflows).where(workflows.c.status.in_(ALIVE))
-                ).scalar_one()
-            )
-
     def inbox(self, limit: int = 10_000) -> list[InboxEntry]:
         """What the controller has not seen yet, oldest first."""
         with self._engine.connect() as connection:
