@@ -16,11 +16,12 @@ client *i* talks to replica *i* mod N (as a Service would spread them). For each
    submission renders, its tasks) inserted with bare SQLAlchemy Core by ``--clients`` threads
    into a fresh database of the same kind: p50/p99 per insert, so that the server's figures can
    be read as a ratio, whatever the machine.
-2. **throughput**: ``--clients`` HTTP clients submit ``--workflows`` short workflows (1 s each)
-   paced at ``--rate`` workflows per second in all: submit latency p50/p99 (16-task workflows
-   and all), achieved throughput, and pods placed per second end to end (from the first
-   submission to the tick that bound the last submitted pod, from the leader's tick log).
-3. **scale**: long-running workflows are submitted until ``--levels`` workflows are alive
+2. **latency**: ``--clients`` HTTP clients submit short workflows (1 s each) paced at
+   ``--rate`` workflows per second in all: submit latency p50/p99 (16-task workflows and all).
+3. **throughput**: the clients submit ``--workflows`` short workflows as fast as they can:
+   workflows per second, and pods placed per second end to end (from the first submission to
+   the tick that bound the last submitted pod, from the leader's tick log).
+4. **scale**: long-running workflows are submitted until ``--levels`` workflows are alive
    (most of them waiting: the cluster holds a few hundred); at each level, for
    ``--churn-seconds``, clients cancel the oldest workflows and submit new ones at
    ``--churn-rate`` each per second, and the ticks of that window are reported: p50/p99
@@ -71,8 +72,9 @@ class Sizes:
     zones: int
     spines: int  # per zone
     racks: int  # per spine
+    paced: int  # workflows of the latency phase
+    rate: float  # latency phase, workflows per second in all
     workflows: int  # throughput phase
-    rate: float  # throughput phase, workflows per second in all
     levels: tuple[int, ...]
     churn_seconds: float
     churn_rate: float  # cancels and submissions per second, each
@@ -82,8 +84,8 @@ class Sizes:
         return self.zones * self.spines * self.racks * TRAYS_PER_RACK
 
 
-FULL = Sizes(2, 7, 20, 3000, 150.0, (100, 1000, 5000, 10000), 10.0, 10.0)
-QUICK = Sizes(1, 2, 5, 150, 50.0, (100, 300), 3.0, 5.0)
+FULL = Sizes(2, 7, 20, 1200, 40.0, 3000, (100, 1000, 5000, 10000), 10.0, 10.0)
+QUICK = Sizes(1, 2, 5, 100, 20.0, 150, (100, 300), 3.0, 5.0)
 
 
 # -- what the servers are given --------------------------------------------------------------
@@ -192,6 +194,7 @@ class Tick:
     at: float  # seconds since the epoch
     seconds: float
     alive: int
+    stepped: int
     placed_pods: int
     queries: int
 
@@ -221,6 +224,7 @@ class LogTail:
                     at=datetime.fromisoformat(entry["timestamp"]).timestamp(),
                     seconds=float(entry["seconds"]),
                     alive=int(entry["alive"]),
+                    stepped=int(entry["stepped"]),
                     placed_pods=int(entry["placed_pods"]),
                     queries=int(entry["queries"]),
                 )
@@ -505,7 +509,8 @@ def warm_up(deployment: Deployment, clients: int) -> None:
 
 
 @dataclass
-class Throughput:
+class Submissions:
+    rate: float  # what they were paced at (0: as fast as they could)
     submitted: list[Submitted]
     seconds: float
     errors: int
@@ -517,13 +522,13 @@ class Throughput:
         return self.pods / self.placement_seconds if self.placement_seconds else 0.0
 
 
-def throughput_phase(deployment: Deployment, clients: int, sizes: Sizes) -> Throughput:
+def submit_phase(deployment: Deployment, clients: int, count: int, rate: float) -> Submissions:
+    """``count`` short workflows paced at ``rate`` (0: as fast as the clients can), and how
+    long until the last of their pods was bound."""
     load = Load()
     deployment.ticks()  # read what is there: only later ticks count
     first_submit = time.time()
-    seconds = paced(
-        deployment, clients, sizes.workflows, sizes.rate, lambda http, n: submit(http, n, 1.0, load)
-    )
+    seconds = paced(deployment, clients, count, rate, lambda http, n: submit(http, n, 1.0, load))
     pods = sum(s.tasks for s in load.submitted)
     deadline = time.monotonic() + 600
     while True:
@@ -537,8 +542,8 @@ def throughput_phase(deployment: Deployment, clients: int, sizes: Sizes) -> Thro
         if placed >= pods or time.monotonic() > deadline:
             break
         time.sleep(0.5)
-    return Throughput(
-        load.submitted, seconds, len(load.errors), min(placed, pods), last - first_submit
+    return Submissions(
+        rate, load.submitted, seconds, len(load.errors), min(placed, pods), last - first_submit
     )
 
 
@@ -547,6 +552,17 @@ class Level:
     alive: int
     ticks: list[Tick]
     submit_latencies: list[float]
+
+
+def settle(deployment: Deployment) -> None:
+    """Wait until the controller has caught up with what was submitted: three ticks in a row
+    that stepped few workflows (the fill's backlog is not what a window measures)."""
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        recent = deployment.ticks()[-3:]
+        if len(recent) == 3 and all(tick.stepped < 20 for tick in recent):
+            return
+        time.sleep(0.5)
 
 
 def scale_phase(deployment: Deployment, clients: int, sizes: Sizes) -> list[Level]:
@@ -568,7 +584,7 @@ def scale_phase(deployment: Deployment, clients: int, sizes: Sizes) -> list[Leve
                 lambda http, n: submit(http, next(counter), 3600, load),
             )
             order.extend(s.workflow_id for s in load.submitted[before:])
-        time.sleep(3)  # let the controller create and place what it can
+        settle(deployment)
         window_start = time.time()
         churn = Load()
 
@@ -714,14 +730,15 @@ class Run:
     kind: str
     replicas: int
     inserts: list[float]
-    throughput: Throughput
+    latency: Submissions
+    throughput: Submissions
     levels: list[Level]
     cpu_main: float
     cpu_children: float
     peak_rss: int
 
 
-def run(kind: str, sizes: Sizes, clients: int, replicas: int) -> Run:
+def run(kind: str, sizes: Sizes, clients: int, replicas: int, keep: Path | None = None) -> Run:
     with tempfile.TemporaryDirectory(prefix="corral-bench-") as scratch:
         directory = Path(scratch)
         cluster = directory / "cluster.yaml"
@@ -731,16 +748,29 @@ def run(kind: str, sizes: Sizes, clients: int, replicas: int) -> Run:
             try:
                 configure(deployment)
                 objects, tasks = sample_rows(deployment)
-                count = max(200, sizes.workflows // 4)
-                inserts = baseline(baseline_url, clients, count, sizes.rate, objects, tasks)
+                inserts = baseline(baseline_url, clients, sizes.paced, sizes.rate, objects, tasks)
                 warm_up(deployment, clients)
-                throughput = throughput_phase(deployment, clients, sizes)
+                latency = submit_phase(deployment, clients, sizes.paced, sizes.rate)
+                throughput = submit_phase(deployment, clients, sizes.workflows, 0)
                 levels = scale_phase(deployment, clients, sizes)
                 cpu_main, cpu_children, _ = deployment.usage()
             finally:
                 deployment.stop()
+                if keep is not None:  # the servers' logs, for a closer look
+                    keep.mkdir(parents=True, exist_ok=True)
+                    for index, replica in enumerate(deployment.replicas):
+                        target = keep / f"{kind}-server-{index}.log"
+                        target.write_bytes(replica.log_path.read_bytes())
     return Run(
-        kind, replicas, inserts, throughput, levels, cpu_main, cpu_children, deployment.peak_rss
+        kind,
+        replicas,
+        inserts,
+        latency,
+        throughput,
+        levels,
+        cpu_main,
+        cpu_children,
+        deployment.peak_rss,
     )
 
 
@@ -756,20 +786,25 @@ def report(found: Run, sizes: Sizes, clients: int) -> None:
         f"baseline   bare insert of one workflow's rows, {clients} threads at {sizes.rate:g}/s: "
         f"p50 {ms(base_p50)} ms, p99 {ms(base_p99)} ms ({len(found.inserts)} inserts)"
     )
-    throughput = found.throughput
-    every = [s.latency for s in throughput.submitted]
-    big = [s.latency for s in throughput.submitted if s.tasks == 16]
+    latency = found.latency
+    every = [s.latency for s in latency.submitted]
+    big = [s.latency for s in latency.submitted if s.tasks == 16]
     p99 = percentile(every, 0.99)
     print(
-        f"submit     {len(every)} workflows paced at {sizes.rate:g}/s: "
-        f"{len(every) / throughput.seconds:.0f} workflows/s, {throughput.errors} errors; "
-        f"p50 {ms(percentile(every, 0.5))} ms, p99 {ms(p99)} ms "
+        f"latency    {len(every)} workflows paced at {latency.rate:g}/s "
+        f"({latency.errors} errors): p50 {ms(percentile(every, 0.5))} ms, p99 {ms(p99)} ms "
         f"({p99 / base_p99:.1f}x the baseline's p99); 16-task workflows: "
         f"p50 {ms(percentile(big, 0.5))} ms, p99 {ms(percentile(big, 0.99))} ms"
     )
+    throughput = found.throughput
+    done = len(throughput.submitted)
+    every = [s.latency for s in throughput.submitted]
     print(
-        f"placed     {throughput.pods} pods in {throughput.placement_seconds:.1f} s from the "
-        f"first submission to the last bound: {throughput.pods_per_second:.0f} pods/s end to end"
+        f"throughput {done} workflows as fast as {clients} clients can ({throughput.errors} "
+        f"errors): {done / throughput.seconds:.0f} workflows/s, p50 "
+        f"{ms(percentile(every, 0.5))} ms, p99 {ms(percentile(every, 0.99))} ms; "
+        f"{throughput.pods} pods bound {throughput.placement_seconds:.1f} s after the first "
+        f"submission: {throughput.pods_per_second:.0f} pods/s end to end"
     )
     print(
         f"{'alive':>10} {'ticks':>6} {'tick p50 ms':>12} {'tick p99 ms':>12} "
@@ -797,8 +832,9 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--replicas", type=int, default=2, help="servers on PostgreSQL")
     parser.add_argument("--workflows", type=int, help="submitted in the throughput phase")
-    parser.add_argument("--rate", type=float, help="workflows per second in the throughput phase")
+    parser.add_argument("--rate", type=float, help="workflows per second in the latency phase")
     parser.add_argument("--levels", help="alive workflows to measure ticks at, e.g. 100,1000")
+    parser.add_argument("--keep-logs", type=Path, help="copy the servers' logs to this directory")
     args = parser.parse_args()
     sizes = QUICK if args.quick else FULL
     if args.workflows:
@@ -812,7 +848,8 @@ def main() -> None:
             print(f"\n== postgresql: skipped, {POSTGRES_ENV} is not set (./scripts/test sets it)")
             continue
         replicas = args.replicas if kind == "postgresql" else 1
-        report(run(kind, sizes, args.clients, replicas), sizes, args.clients)
+        found = run(kind, sizes, args.clients, replicas, args.keep_logs)
+        report(found, sizes, args.clients)
 
 
 if __name__ == "__main__":

@@ -74,6 +74,10 @@ FINISHED = tuple(s.value for s in TaskStatus if s.group_finished)
 _NEEDS_MANIFESTS = ("SUBMITTING", "WAITING", "INITIALIZING", "RUNNING")
 #: How often the working set is checked against the database (the ids of alive workflows).
 RESYNC_SECONDS = 30.0
+#: A tick reads at most this many inbox rows and steps at most this many workflows; the rest
+#: waits for the next tick (a burst of submissions makes more ticks, not longer ones).
+MAX_INBOX_PER_TICK = 1000
+MAX_STEPS_PER_TICK = 500
 #: A timeout fires once it is over, strictly.
 _JUST_AFTER = timedelta(microseconds=1)
 
@@ -251,7 +255,7 @@ class _Tick:
     def _read_inbox(self, changes: Changes) -> None:
         """New workflows join the working set; a canceled one is read again (its
         ``cancel_requested_by``). Either is stepped in this tick."""
-        entries = self.controller.workflows.inbox()
+        entries = self.controller.workflows.inbox(MAX_INBOX_PER_TICK)
         if not entries:
             return
         ids = list(dict.fromkeys(entry.workflow_id for entry in entries))
@@ -266,7 +270,7 @@ class _Tick:
 
     def _step(self, changes: Changes) -> list[StoredWorkflow]:
         """Step every due workflow; each one's state after its changes, with its manifests."""
-        due = self.working.take_due(self.now)
+        due = self.working.take_due(self.now, MAX_STEPS_PER_TICK)
         self.report.alive = len(self.working.workflows)
         self.report.stepped = len(due)
         workflows = [self.working.workflows[w] for w in due]

@@ -114,8 +114,9 @@ class WorkingSet:
     _timers: list[tuple[datetime, str]] = field(default_factory=list)
     _wake: dict[str, datetime] = field(default_factory=dict)
 
-    def take_due(self, now: datetime) -> list[str]:
-        """The workflows to step now, oldest first; ``dirty`` is emptied."""
+    def take_due(self, now: datetime, limit: int) -> list[str]:
+        """The workflows to step now, oldest first, at most ``limit``: the others stay due
+        (``dirty``) for the next tick, so that a burst makes more ticks, not longer ones."""
         due = set(self.dirty) | self.every_tick
         self.dirty.clear()
         while self._timers and self._timers[0][0] <= now:
@@ -125,7 +126,8 @@ class WorkingSet:
                 due.add(workflow_id)
         found = [self.workflows[w] for w in due if w in self.workflows]
         found.sort(key=lambda w: (w.submitted_at, w.workflow_id))
-        return [w.workflow_id for w in found]
+        self.dirty.update(w.workflow_id for w in found[limit:])
+        return [w.workflow_id for w in found[:limit]]
 
     def wake(self, workflow_id: str, when: datetime | None) -> None:
         """Step the workflow at ``when`` (None: no timer), replacing its earlier timer."""

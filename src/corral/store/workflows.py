@@ -642,48 +642,49 @@ _CONTROLLER_GROUP_COLUMNS = [c for c in workflow_groups.c if c.name != "manifest
 
 
 def _controller_rows(connection: Connection, ids: Sequence[str] | None) -> list[StoredWorkflow]:
+    """Every alive workflow (``ids`` None: three scans of what is alive), or the alive ones of
+    ``ids``, found by their keys only: a filter on the status as well let SQLite walk every
+    alive workflow to find a few."""
     alive = workflows.c.status.in_(ALIVE)
-    chosen = alive if ids is None else alive & workflows.c.workflow_id.in_(list(ids))
-    rows = (
-        connection.execute(
-            select(*_CONTROLLER_WORKFLOW_COLUMNS)
-            .where(chosen)
-            .order_by(workflows.c.submitted_at, workflows.c.workflow_id)
+    if ids is None:
+        rows = _rows(connection, select(*_CONTROLLER_WORKFLOW_COLUMNS).where(alive))
+        owner = workflows.c.workflow_id == workflow_groups.c.workflow_id
+        groups = _rows(
+            connection, select(*_CONTROLLER_GROUP_COLUMNS).join(workflows, owner).where(alive)
         )
-        .mappings()
-        .all()
-    )
-    if not rows:
-        return []
-    owner = workflows.c.workflow_id == workflow_groups.c.workflow_id
-    groups = (
-        connection.execute(
-            select(*_CONTROLLER_GROUP_COLUMNS)
-            .join(workflows, owner)
-            .where(chosen)
-            .order_by(workflow_groups.c.workflow_id, workflow_groups.c.position)
-        )
-        .mappings()
-        .all()
-    )
-    tasks = (
-        connection.execute(
+        tasks = _rows(
+            connection,
             select(workflow_tasks)
             .join(workflow_groups, workflow_groups.c.group_uuid == workflow_tasks.c.group_uuid)
             .join(workflows, owner)
-            .where(chosen)
-            .order_by(workflow_tasks.c.group_uuid, workflow_tasks.c.position)
+            .where(alive),
         )
-        .mappings()
-        .all()
-    )
+    else:
+        chosen = workflows.c.workflow_id.in_(list(ids))
+        rows = [
+            row
+            for row in _rows(connection, select(*_CONTROLLER_WORKFLOW_COLUMNS).where(chosen))
+            if row["status"] in ALIVE
+        ]
+        kept = [row["workflow_id"] for row in rows]
+        groups = _rows(
+            connection,
+            select(*_CONTROLLER_GROUP_COLUMNS).where(workflow_groups.c.workflow_id.in_(kept)),
+        )
+        tasks = _rows(
+            connection,
+            select(workflow_tasks).where(
+                workflow_tasks.c.group_uuid.in_([g["group_uuid"] for g in groups])
+            ),
+        )
     tasks_of: dict[str, list[Any]] = {}
-    for task in tasks:
+    for task in sorted(tasks, key=lambda t: (t["group_uuid"], t["position"])):
         tasks_of.setdefault(task["group_uuid"], []).append(task)
     groups_of: dict[str, list[StoredGroup]] = {}
-    for group in groups:
+    for group in sorted(groups, key=lambda g: (g["workflow_id"], g["position"])):
         stored = _group({**group, "manifests": []}, tasks_of.get(group["group_uuid"], []), {})
         groups_of.setdefault(group["workflow_id"], []).append(stored)
+    rows = sorted(rows, key=lambda row: (row["submitted_at"], row["workflow_id"]))
     return [
         _workflow(
             {**row, "spec": "", "template": None, "local_files": None},
@@ -691,6 +692,10 @@ def _controller_rows(connection: Connection, ids: Sequence[str] | None) -> list[
         )
         for row in rows
     ]
+
+
+def _rows(connection: Connection, query: Any) -> list[Any]:
+    return list(connection.execute(query).mappings().all())
 
 
 def _group_rows(plan: WorkflowPlan) -> list[dict[str, Any]]:
