@@ -167,6 +167,9 @@ def test_the_standby_takes_over_when_the_leader_is_killed(tmp_path: Path, databa
 def test_with_the_default_lease_a_standby_leads_within_10_s_of_the_kill(
     tmp_path: Path, database: str
 ) -> None:
+    if database.startswith("sqlite"):
+        print("replicas run on PostgreSQL (deploy/); SQLite's two servers: the test above")
+        pytest.skip("the 200-workflow run is PostgreSQL's (as deployed); SQLite runs 50 above")
     pair = Pair(tmp_path, database, shared_tasks=True, lease=None)
     took_over = run_and_kill_the_leader(pair, workflows=200)
     print(f"the standby led {took_over:.1f} s after the kill")
