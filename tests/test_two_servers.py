@@ -186,10 +186,11 @@ def run_and_kill_the_leader(pair: Pair, *, workflows: int) -> float:
 
     def watch() -> None:
         while not watching.is_set():
+            after_kill = killed.is_set()  # before the roles are asked
             roles = [role(s) for s in pair.servers]
             if roles.count("leader") > 1:
                 both_led.append(roles)
-            if killed.is_set() and "leader" in roles and not led_after_kill:
+            if after_kill and role(survivor) == "leader" and not led_after_kill:
                 led_after_kill.append(time.monotonic())
             time.sleep(0.05)
 

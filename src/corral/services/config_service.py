@@ -114,10 +114,11 @@ class ConfigService:
         head = self._store.head(ctype)
         return (head.data, head.revision) if head else (empty_snapshot(ctype), 0)
 
-    def state(self) -> Configs:
+    def state(self, fresh: bool = False) -> Configs:
         """The current data of every type, with its typed views (one value per set of
-        revisions, so each stored item is turned into its model once)."""
-        current = self._store.current_data()
+        revisions, so each stored item is turned into its model once); at most a second old
+        unless ``fresh`` (store/config_store.py)."""
+        current = self._store.current_data(fresh)
         key = tuple(current.get(ctype, (0, None))[0] for ctype in ConfigType)
         cached = self._state
         if cached is None or cached[0] != key:

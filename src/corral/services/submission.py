@@ -122,7 +122,7 @@ class SubmissionService:
             replay = self._replay(caller, key)
             if replay is not None:
                 return replay
-        state = self._configs.state()
+        state = self._current_state(request.pool)
         check_pool_open(state, request.pool, is_admin=caller.is_admin)
         caller.require("workflow:Create", f"pool/{request.pool}")
         priority = check_priority(request.priority)
@@ -142,6 +142,14 @@ class SubmissionService:
             warnings=tuple(f"--set {name}: {UNUSED_SET}" for name in rendered.unused),
         )
         return self._plan_and_store(state, caller, accepted, request.pool, priority, mode, key)
+
+    def _current_state(self, pool: str) -> Configs:
+        """The configs; read again at once when they lack ``pool``: it may have been written a
+        moment ago through another server (the configs read are up to a second old)."""
+        state = self._configs.state()
+        if state.find_pool(pool) is None:
+            state = self._configs.state(fresh=True)
+        return state
 
     def _replay(self, caller: SubmittingUser, key: IdempotencyKey) -> SubmitOutcome | None:
         """The earlier submission of ``key``, if there was one; ConflictError when the key
@@ -175,7 +183,7 @@ class SubmissionService:
             replay = self._replay(caller, key)
             if replay is not None:
                 return replay
-        state = self._configs.state()
+        state = self._current_state(pool)
         check_pool_open(state, pool, is_admin=caller.is_admin)
         caller.require("workflow:Create", f"pool/{pool}")
         old = self._store.get(workflow_id)

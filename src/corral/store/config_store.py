@@ -74,9 +74,13 @@ class ConfigStore:
         # A revision's data never changes, so the newest one read per type can be reused for as
         # long as it stays the newest (another server on the same database may write).
         self._data_cache: dict[ConfigType, tuple[int, Any]] = {}
-        #: The answer of :meth:`current_data` and when it was read (monotonic seconds).
-        self._current: tuple[float, dict[ConfigType, tuple[int, Any]]] | None = None
+        #: The answer of :meth:`current_data`, when it was read (monotonic seconds) and the
+        #: count of this store's writes when the read began.
+        self._current: tuple[float, dict[ConfigType, tuple[int, Any]], int] | None = None
         self._monotonic = time.monotonic
+        #: Grows after each write of this store commits: an answer read before is not used
+        #: again, even if its read ended after the commit.
+        self._writes = 0
 
     def heads(self) -> Heads:
         """The newest revision of every config type that has one."""
@@ -107,18 +111,24 @@ class ConfigStore:
             self._data_cache[ctype] = (revision, row["data"])
         return _revision(row, data=self._data_cache[ctype][1])
 
-    def current_data(self) -> dict[ConfigType, tuple[int, Any]]:
+    def current_data(self, fresh: bool = False) -> dict[ConfigType, tuple[int, Any]]:
         """The newest revision and data of every type that has a revision, read again at most
-        every :data:`CURRENT_MAX_AGE` seconds (and after this store's own writes): a request
-        asked for it three times, a database round trip each. Another server's write is seen
-        within that time. When read: one query for the newest revision numbers, one for the
-        data that changed."""
+        every :data:`CURRENT_MAX_AGE` seconds (and after this store's own writes, or when
+        ``fresh``): a request asked for it three times, a database round trip each. Another
+        server's write is seen within that time. When read: one query for the newest revision
+        numbers, one for the data that changed."""
         kept = self._current
         now = self._monotonic()
-        if kept is not None and now - kept[0] < CURRENT_MAX_AGE:
+        if (
+            not fresh
+            and kept is not None
+            and now - kept[0] < CURRENT_MAX_AGE
+            and kept[2] == self._writes
+        ):
             return kept[1]
+        writes = self._writes
         found = self._read_current()
-        self._current = (now, found)
+        self._current = (now, found, writes)
         return found
 
     def _read_current(self) -> dict[ConfigType, tuple[int, Any]]:
@@ -152,7 +162,12 @@ class ConfigStore:
         Writers are serialized (see ``config_write_lock``), so ``plan`` sees the heads that its
         revisions will follow; it may raise to abort without writing anything.
         """
-        self._current = None  # this server's write is seen at once
+        try:
+            return self._write(plan)
+        finally:
+            self._writes += 1  # this server's write is seen at once
+
+    def _write(self, plan: WritePlan) -> list[Revision]:
         with writing(self._engine) as connection:
             connection.execute(
                 update(config_write_lock)
@@ -215,7 +230,12 @@ class ConfigStore:
         self._update_revision(ctype, revision, tags=tags)
 
     def _update_revision(self, ctype: ConfigType, revision: int, **values: Any) -> None:
-        self._current = None  # this server's write is seen at once
+        try:
+            self._update_row(ctype, revision, **values)
+        finally:
+            self._writes += 1  # this server's write is seen at once
+
+    def _update_row(self, ctype: ConfigType, revision: int, **values: Any) -> None:
         with writing(self._engine) as connection:
             connection.execute(
                 update(config_revisions)
