@@ -307,8 +307,9 @@ class _Tick:
         changes = Changes()
         bindings: list[tuple[str, str, str, str]] = []
         placed: dict[str, StoredWorkflow] = {}
+        reasoned: dict[str, StoredWorkflow] = {}  # a cluster's scheduler said why they wait
         for group_uuid, observed in list(self.working.observed.items()):
-            self._observe(group_uuid, observed, changes, placed)
+            self._observe(group_uuid, observed, changes, placed, reasoned)
         placements = self.working.placements
         for group_uuid, key in self.working.new_shapes.items():
             if group_uuid in placements.waiting:
@@ -334,6 +335,8 @@ class _Tick:
         self.controller.commit(
             changes, also=partial(ClusterObjectStore.bind_all, bindings=bindings)
         )
+        for workflow in reasoned.values():
+            self.working.keep(with_changes(workflow, changes))
         for workflow in placed.values():
             self.working.keep(with_changes(workflow, changes))
             self.working.dirty.add(workflow.workflow_id)
@@ -344,6 +347,7 @@ class _Tick:
         observed: Observed,
         changes: Changes,
         placed: dict[str, StoredWorkflow],
+        reasoned: dict[str, StoredWorkflow],
     ) -> None:
         """A group a cluster's own scheduler places: bound once every pod has a node; else
         the scheduler's reason."""
@@ -367,7 +371,7 @@ class _Tick:
             self.report.placed_pods += len(result)
         elif result is not None and result != group.pending_reason:
             changes.group(group_uuid, pending_reason=result)
-            self.working.keep(with_changes(workflow, _only_group(changes, group_uuid)))
+            reasoned[workflow.workflow_id] = workflow  # kept once the change is written
 
     # -- cleanup ----------------------------------------------------------------------------
 
