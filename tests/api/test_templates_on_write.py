@@ -36,6 +36,16 @@ def test_a_pod_template_whose_containers_is_not_a_list_is_refused(examples: Api)
     assert examples.call("GET", "/api/configs/pod_template/zero")[0] == 404
 
 
+def test_a_container_that_is_not_a_mapping_is_no_500(examples: Api) -> None:
+    # Found by test_fuzz.py: the render check read every container as a mapping.
+    status, body = examples.call(
+        "PUT",
+        "/api/configs/pod_template/default_user",
+        json={"configs_dict": {"spec": {"containers": [None]}}},
+    )
+    assert status < 500, body
+
+
 @pytest.mark.parametrize(
     ("template", "message"),
     [

@@ -151,9 +151,17 @@ def drop_imageless_control_container(pod: dict[str, Any]) -> None:
     containers = pod["spec"].get("containers")
     if not isinstance(containers, list):
         return  # the schema check reports it
-    pod["spec"]["containers"] = [
-        c for c in containers if not (c.get("name") == CONTROL_CONTAINER and not c.get("image"))
-    ]
+    pod["spec"]["containers"] = [c for c in containers if not _imageless_control(c)]
+
+
+def _imageless_control(container: object) -> bool:
+    """Whether ``container`` is the control container without an image (anything that is not
+    a mapping stays, for the schema check to report)."""
+    return (
+        isinstance(container, dict)
+        and container.get("name") == CONTROL_CONTAINER
+        and not container.get("image")
+    )
 
 
 def _pod_type(path: Path) -> FieldType | None:
