@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Depends, Query, Request, Response
+from starlette.concurrency import run_in_threadpool
 
 from corral.api import responses as R
 from corral.api.auth import Authorizer, Principal
@@ -45,14 +46,15 @@ def check_template_reads(authorizer: Authorizer, caller: Principal) -> None:
         authorizer.check(caller, "config:Read", f"config/{ctype.url_segment}")
 
 
-def caller_of(request: Request) -> Principal:
+async def caller_of(request: Request) -> Principal:
     """Who is calling: every endpoint depends on this (401 without a valid token). The request
-    guard authenticated the caller already; an app without it authenticates here."""
+    guard authenticated the caller already (then this costs no trip to a worker thread); an app
+    without it authenticates here."""
     found = guarded_principal(request)
     if found is not None:
         return found
     authorizer: Authorizer = request.app.state.authorizer
-    return authorizer.authenticate(request)
+    return await run_in_threadpool(authorizer.authenticate, request)
 
 
 Caller = Annotated[Principal, Depends(caller_of)]

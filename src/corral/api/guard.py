@@ -34,6 +34,9 @@ App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 PUBLIC_PATHS = frozenset({"/health", "/metrics"})
 DEFAULT_MAX_BODY_BYTES = 10 * 2**20
+#: A body this small is checked on the event loop (it takes microseconds; a trip to a worker
+#: thread and back costs more); a larger one in a worker thread.
+INLINE_CHECK_BYTES = 64 * 2**10
 _WITH_BODY = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
@@ -85,7 +88,10 @@ class RequestGuard:
                 break
         body = b"".join(chunks)
         if body and _is_json(scope):
-            await run_in_threadpool(_check_json, body)
+            if len(body) <= INLINE_CHECK_BYTES:
+                _check_json(body)
+            else:
+                await run_in_threadpool(_check_json, body)
         return body
 
     def _too_large(self, declared: int | None) -> PayloadTooLargeError:

@@ -47,6 +47,8 @@ def ensure_admin_token(runtime: Runtime, url: str) -> Path | None:
 
 #: services.leadership.DEFAULT_TTL_SECONDS (not imported: other verbs start without it).
 DEFAULT_LEASE_SECONDS = 5.0
+#: How long a thread holding the GIL runs before another thread that waits for it gets it.
+SWITCH_INTERVAL_SECONDS = 0.0005
 
 
 class LogLevel(StrEnum):
@@ -224,6 +226,10 @@ def server(
     # ones: collect the young generations less often (Python's default, 700 allocations, made
     # a sixth of a busy tick collection work).
     gc.set_threshold(50_000, 20, 20)
+    # A request waits for the GIL each time it comes back from the database or a sandbox
+    # worker; while the controller's thread computes, each wait lasted up to the default 5 ms
+    # switch interval, a dozen times per submission.
+    sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
     listening = _listen_or_exit(host, port)  # before anything is opened or written
     directory = data_dir or Path(platformdirs.user_data_dir("corral"))
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)

@@ -16,6 +16,8 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import Connection, Engine, create_engine, event, make_url
 
+from corral.store import json_columns
+
 MIGRATIONS = Path(__file__).parent / "migrations"
 #: PostgreSQL advisory lock taken while migrating, so that servers starting together take turns.
 _MIGRATION_LOCK = 0x636F7272616C  # "corral"
@@ -56,7 +58,12 @@ def make_engine(url: str) -> Engine:
     """An engine for ``url``; SQLite gets WAL, a busy timeout and real transactions."""
     if url.startswith("sqlite"):
         _private_sqlite_files(make_url(url).database)
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+        engine = create_engine(
+            url,
+            connect_args={"check_same_thread": False, "timeout": 30},
+            json_serializer=json_columns.dumps,
+            json_deserializer=json_columns.loads,
+        )
         _configure_sqlite(engine)
         _SQLITE_WRITERS[engine] = threading.Lock()
         return engine
@@ -65,7 +72,14 @@ def make_engine(url: str) -> Engine:
     # No ping at every checkout (a round trip each, several per request): a connection that
     # turns out dead invalidates the pool, and the request that met it gets a 503-like error
     # while the next ones reconnect; connections are also renewed every half hour.
-    return create_engine(url, pool_size=10, max_overflow=30, pool_recycle=1800)
+    return create_engine(
+        url,
+        pool_size=10,
+        max_overflow=30,
+        pool_recycle=1800,
+        json_serializer=json_columns.dumps,
+        json_deserializer=json_columns.loads,
+    )
 
 
 #: How much of a SQLite database file is read through memory mapping.
