@@ -232,6 +232,14 @@ class LogTail:
         return self.ticks
 
 
+@dataclass(frozen=True)
+class Usage:
+    server: float  # CPU seconds of the server processes
+    controller: float  # of their controller processes (PostgreSQL)
+    workers: float  # of their sandbox workers
+    rss: int  # bytes, now
+
+
 class Replica:
     """One ``corral server`` process."""
 
@@ -284,11 +292,18 @@ class Replica:
         credentials = json.loads((self.home / "config" / "credentials.json").read_text())
         return str(next(iter(credentials["servers"].values()))["token"])
 
-    def usage(self) -> tuple[float, float, int]:
-        """CPU seconds of the server process and of its children, and their RSS now."""
+    def usage(self) -> Usage:
+        """CPU seconds of the server process, of its controller process (PostgreSQL) and of
+        its sandbox workers, and their RSS now."""
         children = _children(self.process.pid)
-        rss = _rss(self.process.pid) + sum(_rss(pid) for pid in children)
-        return _cpu_seconds(self.process.pid), sum(_cpu_seconds(p) for p in children), rss
+        controller = [pid for pid in children if "controller_process" in _command(pid)]
+        workers = [pid for pid in children if pid not in controller]
+        return Usage(
+            _cpu_seconds(self.process.pid),
+            sum(_cpu_seconds(pid) for pid in controller),
+            sum(_cpu_seconds(pid) for pid in workers),
+            _rss(self.process.pid) + sum(_rss(pid) for pid in children),
+        )
 
     def stop(self) -> None:
         self.process.terminate()
@@ -324,13 +339,18 @@ class Deployment:
         found = [tick for replica in self.replicas for tick in replica.tail.read()]
         return sorted(found, key=lambda tick: tick.at)
 
-    def usage(self) -> tuple[float, float, int]:
+    def usage(self) -> Usage:
         found = [replica.usage() for replica in self.replicas]
-        return sum(u[0] for u in found), sum(u[1] for u in found), sum(u[2] for u in found)
+        return Usage(
+            sum(u.server for u in found),
+            sum(u.controller for u in found),
+            sum(u.workers for u in found),
+            sum(u.rss for u in found),
+        )
 
     def _sample(self) -> None:
         while not self._sampling.wait(1.0):
-            self.peak_rss = max(self.peak_rss, self.usage()[2])
+            self.peak_rss = max(self.peak_rss, self.usage().rss)
 
     def stop(self) -> None:
         if hasattr(self, "_sampling"):
@@ -355,6 +375,13 @@ def _children(pid: int) -> list[int]:
             if int(fields[1]) == pid:
                 found.append(int(entry.name))
     return found
+
+
+def _command(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")
+    except OSError:
+        return ""
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -733,8 +760,7 @@ class Run:
     latency: Submissions
     throughput: Submissions
     levels: list[Level]
-    cpu_main: float
-    cpu_children: float
+    usage: Usage
     peak_rss: int
 
 
@@ -753,7 +779,7 @@ def run(kind: str, sizes: Sizes, clients: int, replicas: int, keep: Path | None 
                 latency = submit_phase(deployment, clients, sizes.paced, sizes.rate)
                 throughput = submit_phase(deployment, clients, sizes.workflows, 0)
                 levels = scale_phase(deployment, clients, sizes)
-                cpu_main, cpu_children, _ = deployment.usage()
+                usage = deployment.usage()
             finally:
                 deployment.stop()
                 if keep is not None:  # the servers' logs, for a closer look
@@ -768,8 +794,7 @@ def run(kind: str, sizes: Sizes, clients: int, replicas: int, keep: Path | None 
         latency,
         throughput,
         levels,
-        cpu_main,
-        cpu_children,
+        usage,
         deployment.peak_rss,
     )
 
@@ -820,7 +845,8 @@ def report(found: Run, sizes: Sizes, clients: int) -> None:
             f"{percentile(queries, 0.99):>5.0f} {ms(percentile(level.submit_latencies, 0.99)):>20}"
         )
     print(
-        f"servers    CPU {found.cpu_main:.1f} s (server processes), {found.cpu_children:.1f} s "
+        f"servers    CPU {found.usage.server:.1f} s (server processes), "
+        f"{found.usage.controller:.1f} s (controller processes), {found.usage.workers:.1f} s "
         f"(sandbox workers); peak RSS {found.peak_rss / 2**20:.0f} MiB in all"
     )
 

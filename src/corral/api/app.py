@@ -77,7 +77,7 @@ def create_app(
             "database": "ok" if ok else "down",
             "version": __version__,
             # leader: this server runs the lifecycle controller; standby: another one does
-            "controller": runtime.leadership.role if runtime.leadership else "none",
+            "controller": runtime.controller_role(),
         }
         return JSONResponse(body, status_code=200 if ok else 503)
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import dataclasses
 import errno
 import gc
+import signal
 import socket
 import sys
 import threading
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -21,6 +23,7 @@ from rich.markup import escape
 from corral.credentials import read_token, server_key, store_token
 
 if TYPE_CHECKING:
+    from corral.services.controller_process import ControllerSettings
     from corral.services.runtime import Runtime
 
 ADMIN_TOKEN_NAME = "local-admin"
@@ -95,6 +98,47 @@ def _listen_or_exit(host: str, port: int) -> socket.socket:
             hint = "check --host (an address of this machine, or 0.0.0.0) and --port"
         console.print(f"[red]error:[/] {escape(reason)}; {escape(hint)}.")
         raise typer.Exit(1) from None
+
+
+def _record_exit_signals() -> list[int]:
+    """Handlers for SIGINT and SIGTERM that only record them. Uvicorn shuts down on either and
+    then raises it again with the handler it found: the default one killed the process before
+    the controller had stopped and given its lease up (a standby then waited the whole lease)."""
+    received: list[int] = []
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda found, _frame: received.append(found))
+    return received
+
+
+def _start_controller(runtime: Runtime, settings: ControllerSettings) -> Callable[[], None]:
+    """Start the lifecycle controller: a child process on PostgreSQL, a thread on SQLite
+    (docs/lifecycle.md#the-controller-process). The callable stops it."""
+    from corral.services.controller_process import (
+        STOP_TIMEOUT_SECONDS,
+        ControllerProcess,
+        run_controller,
+    )
+
+    if runtime.engine.dialect.name == "postgresql":
+        runtime.lease_holder = settings.holder
+        process = ControllerProcess(settings)
+        process.start()
+        return process.stop
+    leadership = runtime.join_leadership(settings.lease_seconds, settings.holder)
+    stop = threading.Event()
+    thread = threading.Thread(
+        target=run_controller,
+        args=(runtime.lifecycle(), leadership, settings.tick_seconds, stop),
+        name="corral-controller",
+        daemon=True,
+    )
+    thread.start()
+
+    def stop_thread() -> None:
+        stop.set()
+        thread.join(timeout=STOP_TIMEOUT_SECONDS)
+
+    return stop_thread
 
 
 def _open_or_exit(url: str, cluster_file: Path | None, work_dir: Path, data_dir: Path) -> Runtime:
@@ -216,16 +260,14 @@ def server(
     from corral.api.auth import AuthSettings
     from corral.api.guard import RequestLimits
     from corral.backends.task_sandbox import protect_server_process
-    from corral.services.lifecycle import run_until_stopped
+    from corral.services.controller_process import GC_THRESHOLDS, ControllerSettings
+    from corral.services.leadership import new_holder_id
     from corral.services.oidc import OidcSettings
     from corral.services.runtime import load_examples
     from corral.store.database import sqlite_url
 
     configure_logging(log_level)
-    # The controller holds thousands of long-lived objects and a tick makes many short-lived
-    # ones: collect the young generations less often (Python's default, 700 allocations, made
-    # a sixth of a busy tick collection work).
-    gc.set_threshold(50_000, 20, 20)
+    gc.set_threshold(*GC_THRESHOLDS)
     # A request waits for the GIL each time it comes back from the database or a sandbox
     # worker; while the controller's thread computes, each wait lasted up to the default 5 ms
     # switch interval, a dozen times per submission.
@@ -254,24 +296,26 @@ def server(
         )
         auth = dataclasses.replace(auth, oidc=oidc)
         console.print(f"Trusting tokens of the OIDC issuer {oidc_issuer}.")
-    stop = threading.Event()
-    leadership = runtime.join_leadership(lease_seconds)
-    threads = [
-        threading.Thread(target=leadership.run, args=(stop,), name="corral-lease", daemon=True),
-        threading.Thread(
-            target=run_until_stopped,
-            args=(runtime.lifecycle(), tick_seconds, stop),
-            name="corral-lifecycle",
-            daemon=True,
+    controller = _start_controller(
+        runtime,
+        ControllerSettings(
+            database_url=url,
+            cluster_file=str(cluster) if cluster else None,
+            work_dir=str(task_dir or directory / "tasks"),
+            data_dir=str(directory),
+            tick_seconds=tick_seconds,
+            lease_seconds=lease_seconds,
+            holder=new_holder_id(),
+            log_level=log_level.value,
         ),
-    ]
-    for thread in threads:
-        thread.start()
+    )
+    received = _record_exit_signals()
     try:
         app = create_app(runtime, auth, RequestLimits(max_body_bytes=max_body_bytes))
         uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[listening])
     finally:
-        stop.set()
-        for thread in reversed(threads):  # the controller stops before the lease is released
-            thread.join(timeout=10)
+        controller()  # stops ticking before the lease is given up
         runtime.backends.close()  # Kubernetes watches and clients
+    for signum in received:  # exit as the signal says, now that everything is closed
+        signal.signal(signum, signal.SIG_DFL)
+        signal.raise_signal(signum)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import platformdirs
 from sqlalchemy import Engine, make_url, text
+from sqlalchemy.exc import SQLAlchemyError
 
 from corral.backends.execution import SimulatedExecution, TaskExecutor, TaskRun
 from corral.backends.local_execution import LocalProcessExecution
@@ -60,8 +61,12 @@ class Runtime:
     private: tuple[Path, ...] = ()
     #: The cluster behind each BACKEND config (embedded, or a connected Kubernetes cluster).
     backends: Backends = field(init=False)
-    #: This server's part in the controller lease (``corral server``); None: not taking part.
+    #: This server's part in the controller lease when the controller runs in this process
+    #: (``corral server`` on SQLite); None: not here.
     leadership: Leadership | None = None
+    #: The server's name in the lease row when its controller runs in a child process
+    #: (``corral server`` on PostgreSQL, :mod:`corral.services.controller_process`).
+    lease_holder: str | None = None
 
     def __post_init__(self) -> None:
         self.backends = Backends(self.configs.state, self.objects, self.embedded_executor)
@@ -100,10 +105,26 @@ class Runtime:
             leadership=self.leadership,
         )
 
-    def join_leadership(self, ttl_seconds: float) -> Leadership:
+    def join_leadership(self, ttl_seconds: float, holder: str | None = None) -> Leadership:
         """Take part in the controller lease of this database (``corral server``)."""
-        self.leadership = Leadership(LeaseStore(self.engine, utc_now), ttl_seconds=ttl_seconds)
+        self.leadership = Leadership(
+            LeaseStore(self.engine, utc_now), holder=holder, ttl_seconds=ttl_seconds
+        )
         return self.leadership
+
+    def controller_role(self) -> str:
+        """``leader`` when this server's controller holds the lease, ``standby`` when another
+        one does, ``none`` when this server runs no controller, ``unknown`` when the database
+        does not say."""
+        if self.leadership is not None:
+            return self.leadership.role
+        if self.lease_holder is None:
+            return "none"
+        try:
+            row = LeaseStore(self.engine, utc_now).read()
+        except SQLAlchemyError:
+            return "unknown"
+        return "leader" if row is not None and row.holder == self.lease_holder else "standby"
 
     def capacity(self, state: State) -> list[ClusterCapacity]:
         """Per cluster of ``state``: its nodes, the pods holding resources and its pools."""

@@ -1,0 +1,191 @@
+"""Where the lifecycle controller runs: a thread of ``corral server``, or a process of its own.
+
+On PostgreSQL the controller runs in a child process of the server. In a thread it shared the
+server's GIL with every request thread: under load, the leader's ticks got a sixth of a core
+and fell seconds behind the submissions (docs/lifecycle.md#the-controller-process). On SQLite it
+stays a thread: the database takes one writer at a time, and writers of one process queue on a
+lock instead of sleeping in SQLite's busy handler.
+
+The server sends the child its settings as one JSON line on the child's standard input (the
+database URL may hold a password: never on a command line) and keeps the pipe open. The child
+stops when the pipe closes (the server stopped), and on Linux is killed with the server
+(``PR_SET_PDEATHSIG``), as a thread of it would be: a ``kill -9`` of the server stops its
+controller at once. A child that dies on its own is started again.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import gc
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import structlog
+
+from corral.services.leadership import Leadership
+from corral.services.lifecycle import LifecycleController, run_until_stopped
+
+log = structlog.get_logger("corral.controller")
+
+#: Seconds between a child's unexpected exit and its restart.
+RESTART_DELAY_SECONDS = 1.0
+#: Seconds a stopping child gets to finish its tick and give the lease up.
+STOP_TIMEOUT_SECONDS = 10.0
+#: Young-generation collection threshold: the controller holds thousands of long-lived
+#: objects and a tick makes many short-lived ones (Python's default, 700 allocations, made a
+#: sixth of a busy tick collection work).
+GC_THRESHOLDS = (50_000, 20, 20)
+_PR_SET_PDEATHSIG = 1
+#: Environment variable naming the server's process to the child.
+SERVER_PID = "CORRAL_SERVER_PID"
+
+
+def run_controller(
+    controller: LifecycleController,
+    leadership: Leadership,
+    tick_seconds: float,
+    stop: threading.Event,
+) -> None:
+    """Hold or watch the lease in a thread and tick while it is held, until ``stop``; then
+    stop ticking before the lease is given up."""
+    lease = threading.Thread(target=leadership.run, args=(stop,), name="corral-lease", daemon=True)
+    lease.start()
+    try:
+        run_until_stopped(controller, tick_seconds, stop)
+    finally:
+        stop.set()
+        lease.join(timeout=STOP_TIMEOUT_SECONDS)
+
+
+@dataclass(frozen=True)
+class ControllerSettings:
+    """What the child needs to open the server's database and cluster."""
+
+    database_url: str
+    cluster_file: str | None
+    work_dir: str
+    data_dir: str
+    tick_seconds: float
+    lease_seconds: float
+    #: The server's name in the lease row: the server reports itself leader when it is there.
+    holder: str
+    log_level: str
+
+
+class ControllerProcess:
+    """The server's side of the child: starts it, starts it again if it dies, stops it."""
+
+    def __init__(self, settings: ControllerSettings) -> None:
+        self.settings = settings
+        self._stopping = threading.Event()
+        self._process: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()
+        self._watcher = threading.Thread(target=self._watch, name="corral-controller", daemon=True)
+
+    def start(self) -> None:
+        self._spawn()
+        self._watcher.start()
+
+    def alive(self) -> bool:
+        with self._lock:
+            return self._process is not None and self._process.poll() is None
+
+    def stop(self) -> None:
+        """Close the child's pipe (it finishes its tick and gives the lease up), then wait."""
+        self._stopping.set()
+        with self._lock:
+            process = self._process
+        if process is None:
+            return
+        if process.stdin is not None:
+            process.stdin.close()
+        try:
+            process.wait(STOP_TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        self._watcher.join(timeout=STOP_TIMEOUT_SECONDS)
+
+    def _spawn(self) -> None:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "corral.services.controller_process"],
+            stdin=subprocess.PIPE,
+            env={**os.environ, SERVER_PID: str(os.getpid())},
+        )
+        assert process.stdin is not None
+        process.stdin.write(json.dumps(dataclasses.asdict(self.settings)).encode() + b"\n")
+        process.stdin.flush()
+        with self._lock:
+            self._process = process
+
+    def _watch(self) -> None:
+        while not self._stopping.is_set():
+            with self._lock:
+                process = self._process
+            assert process is not None
+            code = process.wait()
+            if self._stopping.is_set():
+                return
+            log.error("the controller process exited; starting it again", exit_code=code)
+            if self._stopping.wait(RESTART_DELAY_SECONDS):
+                return
+            self._spawn()
+
+
+# -- the child --------------------------------------------------------------------------------
+
+
+def _die_with_parent(parent: int) -> None:
+    """Be killed when the server dies (Linux); exit at once if it died already."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _stop_when_closed(stop: threading.Event) -> None:
+    """Set ``stop`` when the server closes the pipe (or dies, where no signal does it)."""
+    sys.stdin.buffer.read()
+    stop.set()
+
+
+def main() -> int:
+    _die_with_parent(int(os.environ[SERVER_PID]))
+    # Ctrl-C reaches every process of the terminal: the server stops this one (closing the pipe)
+    # once its requests are done.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    settings = ControllerSettings(**json.loads(sys.stdin.buffer.readline()))
+    # Imported here: the child needs the server's stack, the module's importers do not.
+    from corral.backends.task_sandbox import protect_server_process
+    from corral.cli.server_cmd import LogLevel, configure_logging
+    from corral.services.runtime import open_runtime, read_cluster
+
+    configure_logging(LogLevel(settings.log_level))
+    gc.set_threshold(*GC_THRESHOLDS)
+    protect_server_process()
+    cluster = read_cluster(Path(settings.cluster_file)) if settings.cluster_file else None
+    runtime = open_runtime(
+        settings.database_url,
+        cluster=cluster,
+        work_dir=Path(settings.work_dir),
+        private=[Path(settings.data_dir)],
+    )
+    leadership = runtime.join_leadership(settings.lease_seconds, settings.holder)
+    stop = threading.Event()
+    threading.Thread(target=_stop_when_closed, args=(stop,), daemon=True).start()
+    try:
+        run_controller(runtime.lifecycle(), leadership, settings.tick_seconds, stop)
+    finally:
+        runtime.backends.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
