@@ -112,7 +112,12 @@ def is_template(text: str) -> bool:
     return "{{" in text or "{%" in text or "{#" in text
 
 
-def render_text(text: str, variables: Mapping[str, Any], *, where: str) -> str:
+#: What is being rendered, for error messages; a callable is called only for an error (a pod
+#: has dozens of template values, and naming each one's field cost more than rendering it).
+Where = str | Callable[[], str]
+
+
+def render_text(text: str, variables: Mapping[str, Any], *, where: Where) -> str:
     """Render ``text``; ``where`` says what is being rendered, for error messages.
 
     Variables whose value is None count as missing.
@@ -121,30 +126,36 @@ def render_text(text: str, variables: Mapping[str, Any], *, where: str) -> str:
         return text
     try:
         rendered = _render_text(text, variables)
-    except RenderTooSlow as err:
-        raise UserError(
+    except MemoryError:
+        raise  # the sandbox worker reports its memory limit
+    except Exception as err:
+        raise _render_error(err, text, where() if callable(where) else where) from None
+    if len(rendered) > MAX_OUTPUT:
+        place = where() if callable(where) else where
+        raise UserError(f"{place}: {text!r} renders to more than {MAX_OUTPUT} characters")
+    return rendered
+
+
+def _render_error(err: Exception, text: str, where: str) -> UserError:
+    if isinstance(err, RenderTooSlow):
+        return UserError(
             f"{where}: rendering {_shortened(text)} took longer than {err.seconds:g} s of CPU "
             "time; simplify the template"
-        ) from None
-    except UndefinedError as err:
+        )
+    if isinstance(err, UndefinedError):
         missing = _UNDEFINED.match(err.message or "")
         if missing is None:
-            raise UserError(f"{where}: cannot render {_shortened(text)}: {err.message}") from None
-        raise MissingVariableError(
+            return UserError(f"{where}: cannot render {_shortened(text)}: {err.message}")
+        return MissingVariableError(
             f"{where}: variable {missing['name']} has no value (it is undefined or null); "
             "give it one in the task's resources, with --set, or as a default variable "
             "of the pool or platform",
             variable=missing["name"],
-        ) from None
-    except TemplateError as err:
-        raise UserError(f"{where}: cannot render {_shortened(text)}: {err.message}") from None
-    except MemoryError:
-        raise  # the sandbox worker reports its memory limit
-    except Exception as err:  # the template's own arithmetic or types went wrong
-        raise UserError(f"{where}: cannot render {_shortened(text)}: {err}") from None
-    if len(rendered) > MAX_OUTPUT:
-        raise UserError(f"{where}: {text!r} renders to more than {MAX_OUTPUT} characters")
-    return rendered
+        )
+    if isinstance(err, TemplateError):
+        return UserError(f"{where}: cannot render {_shortened(text)}: {err.message}")
+    # the template's own arithmetic or types went wrong
+    return UserError(f"{where}: cannot render {_shortened(text)}: {err}")
 
 
 def _shortened(text: str) -> str:
@@ -199,7 +210,7 @@ def _render(
                 items.append(rendered)
         return items
     if isinstance(value, str) and is_template(value):
-        text = render_text(value, variables, where=describe(path))
+        text = render_text(value, variables, where=lambda: describe(path))
         array = _ARRAY.match(text)
         if array is not None:
             # As OSMO, ARRAY:[] is [""]: `NotIn [""]` excludes nothing and is valid, while an

@@ -12,13 +12,14 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from corral.domain.formats.json_paths import Path, format_path
 from corral.domain.jinja.rendering import render_tree
 from corral.domain.labels import CONTROL_CONTAINER, RETRY_ID, TASK_NAME, TASK_UUID
 from corral.domain.platform.resolved_pool import GroupTemplate
-from corral.domain.platform.template_merge import MergedTemplate, merge
+from corral.domain.platform.template_merge import MergedTemplate, merge_given
 from corral.domain.platform.variables import (
     GroupIdentity,
     TaskIdentity,
@@ -106,10 +107,11 @@ def task_labels(group: GroupIdentity, task: TaskIdentity) -> dict[str, str]:
 def build_pod(
     task: PodTask,
     group: GroupIdentity,
-    rendered_template: Mapping[str, Any],
+    rendered_template: dict[str, Any],
     workflow_labels: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The task's Pod: base pod, then the rendered template on top, then system labels."""
+    """The task's Pod: base pod, then the rendered template on top, then system labels. The
+    rendered template is given away: its parts become the pod's."""
     labels = task_labels(group, task.identity)
     environment = dict(task.environment)
     if not task.gpu_requested:  # without GPUs requested, see none (as OSMO)
@@ -138,7 +140,7 @@ def build_pod(
             "containers": [container],
         },
     }
-    pod = merge(base, rendered_template)
+    pod = merge_given(base, rendered_template)
     own = pod["metadata"].get("labels")
     pod["metadata"]["labels"] = {**(own if isinstance(own, dict) else {}), **labels}
     return pod
@@ -164,5 +166,6 @@ def _imageless_control(container: object) -> bool:
     )
 
 
+@lru_cache(maxsize=4096)  # every pod of a template asks for the same fields
 def _pod_type(path: Path) -> FieldType | None:
     return expected_type("v1", "Pod", path)

@@ -54,27 +54,27 @@ def node_capacities(
     nodes: Sequence[Node],
     variables: Mapping[str, Any],
     excluded: Sequence[str] = (),
-) -> list[NodeCapacity]:
+) -> Sequence[NodeCapacity]:
     """Per platform node, what one task may use on it when it is otherwise empty."""
     control = control_requests(_control_template(resolved, variables))
-    return [
-        capacity
-        for capacity in _capacities(resolved, nodes, control)
-        if capacity.name not in excluded
-    ]
+    capacities = _capacities(resolved, nodes, control)
+    if not excluded:
+        return capacities  # shared with the cache: read only
+    names = set(excluded)
+    return [capacity for capacity in capacities if capacity.name not in names]
 
 
 #: (id of the nodes, the platform's selector and tolerations, the control container's
 #: requests) -> (those nodes, their capacities). Every task of a platform, and every submission
 #: while the nodes do not change (a sandbox worker keeps them), has the same: 5,000 nodes took
 #: 10 ms per task to read.
-_CAPACITIES: dict[tuple[Any, ...], tuple[Sequence[Node], list[NodeCapacity]]] = {}
+_CAPACITIES: dict[tuple[Any, ...], tuple[Sequence[Node], tuple[NodeCapacity, ...]]] = {}
 _CAPACITIES_KEPT = 16
 
 
 def _capacities(
     resolved: ResolvedPlatform, nodes: Sequence[Node], control: Resources
-) -> list[NodeCapacity]:
+) -> Sequence[NodeCapacity]:
     key = (
         id(nodes),
         json.dumps(resolved.node_selector, sort_keys=True),
@@ -84,7 +84,9 @@ def _capacities(
     found = _CAPACITIES.get(key)
     if found is not None and found[0] is nodes:
         return found[1]
-    capacities = [validation_capacity(node, control) for node in platform_nodes(resolved, nodes)]
+    capacities = tuple(
+        validation_capacity(node, control) for node in platform_nodes(resolved, nodes)
+    )
     if len(_CAPACITIES) >= _CAPACITIES_KEPT:
         _CAPACITIES.pop(next(iter(_CAPACITIES)))
     _CAPACITIES[key] = (nodes, capacities)  # the nodes are held: their id is not reused

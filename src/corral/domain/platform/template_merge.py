@@ -49,6 +49,18 @@ def merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any
     return target
 
 
+def merge_given(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`merge` of an ``override`` the caller gives away (a template just rendered for
+    one pod): its subtrees move into the result instead of being copied."""
+    target: dict[str, Any] = copy_tree(base)
+    _merge_mapping(target, override, (), _no_record, _given)
+    return target
+
+
+def _given(value: Any) -> Any:
+    return value
+
+
 @dataclass
 class MergedTemplate:
     """A merged template and, for every leaf field, the templates that wrote it in order."""
@@ -106,17 +118,21 @@ def merge_into(merged: MergedTemplate, name: str, template: Mapping[str, Any]) -
 
 
 def _merge_mapping(
-    target: dict[str, Any], override: Mapping[str, Any], path: Path, record: Record
+    target: dict[str, Any],
+    override: Mapping[str, Any],
+    path: Path,
+    record: Record,
+    copy: Callable[[Any], Any] = copy_tree,
 ) -> None:
     for key, value in override.items():
         here = (*path, key)
         current = target.get(key)
         if isinstance(value, Mapping) and isinstance(current, dict):
-            _merge_mapping(current, value, here, record)
+            _merge_mapping(current, value, here, record, copy)
         elif isinstance(value, list) and isinstance(current, list):
-            _merge_list(current, value, here, record)
+            _merge_list(current, value, here, record, copy)
         else:
-            target[key] = copy_tree(value)
+            target[key] = copy(value)
             record(here, target[key])
 
 
@@ -129,7 +145,13 @@ def _name_of(item: Any) -> Any:
     return None
 
 
-def _merge_list(target: list[Any], items: Sequence[Any], path: Path, record: Record) -> None:
+def _merge_list(
+    target: list[Any],
+    items: Sequence[Any],
+    path: Path,
+    record: Record,
+    copy: Callable[[Any], Any] = copy_tree,
+) -> None:
     position_of_name = {
         _name_of(item): index for index, item in enumerate(target) if _name_of(item) is not None
     }
@@ -138,7 +160,7 @@ def _merge_list(target: list[Any], items: Sequence[Any], path: Path, record: Rec
         name = _name_of(item)
         if name is not None and name in position_of_name:
             position = position_of_name[name]
-            _merge_mapping(target[position], item, (*path, position), record)
+            _merge_mapping(target[position], item, (*path, position), record, copy)
         elif isinstance(item, Mapping) and item in target:
             # The same mapping again (e.g. a toleration in two templates): keep it once.
             position = target.index(item)
@@ -148,5 +170,5 @@ def _merge_list(target: list[Any], items: Sequence[Any], path: Path, record: Rec
         else:
             appended.append(item)
     for item in appended:
-        target.append(copy_tree(item))
+        target.append(copy(item))
         record((*path, len(target) - 1), target[-1])
