@@ -72,7 +72,8 @@ def configure_logging(level: LogLevel = LogLevel.INFO) -> None:
             structlog.processors.format_exc_info,
             structlog.processors.JSONRenderer(),
         ],
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        # One write per line: the controller process writes to the same file as the server.
+        logger_factory=structlog.WriteLoggerFactory(file=sys.stderr),
     )
 
 
