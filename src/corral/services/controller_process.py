@@ -15,6 +15,7 @@ controller at once. A child that dies on its own is started again.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import dataclasses
 import gc
@@ -90,22 +91,20 @@ class ControllerProcess:
         self._watcher = threading.Thread(target=self._watch, name="corral-controller", daemon=True)
 
     def start(self) -> None:
-        self._spawn()
-        self._watcher.start()
-
-    def alive(self) -> bool:
         with self._lock:
-            return self._process is not None and self._process.poll() is None
+            self._process = self._spawn()
+        self._watcher.start()
 
     def stop(self) -> None:
         """Close the child's pipe (it finishes its tick and gives the lease up), then wait."""
-        self._stopping.set()
         with self._lock:
+            self._stopping.set()
             process = self._process
         if process is None:
             return
         if process.stdin is not None:
-            process.stdin.close()
+            with contextlib.suppress(OSError):  # the child is gone already
+                process.stdin.close()
         try:
             process.wait(STOP_TIMEOUT_SECONDS)
         except subprocess.TimeoutExpired:
@@ -113,20 +112,20 @@ class ControllerProcess:
             process.wait()
         self._watcher.join(timeout=STOP_TIMEOUT_SECONDS)
 
-    def _spawn(self) -> None:
+    def _spawn(self) -> subprocess.Popen[bytes]:
         process = subprocess.Popen(
             [sys.executable, "-m", "corral.services.controller_process"],
             stdin=subprocess.PIPE,
             env={**os.environ, SERVER_PID: str(os.getpid())},
         )
         assert process.stdin is not None
-        process.stdin.write(json.dumps(dataclasses.asdict(self.settings)).encode() + b"\n")
-        process.stdin.flush()
-        with self._lock:
-            self._process = process
+        with contextlib.suppress(OSError):  # a child that died at once is started again
+            process.stdin.write(json.dumps(dataclasses.asdict(self.settings)).encode() + b"\n")
+            process.stdin.flush()
+        return process
 
     def _watch(self) -> None:
-        while not self._stopping.is_set():
+        while True:
             with self._lock:
                 process = self._process
             assert process is not None
@@ -136,7 +135,10 @@ class ControllerProcess:
             log.error("the controller process exited; starting it again", exit_code=code)
             if self._stopping.wait(RESTART_DELAY_SECONDS):
                 return
-            self._spawn()
+            with self._lock:  # not once stop() has begun: it waits for the child it saw
+                if self._stopping.is_set():
+                    return
+                self._process = self._spawn()
 
 
 # -- the child --------------------------------------------------------------------------------
@@ -162,7 +164,7 @@ def main() -> int:
     # once its requests are done.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     settings = ControllerSettings(**json.loads(sys.stdin.buffer.readline()))
-    # Imported here: the child needs the server's stack, the module's importers do not.
+    # Imported here: corral.cli.server_cmd imports this module.
     from corral.backends.task_sandbox import protect_server_process
     from corral.cli.server_cmd import LogLevel, configure_logging
     from corral.services.runtime import open_runtime, read_cluster
