@@ -10,17 +10,16 @@ import socket
 import sys
 import threading
 from collections.abc import Callable
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import platformdirs
-import structlog
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from corral.credentials import read_token, server_key, store_token
+from corral.services.server_logs import LogLevel, configure_logging
 
 if TYPE_CHECKING:
     from corral.services.controller_process import ControllerSettings
@@ -52,29 +51,6 @@ def ensure_admin_token(runtime: Runtime, url: str) -> Path | None:
 DEFAULT_LEASE_SECONDS = 5.0
 #: How long a thread holding the GIL runs before another thread that waits for it gets it.
 SWITCH_INTERVAL_SECONDS = 0.0005
-
-
-class LogLevel(StrEnum):
-    DEBUG = "debug"
-    INFO = "info"
-    WARNING = "warning"
-    ERROR = "error"
-
-
-def configure_logging(level: LogLevel = LogLevel.INFO) -> None:
-    """JSON lines on stderr: one per request, never with headers (they carry tokens); at
-    ``debug``, also one per controller tick (what it did, how long, how many queries)."""
-    structlog.configure(
-        wrapper_class=structlog.make_filtering_bound_logger(level.value.upper()),
-        processors=[
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            structlog.processors.format_exc_info,
-            structlog.processors.JSONRenderer(),
-        ],
-        # One write per line: the controller process writes to the same file as the server.
-        logger_factory=structlog.WriteLoggerFactory(file=sys.stderr),
-    )
 
 
 SUPPORTED_DATABASES = ("sqlite", "postgresql")

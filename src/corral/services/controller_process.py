@@ -32,6 +32,7 @@ import structlog
 
 from corral.services.leadership import Leadership
 from corral.services.lifecycle import LifecycleController, run_until_stopped
+from corral.services.server_logs import LogLevel, configure_logging
 
 log = structlog.get_logger("corral.controller")
 
@@ -164,9 +165,7 @@ def main() -> int:
     # once its requests are done.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     settings = ControllerSettings(**json.loads(sys.stdin.buffer.readline()))
-    # Imported here: corral.cli.server_cmd imports this module.
     from corral.backends.task_sandbox import protect_server_process
-    from corral.cli.server_cmd import LogLevel, configure_logging
     from corral.services.runtime import open_runtime, read_cluster
 
     configure_logging(LogLevel(settings.log_level))
