@@ -206,6 +206,30 @@ def test_repeated_toleration_is_shown_once(examples: Api) -> None:
     assert pool["platforms"]["gpu"]["tolerations"] == [A100_TOLERATION]
 
 
+def test_a_selector_or_tolerations_of_another_shape_are_shown_empty(examples: Api) -> None:
+    """The pod is shown as it rendered; the summary fields keep their types (they made the
+    view answer 500: found by tests/api/test_fuzz.py, where ``?set=`` values rendered a pool
+    that was valid with its defaults)."""
+    add_unchecked(
+        examples,
+        {
+            "pod_templates": {"odd": {"spec": {"nodeSelector": "{{X}}", "tolerations": "none"}}},
+            "pools": {
+                "odd": {
+                    "backend": "default",
+                    "common_pod_template": ["odd"],
+                    "common_default_variables": {"X": "a"},
+                    "default_platform": "p",
+                    "platforms": {"p": {}},
+                }
+            },
+        },
+    )
+    body = rendered(examples, "odd")
+    assert body["pod_template"]["spec"]["tolerations"] == "none"
+    assert (body["node_selector"], body["tolerations"]) == ({}, [])
+
+
 # -------------------------------------------------------------------------------- errors
 
 

@@ -55,8 +55,8 @@ def render_pool(
             {**entry, "value": _value_at(pod_template, entry["path"])}
             for entry in resolved.pod_template.provenance()
         ],
-        "node_selector": pod_template.get("spec", {}).get("nodeSelector", {}),
-        "tolerations": pod_template.get("spec", {}).get("tolerations", []),
+        "node_selector": _field_of(pod_template, "nodeSelector", dict),
+        "tolerations": _field_of(pod_template, "tolerations", list),
         "default_mounts": resolved.default_mounts,
         "resource_validations": [
             {"set": rule.set_name, **rule.rule.model_dump()} for rule in resolved.rules
@@ -66,6 +66,14 @@ def render_pool(
             for template, manifest in zip(resolved.group_templates, group_templates, strict=True)
         ],
     }
+
+
+def _field_of(pod: Mapping[str, Any], name: str, kind: type[dict[str, Any] | list[Any]]) -> Any:
+    """``spec.<name>`` of a rendered pod when it has the shape Kubernetes wants (a template may
+    render anything; the whole pod is shown as it is), else an empty one."""
+    spec = pod.get("spec")
+    found = spec.get(name) if isinstance(spec, dict) else None
+    return found if isinstance(found, kind) else kind()
 
 
 def sample_identities(
