@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -162,13 +163,7 @@ class ConfigStore:
         Writers are serialized (see ``config_write_lock``), so ``plan`` sees the heads that its
         revisions will follow; it may raise to abort without writing anything.
         """
-        try:
-            return self._write(plan)
-        finally:
-            self._writes += 1  # this server's write is seen at once
-
-    def _write(self, plan: WritePlan) -> list[Revision]:
-        with writing(self._engine) as connection:
+        with self._writing() as connection:
             connection.execute(
                 update(config_write_lock)
                 .where(config_write_lock.c.id == 1)
@@ -230,13 +225,7 @@ class ConfigStore:
         self._update_revision(ctype, revision, tags=tags)
 
     def _update_revision(self, ctype: ConfigType, revision: int, **values: Any) -> None:
-        try:
-            self._update_row(ctype, revision, **values)
-        finally:
-            self._writes += 1  # this server's write is seen at once
-
-    def _update_row(self, ctype: ConfigType, revision: int, **values: Any) -> None:
-        with writing(self._engine) as connection:
+        with self._writing() as connection:
             connection.execute(
                 update(config_revisions)
                 .where(
@@ -245,6 +234,16 @@ class ConfigStore:
                 )
                 .values(**values)
             )
+
+    @contextmanager
+    def _writing(self) -> Iterator[Connection]:
+        """A write transaction; once it has ended (committed or not), no answer of
+        :meth:`current_data` read before is used again: this server sees its writes at once."""
+        try:
+            with writing(self._engine) as connection:
+                yield connection
+        finally:
+            self._writes += 1
 
 
 def _heads(connection: Connection) -> Heads:

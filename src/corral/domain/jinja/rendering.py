@@ -129,11 +129,14 @@ def render_text(text: str, variables: Mapping[str, Any], *, where: Where) -> str
     except MemoryError:
         raise  # the sandbox worker reports its memory limit
     except Exception as err:
-        raise _render_error(err, text, where() if callable(where) else where) from None
+        raise _render_error(err, text, _place(where)) from None
     if len(rendered) > MAX_OUTPUT:
-        place = where() if callable(where) else where
-        raise UserError(f"{place}: {text!r} renders to more than {MAX_OUTPUT} characters")
+        raise UserError(f"{_place(where)}: {text!r} renders to more than {MAX_OUTPUT} characters")
     return rendered
+
+
+def _place(where: Where) -> str:
+    return where() if callable(where) else where
 
 
 def _render_error(err: Exception, text: str, where: str) -> UserError:

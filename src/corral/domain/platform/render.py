@@ -13,7 +13,7 @@ from typing import Any
 from corral.domain.configs.snapshot import State
 from corral.domain.formats.json_paths import get_path
 from corral.domain.platform.manifests import render_group_templates, render_pod_template
-from corral.domain.platform.resolved_pool import pool_of, resolve_platform
+from corral.domain.platform.resolved_pool import pool_of, resolve_platform, spec_field
 from corral.domain.platform.variables import (
     GroupIdentity,
     TaskIdentity,
@@ -55,8 +55,8 @@ def render_pool(
             {**entry, "value": _value_at(pod_template, entry["path"])}
             for entry in resolved.pod_template.provenance()
         ],
-        "node_selector": _field_of(pod_template, "nodeSelector", dict),
-        "tolerations": _field_of(pod_template, "tolerations", list),
+        "node_selector": spec_field(pod_template, "nodeSelector", dict),
+        "tolerations": spec_field(pod_template, "tolerations", list),
         "default_mounts": resolved.default_mounts,
         "resource_validations": [
             {"set": rule.set_name, **rule.rule.model_dump()} for rule in resolved.rules
@@ -66,14 +66,6 @@ def render_pool(
             for template, manifest in zip(resolved.group_templates, group_templates, strict=True)
         ],
     }
-
-
-def _field_of(pod: Mapping[str, Any], name: str, kind: type[dict[str, Any] | list[Any]]) -> Any:
-    """``spec.<name>`` of a rendered pod when it has the shape Kubernetes wants (a template may
-    render anything; the whole pod is shown as it is), else an empty one."""
-    spec = pod.get("spec")
-    found = spec.get(name) if isinstance(spec, dict) else None
-    return found if isinstance(found, kind) else kind()
 
 
 def sample_identities(

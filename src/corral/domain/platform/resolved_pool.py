@@ -7,6 +7,7 @@ submission pipeline, ``pool render`` and the verbose pool view alike.
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,17 +51,23 @@ class ResolvedPlatform:
     @property
     def node_selector(self) -> dict[str, Any]:
         """The platform's node labels: ``spec.nodeSelector`` of its merged template."""
-        selector = self.pod_template.value.get("spec", {}).get("nodeSelector", {})
-        return dict(selector) if isinstance(selector, dict) else {}
+        return dict(spec_field(self.pod_template.value, "nodeSelector", dict))
 
     @property
     def tolerations(self) -> list[Any]:
-        tolerations = self.pod_template.value.get("spec", {}).get("tolerations", [])
-        return list(tolerations) if isinstance(tolerations, list) else []
+        return list(spec_field(self.pod_template.value, "tolerations", list))
 
     @property
     def default_mounts(self) -> list[str]:
         return default_mounts(self.pod_template.value)
+
+
+def spec_field(pod: Mapping[str, Any], name: str, kind: type[dict[str, Any] | list[Any]]) -> Any:
+    """``spec.<name>`` of a pod (template) when it has the shape Kubernetes wants, else an
+    empty one (a template may hold or render anything; the schema checks report it)."""
+    spec = pod.get("spec")
+    found = spec.get(name) if isinstance(spec, dict) else None
+    return found if isinstance(found, kind) else kind()
 
 
 def pool_of(state: State, pool_name: str) -> Pool:
