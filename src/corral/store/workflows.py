@@ -15,7 +15,20 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Engine, Table, bindparam, delete, func, insert, or_, select
+from sqlalchemy import (
+    Connection,
+    Engine,
+    String,
+    Table,
+    any_,
+    bindparam,
+    delete,
+    func,
+    insert,
+    or_,
+    select,
+)
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.exc import IntegrityError
 
 from corral.domain.workflows.plan import WorkflowPlan
@@ -47,6 +60,9 @@ GROUP_SCHEDULING = "SCHEDULING"
 SUBMITTED, CANCEL = "submitted", "cancel"
 #: Ids per ``IN (...)`` list: SQLite allows 32,766 variables per statement.
 _CHUNK = 1000
+#: Rows given the same values are updated by one statement from this many on: a statement
+#: costs a round trip, a row in an ``executemany`` batch a fraction of one.
+_ONE_STATEMENT_FROM = 8
 
 
 @dataclass(frozen=True)
@@ -554,21 +570,54 @@ def _tell_controller(connection: Connection, workflow_id: str, kind: str, now: d
 def _update_rows(
     connection: Connection, table: Table, key: str, rows: Mapping[str, Mapping[str, Any]]
 ) -> None:
-    """One ``executemany`` per set of columns changed: a tick's thousands of updates are a
-    handful of statements."""
-    batches: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    """Rows given the same values are one ``UPDATE ... WHERE key IN (...)`` (a tick starts or
+    ends a thousand tasks at the same instant); the rest, one ``executemany`` per set of
+    columns changed."""
+    same: dict[tuple[tuple[str, Any], ...], list[str]] = {}
+    several: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for identifier, values in rows.items():
-        columns = tuple(sorted(values))
-        batches.setdefault(columns, []).append(
-            {"row_key": identifier, **{f"new_{name}": values[name] for name in columns}}
-        )
-    for columns, parameters in batches.items():
+        items = tuple(sorted(values.items()))
+        try:
+            same.setdefault(items, []).append(identifier)
+        except TypeError:  # a JSON value: not hashable, written on its own
+            _add_row(several, identifier, items)
+    for items, identifiers in same.items():
+        if len(identifiers) < _ONE_STATEMENT_FROM:
+            for identifier in identifiers:
+                _add_row(several, identifier, items)
+            continue
+        for start in range(0, len(identifiers), _CHUNK):
+            connection.execute(
+                table.update()
+                .where(_one_of(connection, table.c[key], identifiers[start : start + _CHUNK]))
+                .values(dict(items))
+            )
+    for columns, parameters in several.items():
         statement = (
             table.update()
             .where(table.c[key] == bindparam("row_key"))
             .values({name: bindparam(f"new_{name}") for name in columns})
         )
         connection.execute(statement, parameters)
+
+
+def _one_of(connection: Connection, column: Any, values: list[str]) -> Any:
+    """``column IN values``: on PostgreSQL one array parameter (one statement text and plan
+    for any number of values), elsewhere a list of parameters."""
+    if connection.dialect.name == "postgresql":
+        return column == any_(bindparam("one_of", values, type_=ARRAY(String)))
+    return column.in_(values)
+
+
+def _add_row(
+    batches: dict[tuple[str, ...], list[dict[str, Any]]],
+    identifier: str,
+    items: tuple[tuple[str, Any], ...],
+) -> None:
+    """Add a row to the ``executemany`` batch of its set of columns."""
+    columns = tuple(name for name, _ in items)
+    parameters = {"row_key": identifier, **{f"new_{name}": value for name, value in items}}
+    batches.setdefault(columns, []).append(parameters)
 
 
 def _write_logs(connection: Connection, logs: Mapping[tuple[str, int], str]) -> None:

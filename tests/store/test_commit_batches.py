@@ -1,0 +1,123 @@
+"""A controller commit writes rows given the same values with one statement, and every other
+row as before (issue 15: a tick starts or ends thousands of tasks at one instant)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import pytest
+from sqlalchemy import Engine, insert, select
+
+from corral.services.runtime import utc_now
+from corral.store.database import StatementCounter, make_engine, migrate
+from corral.store.tables import workflow_groups, workflow_tasks, workflows
+from corral.store.workflows import Changes, WorkflowStore
+
+NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
+SAME = 2500  # more than one chunk of identifiers
+
+
+@pytest.fixture
+def engine(database_url: str) -> Iterator[Engine]:
+    engine = make_engine(database_url)
+    migrate(engine)
+    yield engine
+    engine.dispose()
+
+
+def _store_tasks(engine: Engine, count: int) -> list[str]:
+    with engine.begin() as connection:
+        connection.execute(
+            insert(workflows).values(
+                workflow_id="w-1",
+                name="w",
+                number=1,
+                uuid="u1",
+                pool="p",
+                backend="b",
+                namespace="n",
+                status="RUNNING",
+                priority="NORMAL",
+                submitted_by="me",
+                submitted_at=NOW,
+                exec_timeout_s=1.0,
+                queue_timeout_s=1.0,
+                spec="",
+            )
+        )
+        connection.execute(
+            insert(workflow_groups),
+            [
+                {
+                    "group_uuid": f"g{n}",
+                    "workflow_id": "w-1",
+                    "position": n,
+                    "name": f"g{n}",
+                    "status": "SCHEDULING",
+                    "upstream": [],
+                    "resource_kinds": [],
+                    "manifests": [],
+                }
+                for n in range(2)
+            ],
+        )
+        uuids = [f"t{n}" for n in range(count)]
+        connection.execute(
+            insert(workflow_tasks),
+            [
+                {
+                    "task_uuid": uuid,
+                    "group_uuid": "g0",
+                    "position": n,
+                    "name": uuid,
+                    "pod_name": uuid,
+                    "platform": "x",
+                    "lead": False,
+                    "status": "INITIALIZING",
+                    "retry_id": 0,
+                }
+                for n, uuid in enumerate(uuids)
+            ],
+        )
+    return uuids
+
+
+def test_rows_with_the_same_values_are_one_statement_per_chunk_and_the_rest_as_before(
+    engine: Engine,
+) -> None:
+    uuids = _store_tasks(engine, SAME + 3)
+    changes = Changes()
+    for uuid in uuids[:SAME]:
+        changes.task(uuid, status="RUNNING", started_at=NOW)
+    for n, uuid in enumerate(uuids[SAME:]):  # a value each: written one row at a time
+        changes.task(uuid, status="RUNNING", node=f"node-{n}")
+    changes.group("g0", status="RUNNING", domains={"": "rack-1"})  # JSON: not hashable
+    changes.group("g1", status="RUNNING", domains={"": "rack-2"})
+    counter = StatementCounter(engine)
+    with counter.counting() as statements:
+        WorkflowStore(engine, utc_now).commit(changes)
+    # 3 chunks of the 2,500 same values, 1 executemany for the 3 nodes, 1 for the 2 groups
+    # (and SQLite's BEGIN IMMEDIATE)
+    assert statements() == 5 + (engine.dialect.name == "sqlite")
+    with engine.connect() as connection:
+        tasks = {
+            row.task_uuid: (row.status, row.started_at, row.node)
+            for row in connection.execute(select(workflow_tasks))
+        }
+        groups = {
+            uuid: domains
+            for uuid, domains in connection.execute(
+                select(workflow_groups.c.group_uuid, workflow_groups.c.domains)
+            )
+        }
+    started = {uuid: tasks[uuid] for uuid in uuids[:SAME]}
+    assert {(s, t.astimezone(UTC) if t else t, n) for s, t, n in started.values()} == {
+        ("RUNNING", NOW, None)
+    }
+    assert [tasks[uuid] for uuid in uuids[SAME:]] == [
+        ("RUNNING", None, "node-0"),
+        ("RUNNING", None, "node-1"),
+        ("RUNNING", None, "node-2"),
+    ]
+    assert groups == {"g0": {"": "rack-1"}, "g1": {"": "rack-2"}}
