@@ -38,6 +38,16 @@ def writing(engine: Engine) -> AbstractContextManager[Connection]:
     return transaction if lock is None else _holding(lock, transaction)
 
 
+def reading(engine: Engine) -> AbstractContextManager[Connection]:
+    """A connection for reads that need no transaction (one statement, or statements that
+    may each see their own moment). On PostgreSQL it runs in autocommit: no ``BEGIN`` and
+    ``ROLLBACK`` round trips around a request's lookups. SQLite reads keep their transaction
+    (its ``BEGIN`` is a function call, not a round trip)."""
+    if engine.dialect.name == "postgresql":
+        return engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+    return engine.connect()
+
+
 #: Per SQLite engine, the lock its writing threads queue on.
 _SQLITE_WRITERS: weakref.WeakKeyDictionary[Engine, threading.Lock] = weakref.WeakKeyDictionary()
 

@@ -13,13 +13,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Engine, select, update
+from sqlalchemy import Engine, bindparam, select, update
 
-from corral.store.database import writing
+from corral.store.database import reading, writing
 from corral.store.tables import api_tokens, users
 from corral.store.users import ensure_user
 
 TOKEN_PREFIX = "corral_"
+
+#: The owner of a live token by its hash: built once (every API call runs it).
+_OWNER = (
+    select(api_tokens, users.c.roles.label("user_roles"))
+    .join(users, users.c.username == api_tokens.c.username)
+    .where(api_tokens.c.token_hash == bindparam("hash"), api_tokens.c.revoked_at.is_(None))
+)
 
 
 @dataclass(frozen=True)
@@ -64,19 +71,8 @@ class TokenStore:
 
     def owner(self, token: str) -> TokenOwner | None:
         """Who a presented token belongs to, or None if it is unknown or revoked."""
-        with self._engine.connect() as connection:
-            row = (
-                connection.execute(
-                    select(api_tokens, users.c.roles.label("user_roles"))
-                    .join(users, users.c.username == api_tokens.c.username)
-                    .where(
-                        api_tokens.c.token_hash == hash_token(token),
-                        api_tokens.c.revoked_at.is_(None),
-                    )
-                )
-                .mappings()
-                .first()
-            )
+        with reading(self._engine) as connection:
+            row = connection.execute(_OWNER, {"hash": hash_token(token)}).mappings().first()
         if row is None:
             return None
         return TokenOwner(row["id"], row["name"], row["username"], sorted(row["user_roles"]))

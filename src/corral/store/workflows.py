@@ -34,7 +34,7 @@ from sqlalchemy.exc import IntegrityError
 from corral.domain.workflows.plan import WorkflowPlan
 from corral.domain.workflows.spec import ExitAction, TaskFileContents
 from corral.errors import ConflictError, NotFoundError
-from corral.store.database import writing
+from corral.store.database import reading, writing
 from corral.store.tables import (
     controller_inbox,
     idempotency_keys,
@@ -60,6 +60,17 @@ GROUP_SCHEDULING = "SCHEDULING"
 SUBMITTED, CANCEL = "submitted", "cancel"
 #: Ids per ``IN (...)`` list: SQLite allows 32,766 variables per statement.
 _CHUNK = 1000
+#: Statements every submission runs, built once: building one from values costs more than
+#: running it.
+_KEPT = select(idempotency_keys.c.workflow_id, idempotency_keys.c.request_hash).where(
+    idempotency_keys.c.username == bindparam("user"), idempotency_keys.c.key == bindparam("key")
+)
+_TAKE_NUMBER = (
+    workflow_numbers.update()
+    .where(workflow_numbers.c.name == bindparam("row_name"))
+    .values(last=workflow_numbers.c.last + 1)
+    .returning(workflow_numbers.c.last)
+)
 #: Rows given the same values are updated by one statement from this many on: a statement
 #: costs a round trip, a row in an ``executemany`` batch a fraction of one.
 _ONE_STATEMENT_FROM = 8
@@ -244,12 +255,7 @@ class WorkflowStore:
         for _ in range(3):  # two servers may create the row of a new name at once
             try:
                 with writing(self._engine) as connection:
-                    taken = connection.execute(
-                        workflow_numbers.update()
-                        .where(workflow_numbers.c.name == name)
-                        .values(last=workflow_numbers.c.last + 1)
-                        .returning(workflow_numbers.c.last)
-                    ).scalar()
+                    taken = connection.execute(_TAKE_NUMBER, {"row_name": name}).scalar()
                     if taken is None:
                         before = connection.execute(
                             select(func.max(workflows.c.number)).where(workflows.c.name == name)
@@ -284,29 +290,30 @@ class WorkflowStore:
                         connection, submitter.user, idempotency_key, submitter.workflow_id, now
                     )
                 connection.execute(
-                    workflows.insert().values(
-                        workflow_id=submitter.workflow_id,
-                        name=name,
-                        number=number,
-                        uuid=submitter.workflow_uuid,
-                        pool=submitter.pool,
-                        backend=plan.backend,
-                        namespace=plan.namespace,
-                        status=WORKFLOW_ACCEPTED,
-                        priority=submitter.priority,
-                        submitted_by=submitter.user,
-                        submitted_at=now,
-                        exec_timeout_s=plan.exec_timeout.total_seconds(),
-                        queue_timeout_s=plan.queue_timeout.total_seconds(),
-                        spec=spec,
-                        template=template,
-                        local_files={
+                    workflows.insert(),
+                    {
+                        "workflow_id": submitter.workflow_id,
+                        "name": name,
+                        "number": number,
+                        "uuid": submitter.workflow_uuid,
+                        "pool": submitter.pool,
+                        "backend": plan.backend,
+                        "namespace": plan.namespace,
+                        "status": WORKFLOW_ACCEPTED,
+                        "priority": submitter.priority,
+                        "submitted_by": submitter.user,
+                        "submitted_at": now,
+                        "exec_timeout_s": plan.exec_timeout.total_seconds(),
+                        "queue_timeout_s": plan.queue_timeout.total_seconds(),
+                        "spec": spec,
+                        "template": template,
+                        "local_files": {
                             path: {"contents": found.contents, "base64": found.base64}
                             for path, found in (local_files or {}).items()
                         }
                         or None,
-                        restarted_from=restarted_from,
-                    )
+                        "restarted_from": restarted_from,
+                    },
                 )
                 connection.execute(workflow_groups.insert(), _group_rows(plan))
                 connection.execute(workflow_tasks.insert(), _task_rows(plan))
@@ -394,12 +401,8 @@ class WorkflowStore:
 
     def kept_submission(self, username: str, key: str) -> KeptSubmission | None:
         """What ``username`` submitted with the idempotency key ``key``, if anything."""
-        with self._engine.connect() as connection:
-            found = connection.execute(
-                select(idempotency_keys.c.workflow_id, idempotency_keys.c.request_hash).where(
-                    idempotency_keys.c.username == username, idempotency_keys.c.key == key
-                )
-            ).first()
+        with reading(self._engine) as connection:
+            found = connection.execute(_KEPT, {"user": username, "key": key}).first()
         return None if found is None else KeptSubmission(found.workflow_id, found.request_hash)
 
     def alive_ids(self) -> list[str]:
@@ -549,13 +552,14 @@ def _take_key(
     and the whole transaction with it (the caller answers the first workflow)."""
     try:
         connection.execute(
-            insert(idempotency_keys).values(
-                username=username,
-                key=key.key,
-                workflow_id=workflow_id,
-                request_hash=key.request_hash,
-                created_at=now,
-            )
+            idempotency_keys.insert(),
+            {
+                "username": username,
+                "key": key.key,
+                "workflow_id": workflow_id,
+                "request_hash": key.request_hash,
+                "created_at": now,
+            },
         )
     except IntegrityError:
         raise KeyTaken(key.key) from None
@@ -563,7 +567,7 @@ def _take_key(
 
 def _tell_controller(connection: Connection, workflow_id: str, kind: str, now: datetime) -> None:
     connection.execute(
-        insert(controller_inbox).values(workflow_id=workflow_id, kind=kind, created_at=now)
+        controller_inbox.insert(), {"workflow_id": workflow_id, "kind": kind, "created_at": now}
     )
 
 

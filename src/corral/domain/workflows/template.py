@@ -84,45 +84,46 @@ class RenderedWorkflow:
 # ------------------------------------------------------------------------------- sections
 
 
-@dataclass(frozen=True)
-class _Sections:
-    rendered_lines: list[str]  # every line, default-values lines emptied
-    default_lines: list[str]  # every line, all but default-values lines emptied
-    has_defaults: bool
-
-
 def split_sections(text: str, source: str) -> tuple[str, str | None]:
     """``(document to render, default-values text)``, both with the file's line numbers.
 
     Raises OSMO's errors for unknown, duplicated or missing top-level keys.
     """
-    sections = _split(text, source)
-    rendered = "".join(sections.rendered_lines)
-    defaults = "".join(sections.default_lines) if sections.has_defaults else None
-    return rendered, defaults
-
-
-def _split(text: str, source: str) -> _Sections:
+    lines = text.splitlines(keepends=True)
+    seen = _sections(lines, source)
+    if "default-values" not in seen:
+        return text, None
     rendered: list[str] = []
     defaults: list[str] = []
-    seen: dict[str, int] = {}
     current: str | None = None
-    for number, line in enumerate(text.splitlines(keepends=True), start=1):
+    for line in lines:
         opening = _SECTION.match(line)
         if opening:
-            current = _open_section(opening["key"], number, seen, source)
+            current = opening["key"]
         blank = _blank(line)
         rendered.append(blank if current == "default-values" else line)
         defaults.append(line if current == "default-values" else blank)
+    return "".join(rendered), "".join(defaults)
+
+
+def _sections(lines: list[str], source: str) -> dict[str, int]:
+    """The top-level keys and the line each opens on; OSMO's errors for unknown, duplicated
+    or missing ones."""
+    seen: dict[str, int] = {}
+    for number, line in enumerate(lines, start=1):
+        if line[:1].isalpha():  # a top-level key starts with a letter: most lines are indented
+            opening = _SECTION.match(line)
+            if opening:
+                _open_section(opening["key"], number, seen, source)
     if "workflow" not in seen:
         raise UserError(
             f"{source}:1:1: Workflow spec not found. Put the workflow under a top-level "
             '"workflow:" key (at column 0).'
         )
-    return _Sections(rendered, defaults, "default-values" in seen)
+    return seen
 
 
-def _open_section(key: str, number: int, seen: dict[str, int], source: str) -> str:
+def _open_section(key: str, number: int, seen: dict[str, int], source: str) -> None:
     if key not in SECTIONS:
         raise UserError(
             f'{source}:{number}:1: Unknown top-level key "{key}" found in the workflow spec. '
@@ -135,7 +136,6 @@ def _open_section(key: str, number: int, seen: dict[str, int], source: str) -> s
             f"(first at line {seen[key]}); keep one of them."
         )
     seen[key] = number
-    return key
 
 
 def _blank(line: str) -> str:
