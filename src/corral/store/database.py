@@ -38,11 +38,12 @@ def writing(engine: Engine) -> AbstractContextManager[Connection]:
     return transaction if lock is None else _holding(lock, transaction)
 
 
-def reading(engine: Engine) -> AbstractContextManager[Connection]:
-    """A connection for reads that need no transaction (one statement, or statements that
-    may each see their own moment). On PostgreSQL it runs in autocommit: no ``BEGIN`` and
-    ``ROLLBACK`` round trips around a request's lookups. SQLite reads keep their transaction
-    (its ``BEGIN`` is a function call, not a round trip)."""
+def autocommit(engine: Engine) -> AbstractContextManager[Connection]:
+    """A connection without a transaction around its statements: on PostgreSQL each one
+    commits by itself (no ``BEGIN`` and ``ROLLBACK``/``COMMIT`` round trips around a
+    request's lookups or a single atomic update). On SQLite, a plain connection, for reads
+    only (its ``BEGIN`` is a function call, not a round trip; writes go through
+    :func:`writing`)."""
     if engine.dialect.name == "postgresql":
         return engine.connect().execution_options(isolation_level="AUTOCOMMIT")
     return engine.connect()

@@ -15,7 +15,7 @@ from datetime import datetime
 
 from sqlalchemy import Engine, bindparam, select, update
 
-from corral.store.database import reading, writing
+from corral.store.database import autocommit, writing
 from corral.store.tables import api_tokens, users
 from corral.store.users import ensure_user
 
@@ -71,7 +71,7 @@ class TokenStore:
 
     def owner(self, token: str) -> TokenOwner | None:
         """Who a presented token belongs to, or None if it is unknown or revoked."""
-        with reading(self._engine) as connection:
+        with autocommit(self._engine) as connection:
             row = connection.execute(_OWNER, {"hash": hash_token(token)}).mappings().first()
         if row is None:
             return None

@@ -34,7 +34,7 @@ from sqlalchemy.exc import IntegrityError
 from corral.domain.workflows.plan import WorkflowPlan
 from corral.domain.workflows.spec import ExitAction, TaskFileContents
 from corral.errors import ConflictError, NotFoundError
-from corral.store.database import reading, writing
+from corral.store.database import autocommit, writing
 from corral.store.tables import (
     controller_inbox,
     idempotency_keys,
@@ -252,6 +252,13 @@ class WorkflowStore:
     def take_number(self, name: str) -> int:
         """Take the next number of ``name`` for a submission: 1, then one more than the last
         taken. Taken for good: a submission refused after this leaves a gap."""
+        if self._engine.dialect.name == "postgresql":
+            # One statement is atomic by itself: no BEGIN and COMMIT round trips for a name
+            # already numbered (SQLite's writers must take its write lock first).
+            with autocommit(self._engine) as connection:
+                taken = connection.execute(_TAKE_NUMBER, {"row_name": name}).scalar()
+            if taken is not None:
+                return int(taken)
         for _ in range(3):  # two servers may create the row of a new name at once
             try:
                 with writing(self._engine) as connection:
@@ -401,7 +408,7 @@ class WorkflowStore:
 
     def kept_submission(self, username: str, key: str) -> KeptSubmission | None:
         """What ``username`` submitted with the idempotency key ``key``, if anything."""
-        with reading(self._engine) as connection:
+        with autocommit(self._engine) as connection:
             found = connection.execute(_KEPT, {"user": username, "key": key}).first()
         return None if found is None else KeptSubmission(found.workflow_id, found.request_hash)
 
