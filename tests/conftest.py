@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import Engine
 
 warnings.filterwarnings("ignore", message=".*httpx2.*")
 from fastapi.testclient import TestClient  # noqa: E402
@@ -24,7 +25,11 @@ from fastapi.testclient import TestClient  # noqa: E402
 from corral.api.app import create_app  # noqa: E402
 from corral.files import read_bundle_directory  # noqa: E402
 from corral.services.runtime import Runtime, open_runtime  # noqa: E402
-from corral.store.database import scratch_postgres_database  # noqa: E402
+from corral.store.database import (  # noqa: E402
+    make_engine,
+    migrate,
+    scratch_postgres_database,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 POSTGRES_ENV = "CORRAL_TEST_POSTGRES_URL"
@@ -46,6 +51,15 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
         yield f"sqlite:///{tmp_path / 'corral.db'}"
     else:
         yield from _postgres_database()
+
+
+@pytest.fixture
+def engine(database_url: str) -> Iterator[Engine]:
+    """A migrated engine on ``database_url`` (each database in turn)."""
+    found = make_engine(database_url)
+    migrate(found)
+    yield found
+    found.dispose()
 
 
 @pytest.fixture

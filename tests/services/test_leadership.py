@@ -4,14 +4,11 @@ a former holder's late writes refused by the fence."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from sqlalchemy import Engine
 
 from corral.services.leadership import Leadership
 from corral.services.runtime import utc_now
-from corral.store.database import make_engine, migrate
 from corral.store.lease import LeaseStore, LostLease
 from corral.store.workflows import Changes, WorkflowStore
 
@@ -24,14 +21,6 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
-
-
-@pytest.fixture
-def engine(database_url: str) -> Iterator[Engine]:
-    found = make_engine(database_url)
-    migrate(found)
-    yield found
-    found.dispose()
 
 
 def member(engine: Engine, name: str, clock: Clock) -> Leadership:

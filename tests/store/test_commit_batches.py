@@ -3,27 +3,17 @@ row as before (issue 15: a tick starts or ends thousands of tasks at one instant
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
 
-import pytest
 from sqlalchemy import Engine, insert, select
 
 from corral.services.runtime import utc_now
-from corral.store.database import StatementCounter, make_engine, migrate
+from corral.store.database import StatementCounter
 from corral.store.tables import workflow_groups, workflow_tasks, workflows
 from corral.store.workflows import Changes, WorkflowStore
 
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 SAME = 2500  # more than one chunk of identifiers
-
-
-@pytest.fixture
-def engine(database_url: str) -> Iterator[Engine]:
-    engine = make_engine(database_url)
-    migrate(engine)
-    yield engine
-    engine.dispose()
 
 
 def _store_tasks(engine: Engine, count: int) -> list[str]:
