@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from corral.domain.workflows.template import JinjaError, render_workflow
 from corral.errors import UserError
 from corral.services.jinja_worker import render_in_subprocess
+from corral.services.sandbox import WORKER_NICENESS, Limits, SandboxPool
 
 BURN = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
 
@@ -65,3 +67,15 @@ def test_memory_hungry_template_is_a_user_error() -> None:
     with pytest.raises(UserError) as caught:
         render_in_subprocess(hungry, {}, memory_bytes=256 * 2**20)
     assert "simplify the template" in caught.value.message
+
+
+def test_workers_run_nicer_than_the_server() -> None:
+    """Under full load, rendering yields the CPU to the API and the controller."""
+    pool = SandboxPool(size=1)
+    try:
+        assert pool.call("render_jinja", "{{ x }}", {"x": 1}, limits=Limits(), what="t") == "1"
+        (worker,) = pool._idle
+        expected = min(os.getpriority(os.PRIO_PROCESS, 0) + WORKER_NICENESS, 19)
+        assert os.getpriority(os.PRIO_PROCESS, worker.process.pid) == expected
+    finally:
+        pool.close()

@@ -12,7 +12,8 @@ process (``python -m corral.services.sandbox``, never a shell):
   the worker is replaced;
 - **CPU time**: before each call the worker sets ``RLIMIT_CPU`` to the CPU time it has used
   plus the limit; the kernel kills it (SIGXCPU) when a call overruns;
-- **wall time**: the server stops waiting, kills the worker (SIGKILL) and starts another.
+- **wall time**: the server stops waiting, kills the worker (SIGKILL) and starts another;
+- **priority**: workers run at a higher niceness than the server (:data:`WORKER_NICENESS`).
 
 Workers are kept between calls (starting Python and importing corral takes a few hundred
 milliseconds; a call takes about one), ``size`` of them, and calls wait for a free one. The
@@ -67,6 +68,11 @@ _READY = b"ready"
 _START_SECONDS = 60.0
 #: Arguments a worker keeps between calls (:class:`Kept`), the oldest replaced first.
 _KEPT_SLOTS = 4
+#: Workers run this much nicer than the server: when the machine is busy, rendering new
+#: submissions yields the CPU to the API and the lifecycle controller, so that work already
+#: admitted keeps being placed (a backlog of placements otherwise grew for as long as the
+#: clients kept submitting), and a hostile template slows only other submissions.
+WORKER_NICENESS = 10
 
 
 @dataclass(frozen=True)
@@ -469,6 +475,7 @@ def main(argv: list[str]) -> int:
     protocol_in = sys.stdin.buffer
     _warm_up()
     functions()
+    os.nice(WORKER_NICENESS)
     used = _address_space()
     if used:
         resource.setrlimit(resource.RLIMIT_AS, (used + memory_bytes, used + memory_bytes))
