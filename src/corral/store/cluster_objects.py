@@ -17,12 +17,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Engine, bindparam, select
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import Connection, Engine, select
 
 from corral.domain.labels import GROUP_UUID as GROUP_LABEL
+from corral.store.bulk import insert_rows, update_rows
 from corral.store.database import writing
 from corral.store.tables import cluster_objects
+
+#: What names an object (the table's unique key).
+_KEY = ("backend", "api_version", "kind", "namespace", "name")
 
 
 @dataclass(frozen=True)
@@ -161,21 +164,20 @@ class ClusterObjectStore:
     def bind_all(connection: Connection, bindings: Sequence[tuple[str, str, str, str]]) -> None:
         """Bind pods to nodes, given as (backend, namespace, pod, node), in one statement
         inside the caller's transaction."""
-        if not bindings:
-            return
-        connection.execute(
-            cluster_objects.update()
-            .where(
-                cluster_objects.c.backend == bindparam("row_backend"),
-                cluster_objects.c.api_version == "v1",
-                cluster_objects.c.kind == "Pod",
-                cluster_objects.c.namespace == bindparam("row_namespace"),
-                cluster_objects.c.name == bindparam("row_name"),
-            )
-            .values(node=bindparam("row_node")),
+        update_rows(
+            connection,
+            cluster_objects,
+            _KEY,
             [
-                {"row_backend": b, "row_namespace": ns, "row_name": pod, "row_node": node}
-                for b, ns, pod, node in bindings
+                {
+                    "backend": backend,
+                    "api_version": "v1",
+                    "kind": "Pod",
+                    "namespace": namespace,
+                    "name": pod,
+                    "node": node,
+                }
+                for backend, namespace, pod, node in bindings
             ],
         )
 
@@ -190,11 +192,7 @@ class ClusterObjectStore:
 def _insert_new(connection: Connection, rows: list[dict[str, Any]]) -> int:
     """Insert the rows whose object does not exist yet (as ``kubectl apply`` leaves an existing
     object); how many were new."""
-    dialect = postgresql if connection.dialect.name == "postgresql" else sqlite
-    insert = dialect.insert(cluster_objects).on_conflict_do_nothing(
-        index_elements=["backend", "api_version", "kind", "namespace", "name"]
-    )
-    return int(connection.execute(insert, rows).rowcount)
+    return insert_rows(connection, cluster_objects, rows, skip_existing=_KEY)
 
 
 def _row(

@@ -14,6 +14,7 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
+from psycopg.types.array import ListBinaryDumper
 from sqlalchemy import Connection, Engine, create_engine, event, make_url
 
 from corral.store import json_columns
@@ -83,7 +84,7 @@ def make_engine(url: str) -> Engine:
     # No ping at every checkout (a round trip each, several per request): a connection that
     # turns out dead invalidates the pool, and the request that met it gets a 503-like error
     # while the next ones reconnect; connections are also renewed every half hour.
-    return create_engine(
+    engine = create_engine(
         url,
         pool_size=10,
         max_overflow=30,
@@ -91,6 +92,15 @@ def make_engine(url: str) -> Engine:
         json_serializer=json_columns.dumps,
         json_deserializer=json_columns.loads,
     )
+    event.listen(engine, "connect", _binary_arrays)
+    return engine
+
+
+def _binary_arrays(dbapi_connection: Any, _record: Any) -> None:
+    """Send lists as binary arrays: psycopg's text format escapes every quote of every element
+    with a regular expression, which made an array of JSON documents (``store.bulk``) cost
+    three times what one statement per row did."""
+    dbapi_connection.adapters.register_dumper(list, ListBinaryDumper)
 
 
 #: How much of a SQLite database file is read through memory mapping.

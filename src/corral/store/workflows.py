@@ -34,6 +34,7 @@ from sqlalchemy.exc import IntegrityError
 from corral.domain.workflows.plan import WorkflowPlan
 from corral.domain.workflows.spec import ExitAction, TaskFileContents
 from corral.errors import ConflictError, NotFoundError
+from corral.store.bulk import insert_rows, update_rows
 from corral.store.database import autocommit, writing
 from corral.store.tables import (
     controller_inbox,
@@ -322,8 +323,8 @@ class WorkflowStore:
                         "restarted_from": restarted_from,
                     },
                 )
-                connection.execute(workflow_groups.insert(), _group_rows(plan))
-                connection.execute(workflow_tasks.insert(), _task_rows(plan))
+                insert_rows(connection, workflow_groups, _group_rows(plan))
+                insert_rows(connection, workflow_tasks, _task_rows(plan))
                 _tell_controller(connection, submitter.workflow_id, SUBMITTED, now)
         except IntegrityError:
             raise ConflictError(
@@ -582,8 +583,8 @@ def _update_rows(
     connection: Connection, table: Table, key: str, rows: Mapping[str, Mapping[str, Any]]
 ) -> None:
     """Rows given the same values are one ``UPDATE ... WHERE key IN (...)`` (a tick starts or
-    ends a thousand tasks at the same instant); the rest, one ``executemany`` per set of
-    columns changed."""
+    ends a thousand tasks at the same instant); the rest, one bulk update per set of columns
+    changed (``store.bulk``)."""
     same: dict[tuple[tuple[str, Any], ...], list[str]] = {}
     several: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for identifier, values in rows.items():
@@ -591,11 +592,11 @@ def _update_rows(
         try:
             same.setdefault(items, []).append(identifier)
         except TypeError:  # a JSON value: not hashable, written on its own
-            _add_row(several, identifier, items)
+            _add_row(several, key, identifier, items)
     for items, identifiers in same.items():
         if len(identifiers) < _ONE_STATEMENT_FROM:
             for identifier in identifiers:
-                _add_row(several, identifier, items)
+                _add_row(several, key, identifier, items)
             continue
         for start in range(0, len(identifiers), _CHUNK):
             connection.execute(
@@ -603,13 +604,8 @@ def _update_rows(
                 .where(_one_of(connection, table.c[key], identifiers[start : start + _CHUNK]))
                 .values(dict(items))
             )
-    for columns, parameters in several.items():
-        statement = (
-            table.update()
-            .where(table.c[key] == bindparam("row_key"))
-            .values({name: bindparam(f"new_{name}") for name in columns})
-        )
-        connection.execute(statement, parameters)
+    for batch in several.values():
+        update_rows(connection, table, (key,), batch)
 
 
 def _one_of(connection: Connection, column: Any, values: list[str]) -> Any:
@@ -622,13 +618,13 @@ def _one_of(connection: Connection, column: Any, values: list[str]) -> Any:
 
 def _add_row(
     batches: dict[tuple[str, ...], list[dict[str, Any]]],
+    key: str,
     identifier: str,
     items: tuple[tuple[str, Any], ...],
 ) -> None:
-    """Add a row to the ``executemany`` batch of its set of columns."""
+    """Add a row to the bulk update of its set of columns."""
     columns = tuple(name for name, _ in items)
-    parameters = {"row_key": identifier, **{f"new_{name}": value for name, value in items}}
-    batches.setdefault(columns, []).append(parameters)
+    batches.setdefault(columns, []).append({key: identifier, **dict(items)})
 
 
 def _write_logs(connection: Connection, logs: Mapping[tuple[str, int], str]) -> None:
