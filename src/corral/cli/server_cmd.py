@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import errno
-import gc
 import signal
 import socket
 import sys
@@ -237,14 +236,15 @@ def server(
     from corral.api.auth import AuthSettings
     from corral.api.guard import RequestLimits
     from corral.backends.task_sandbox import protect_server_process
-    from corral.services.controller_process import GC_THRESHOLDS, ControllerSettings
+    from corral.services.controller_process import ControllerSettings
+    from corral.services.gc_settings import tune_gc
     from corral.services.leadership import new_holder_id
     from corral.services.oidc import OidcSettings
     from corral.services.runtime import load_examples
     from corral.store.database import sqlite_url
 
     configure_logging(log_level)
-    gc.set_threshold(*GC_THRESHOLDS)
+    tune_gc()
     # A request waits for the GIL each time it comes back from the database or a sandbox
     # worker; while the controller's thread computes, each wait lasted up to the default 5 ms
     # switch interval, a dozen times per submission.

@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import dataclasses
-import gc
 import json
 import os
 import signal
@@ -30,6 +29,7 @@ from pathlib import Path
 
 import structlog
 
+from corral.services.gc_settings import tune_gc
 from corral.services.leadership import Leadership
 from corral.services.lifecycle import LifecycleController, run_until_stopped
 from corral.services.server_logs import LogLevel, configure_logging
@@ -40,10 +40,6 @@ log = structlog.get_logger("corral.controller")
 RESTART_DELAY_SECONDS = 1.0
 #: Seconds a stopping child gets to finish its tick and give the lease up.
 STOP_TIMEOUT_SECONDS = 10.0
-#: Young-generation collection threshold: the controller holds thousands of long-lived
-#: objects and a tick makes many short-lived ones (Python's default, 700 allocations, made a
-#: sixth of a busy tick collection work).
-GC_THRESHOLDS = (50_000, 20, 20)
 _PR_SET_PDEATHSIG = 1
 #: Environment variable naming the server's process to the child.
 SERVER_PID = "CORRAL_SERVER_PID"
@@ -169,7 +165,7 @@ def main() -> int:
     from corral.services.runtime import open_runtime, read_cluster
 
     configure_logging(LogLevel(settings.log_level))
-    gc.set_threshold(*GC_THRESHOLDS)
+    tune_gc()
     protect_server_process()
     cluster = read_cluster(Path(settings.cluster_file)) if settings.cluster_file else None
     runtime = open_runtime(

@@ -50,6 +50,7 @@ from typing import IO, Any
 from corral.domain.configs.workflow_models import WorkflowConfig
 from corral.domain.jinja.rendering import RenderTooSlow, install_render_guard
 from corral.errors import CorralError, UserError
+from corral.services.gc_settings import keep_out_of_collections, tune_gc
 
 #: Workers kept per server process (OSMO's default sandbox pool has 2).
 POOL_SIZE = 2
@@ -461,6 +462,7 @@ def _resolve(args: tuple[Any, ...], kept: dict[int, Any]) -> tuple[Any, ...]:
         if isinstance(arg, _Keep):
             kept[arg.slot] = arg.value
             arg = arg.value
+            keep_out_of_collections()  # configs and nodes, read by every later call
         elif isinstance(arg, _Use):
             arg = kept[arg.slot]
         resolved.append(arg)
@@ -475,6 +477,8 @@ def main(argv: list[str]) -> int:
     protocol_in = sys.stdin.buffer
     _warm_up()
     functions()
+    tune_gc()
+    keep_out_of_collections()
     os.nice(WORKER_NICENESS)
     used = _address_space()
     if used:
