@@ -236,14 +236,17 @@ class _Worker:
             close_fds=True,
         )
         self.cpu_used = 0.0
+        assert self.process.stdout is not None
+        #: Made once: a selector per message read cost three system calls more.
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self.process.stdout, selectors.EVENT_READ)
         #: Per slot of the worker: the object it holds (referenced here, so that no other
         #: object can take its identity while the slot names it) and the call that last used it.
         self._slots: list[Any] = []
         self._last_use: list[int] = []
         self._calls = 0
-        assert self.process.stdout is not None
         try:  # the worker says it is ready once it has imported and warmed up
-            ready = _read_message(self.process.stdout, time.monotonic() + _START_SECONDS)
+            ready = self._read(time.monotonic() + _START_SECONDS)
         except TimeoutError:
             ready = None
         if ready != _READY:
@@ -265,10 +268,22 @@ class _Worker:
             self.process.kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(5)
+        self._selector.close()
         for stream in (self.process.stdin, self.process.stdout):
             with contextlib.suppress(OSError):
                 if stream is not None:
                     stream.close()
+
+    def _read(self, deadline: float) -> bytes | None:
+        """The worker's next length-prefixed message, or None if it exited; TimeoutError past
+        ``deadline``."""
+        assert self.process.stdout is not None
+        stream = self.process.stdout
+        header = _read_exactly(stream, _LENGTH.size, deadline, self._selector)
+        if header is None:
+            return None
+        (length,) = _LENGTH.unpack(header)
+        return _read_exactly(stream, length, deadline, self._selector)
 
     def call(
         self,
@@ -287,7 +302,7 @@ class _Worker:
         try:
             self.process.stdin.write(_LENGTH.pack(len(request)) + request)
             self.process.stdin.flush()
-            answer = _read_message(self.process.stdout, deadline)
+            answer = self._read(deadline)
         except BrokenPipeError:
             answer = None
         except TimeoutError:
@@ -343,29 +358,22 @@ def _mib(size: int) -> str:
     return f"{size // 2**20} MiB"
 
 
-def _read_message(stream: IO[bytes], deadline: float) -> bytes | None:
-    """One length-prefixed message, or None at end of file; TimeoutError past ``deadline``."""
-    header = _read_exactly(stream, _LENGTH.size, deadline)
-    if header is None:
-        return None
-    (length,) = _LENGTH.unpack(header)
-    return _read_exactly(stream, length, deadline)
-
-
-def _read_exactly(stream: IO[bytes], size: int, deadline: float) -> bytes | None:
+def _read_exactly(
+    stream: IO[bytes], size: int, deadline: float, selector: selectors.BaseSelector
+) -> bytes | None:
+    """``size`` bytes of ``stream`` (registered with ``selector``), or None at end of file;
+    TimeoutError past ``deadline``."""
     chunks: list[bytes] = []
     missing = size
-    with selectors.DefaultSelector() as selector:
-        selector.register(stream, selectors.EVENT_READ)
-        while missing:
-            left = deadline - time.monotonic()
-            if left <= 0 or not selector.select(left):
-                raise TimeoutError
-            chunk = os.read(stream.fileno(), min(missing, 1 << 20))
-            if not chunk:
-                return None
-            chunks.append(chunk)
-            missing -= len(chunk)
+    while missing:
+        left = deadline - time.monotonic()
+        if left <= 0 or not selector.select(left):
+            raise TimeoutError
+        chunk = os.read(stream.fileno(), min(missing, 1 << 20))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        missing -= len(chunk)
     return b"".join(chunks)
 
 
