@@ -197,6 +197,7 @@ class Tick:
     stepped: int
     placed_pods: int
     queries: int
+    gc_seconds: float  # of ``seconds``, collecting garbage
 
 
 class LogTail:
@@ -227,6 +228,7 @@ class LogTail:
                     stepped=int(entry["stepped"]),
                     placed_pods=int(entry["placed_pods"]),
                     queries=int(entry["queries"]),
+                    gc_seconds=float(entry.get("gc_seconds", 0.0)),
                 )
             )
         return self.ticks
@@ -833,7 +835,8 @@ def report(found: Run, sizes: Sizes, clients: int) -> None:
     )
     print(
         f"{'alive':>10} {'ticks':>6} {'tick p50 ms':>12} {'tick p99 ms':>12} "
-        f"{'queries/tick p50':>17} {'p99':>5} {'churn submit p99 ms':>20}"
+        f"{'queries/tick p50':>17} {'p99':>5} {'churn submit p99 ms':>20} "
+        f"{'slowest tick: gc ms':>20}"
     )
     for level in found.levels:
         seconds = [t.seconds for t in level.ticks]
@@ -842,13 +845,19 @@ def report(found: Run, sizes: Sizes, clients: int) -> None:
         print(
             f"{alive:>10.0f} {len(seconds):>6} {ms(percentile(seconds, 0.5)):>12} "
             f"{ms(percentile(seconds, 0.99)):>12} {percentile(queries, 0.5):>17.0f} "
-            f"{percentile(queries, 0.99):>5.0f} {ms(percentile(level.submit_latencies, 0.99)):>20}"
+            f"{percentile(queries, 0.99):>5.0f} {ms(percentile(level.submit_latencies, 0.99)):>20} "
+            f"{ms(_slowest_gc(level.ticks)):>20}"
         )
     print(
         f"servers    CPU {found.usage.server:.1f} s (server processes), "
         f"{found.usage.controller:.1f} s (controller processes), {found.usage.workers:.1f} s "
         f"(sandbox workers); peak RSS {found.peak_rss / 2**20:.0f} MiB in all"
     )
+
+
+def _slowest_gc(ticks: Sequence[Tick]) -> float:
+    """Seconds the slowest tick spent collecting garbage (0 without ticks)."""
+    return max(ticks, key=lambda tick: tick.seconds).gc_seconds if ticks else 0.0
 
 
 def main() -> None:

@@ -10,6 +10,9 @@ sandbox worker walked a 5,000-node cluster in every full collection.
 from __future__ import annotations
 
 import gc
+import threading
+import time
+from typing import Any
 
 #: Young-generation collection threshold, then the two older generations' (as gc.set_threshold).
 GC_THRESHOLDS = (50_000, 20, 20)
@@ -25,3 +28,32 @@ def keep_out_of_collections() -> None:
     long-lived data once it is loaded (reference counting still frees them)."""
     gc.collect()
     gc.freeze()
+
+
+class CollectionClock:
+    """Seconds this process has spent collecting garbage (``gc.callbacks``): a tick that took
+    long because of a full collection says so in its log line."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._started = 0.0
+
+    def __call__(self, phase: str, _info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.seconds += time.perf_counter() - self._started
+
+
+_clock: CollectionClock | None = None
+_clock_lock = threading.Lock()
+
+
+def collection_clock() -> CollectionClock:
+    """The process's clock of garbage collection, installed on first use."""
+    global _clock
+    with _clock_lock:
+        if _clock is None:
+            _clock = CollectionClock()
+            gc.callbacks.append(_clock)
+        return _clock

@@ -41,6 +41,7 @@ from corral.backends.registry import Backends
 from corral.domain.configs.snapshot import Configs
 from corral.domain.topology.kai_objects import queue_manifests, topology_manifests
 from corral.domain.workflows.statuses import TaskStatus
+from corral.services.gc_settings import collection_clock
 from corral.services.leadership import Leadership
 from corral.services.placement import BoundPodOnNode, Placements, pool_queues
 from corral.services.workflow_step import TickReport, WorkflowStep
@@ -595,6 +596,8 @@ def run_until_stopped(
 
 def _tick_once(controller: LifecycleController) -> None:
     started = time.perf_counter()
+    collecting = collection_clock()
+    collected_before = collecting.seconds
     try:
         with controller.counting() as queries:
             report = controller.tick()
@@ -605,6 +608,7 @@ def _tick_once(controller: LifecycleController) -> None:
         log.exception("lifecycle tick failed; retrying")
     else:
         report.seconds = time.perf_counter() - started
+        report.gc_seconds = collecting.seconds - collected_before
         log.debug("controller tick", **report.log_fields())
         for workflow_id in report.finished_workflows:
             log.info("workflow finished", workflow_id=workflow_id)

@@ -54,14 +54,17 @@ class TickReport:
     finished_tasks: int = 0
     cleaned_groups: int = 0
     finished_workflows: list[str] = field(default_factory=list)
-    #: SQL statements the tick sent, and how long it took.
+    #: SQL statements the tick sent, how long it took, and how much of that went to
+    #: collecting garbage.
     queries: int = 0
     seconds: float = 0.0
+    gc_seconds: float = 0.0
 
     def log_fields(self) -> dict[str, Any]:
         """What the per-tick debug line says."""
         return {
             "seconds": round(self.seconds, 6),
+            "gc_seconds": round(self.gc_seconds, 6),
             "alive": self.alive,
             "stepped": self.stepped,
             "created_groups": self.created_groups,
