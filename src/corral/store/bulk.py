@@ -38,10 +38,7 @@ def insert_rows(
         return 0
     columns = tuple(rows[0])
     if connection.dialect.name != "postgresql":
-        insert = sqlite.insert(table)
-        if skip_existing:
-            insert = insert.on_conflict_do_nothing(index_elements=list(skip_existing))
-        return int(connection.execute(insert, list(rows)).rowcount)
+        return int(connection.execute(_plain_insert(table, skip_existing), list(rows)).rowcount)
     statement = _unnest_insert(table, columns, skip_existing)
     return int(connection.execute(statement, _arrays(table, columns, rows)).rowcount)
 
@@ -116,6 +113,14 @@ def _unnest_update(table: Table, key: tuple[str, ...], columns: tuple[str, ...])
         .where(*[table.c[name] == given.c[name] for name in key])
         .values({name: _value(table, given, name) for name in columns if name not in key})
     )
+
+
+@lru_cache(maxsize=64)
+def _plain_insert(table: Table, skip_existing: tuple[str, ...]) -> Executable:
+    insert = sqlite.insert(table)
+    if skip_existing:
+        insert = insert.on_conflict_do_nothing(index_elements=list(skip_existing))
+    return insert
 
 
 @lru_cache(maxsize=64)

@@ -72,8 +72,9 @@ _TAKE_NUMBER = (
     .values(last=workflow_numbers.c.last + 1)
     .returning(workflow_numbers.c.last)
 )
-#: Rows given the same values are updated by one statement from this many on: a statement
-#: costs a round trip, a row in an ``executemany`` batch a fraction of one.
+#: Rows given the same values are updated by one ``WHERE key IN (...)`` statement from this
+#: many on (one array of keys instead of an array per column); fewer join the bulk update of
+#: their columns (``store.bulk``), which costs no extra statement.
 _ONE_STATEMENT_FROM = 8
 
 
