@@ -34,12 +34,13 @@ class KubeWorld(World):
         assert isinstance(found, KubernetesBackend)
         return found
 
-    def settle(self) -> None:
-        """Wait until corral's watches have seen every write the fake made so far."""
-        wait_until(lambda: self._watched_everything(), timeout_s=5.0)
+    def settle(self, backend: KubernetesBackend | None = None) -> None:
+        """Wait until corral's watches (``backend``'s, the world's own by default) have seen
+        every write the fake made so far."""
+        watching = backend or self.backend
+        wait_until(lambda: self._watched_everything(watching), timeout_s=5.0)
 
-    def _watched_everything(self) -> bool:
-        backend = self.backend
+    def _watched_everything(self, backend: KubernetesBackend) -> bool:
         pods = {
             (p["metadata"]["name"], p["metadata"]["resourceVersion"])
             for p in self.fake.objects("v1", "Pod")

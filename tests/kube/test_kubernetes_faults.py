@@ -6,9 +6,10 @@ from __future__ import annotations
 import time
 from collections import Counter
 
+from corral.backends.kubernetes.backend import KubernetesBackend
 from corral.services.runtime import open_runtime
 from corral.services.workflow_step import MAX_CREATE_ATTEMPTS
-from tests.kube.kube_world import NAMESPACE, KubeWorld
+from tests.kube.kube_world import BACKEND, NAMESPACE, KubeWorld
 
 GROUP_KINDS = ("ComputeDomain", "PodGroup", "Pod", "Service", "Secret")
 
@@ -142,7 +143,10 @@ def test_a_restarted_corral_reattaches_to_running_pods(kube_world: KubeWorld) ->
         controller.tick()
         assert [j for j in w.fake.journal[before:] if j.kind in GROUP_KINDS] == []
         w.kubelet.finish()
+        backend = restarted.backends.get(BACKEND)
+        assert isinstance(backend, KubernetesBackend)
         for _ in range(20):
+            w.settle(backend)  # the new watches see the ends before the tick reads them
             controller.tick()
             if restarted.workflows.get(workflow_id).status == "COMPLETED" and not w.group_objects():
                 break
