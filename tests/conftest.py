@@ -63,6 +63,16 @@ def engine(database_url: str) -> Iterator[Engine]:
 
 
 @pytest.fixture
+def postgres_engine() -> Iterator[Engine]:
+    """A migrated engine on a fresh PostgreSQL database (for what only PostgreSQL has)."""
+    for url in _postgres_database():
+        found = make_engine(url)
+        migrate(found)
+        yield found
+        found.dispose()
+
+
+@pytest.fixture
 def runtime(database_url: str) -> Iterator[Runtime]:
     runtime = open_runtime(database_url)
     yield runtime

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sqlalchemy import Engine, insert, select
+from sqlalchemy import Engine, insert, select, text, update
 
 from corral.services.runtime import utc_now
 from corral.store.database import StatementCounter
@@ -111,3 +111,24 @@ def test_rows_with_the_same_values_are_one_statement_per_chunk_and_the_rest_as_b
         ("RUNNING", None, "node-2"),
     ]
     assert groups == {"g0": {"": "rack-1"}, "g1": {"": "rack-2"}}
+
+
+def test_task_status_updates_on_postgresql_write_no_index_entries(postgres_engine: Engine) -> None:
+    """Task pages are half empty (migration 0007): updating every task's status, as a tick
+    does, finds room on each row's own page, so nearly every update is HOT. With full pages
+    (the default) the first update of nearly every row moves it to another page."""
+    uuids = _store_tasks(postgres_engine, 2000)
+    with postgres_engine.begin() as connection:
+        connection.execute(
+            update(workflow_tasks)
+            .where(workflow_tasks.c.task_uuid.in_(uuids))
+            .values(status="RUNNING", started_at=NOW)
+        )
+        updated, hot = connection.execute(
+            text(
+                "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_xact_user_tables "
+                "WHERE relname = 'workflow_tasks'"
+            )
+        ).one()
+    assert updated == 2000
+    assert hot >= 0.95 * updated, f"{hot} of {updated} updates were HOT"
