@@ -1,5 +1,5 @@
 """Task rows leave half of each page free (PostgreSQL): a task's status is updated four times
-in its life (bound, running, ended, cleaned), and an update that finds room on the row's own
+in its life (scheduling, bound, running, ended), and an update that finds room on the row's own
 page is a HOT update, which writes no index entry. With full pages 18% of those updates were
 HOT in the load benchmark; with half-full pages 95% were, and the time PostgreSQL spent on
 them halved. SQLite has no such setting.
