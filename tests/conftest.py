@@ -53,23 +53,24 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
         yield from _postgres_database()
 
 
-@pytest.fixture
-def engine(database_url: str) -> Iterator[Engine]:
-    """A migrated engine on ``database_url`` (each database in turn)."""
-    found = make_engine(database_url)
+def _migrated_engine(url: str) -> Iterator[Engine]:
+    found = make_engine(url)
     migrate(found)
     yield found
     found.dispose()
 
 
 @pytest.fixture
+def engine(database_url: str) -> Iterator[Engine]:
+    """A migrated engine on ``database_url`` (each database in turn)."""
+    yield from _migrated_engine(database_url)
+
+
+@pytest.fixture
 def postgres_engine() -> Iterator[Engine]:
     """A migrated engine on a fresh PostgreSQL database (for what only PostgreSQL has)."""
     for url in _postgres_database():
-        found = make_engine(url)
-        migrate(found)
-        yield found
-        found.dispose()
+        yield from _migrated_engine(url)
 
 
 @pytest.fixture
