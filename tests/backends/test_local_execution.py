@@ -7,6 +7,8 @@ import contextlib
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -223,3 +225,18 @@ def test_logs_show_the_last_mebibyte(executor: LocalProcessExecution) -> None:
     first, rest = executor.logs(run).split("\n", 1)
     assert first == f"corral: log truncated, showing the last {1 << 20} of {size} bytes"
     assert rest == "x" * (1 << 20)
+
+
+def test_the_task_runner_starts_without_the_config_models() -> None:
+    """The controller waits for each runner's first process, which forks only once its
+    imports are done: pydantic, jsonschema and the config models (about 0.4 s of imports)
+    made local tasks start two a second."""
+    code = (
+        "import sys, corral.backends.task_runner; "
+        "print(sorted(m for m in ('pydantic', 'jsonschema', 'jinja2', 'yaml', "
+        "'corral.domain.configs.models') if m in sys.modules))"
+    )
+    found = subprocess.run(
+        [sys.executable, "-P", "-c", code], capture_output=True, text=True, check=True
+    )
+    assert found.stdout == "[]\n"

@@ -28,9 +28,12 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from corral.backends import landlock
-from corral.domain.configs.backend_models import Execution
+
+if TYPE_CHECKING:  # the task runner imports this module: it starts without pydantic's models
+    from corral.domain.configs.backend_models import Execution
 
 #: Who tasks run as when the server runs as root and ``run_as`` is not set.
 DEFAULT_TASK_USER = "nobody"
