@@ -24,6 +24,7 @@ def node(
     memory: str = "512Gi",
     labels: dict[str, str] | None = None,
     taints: tuple[Taint, ...] = (),
+    extra: dict[str, str] | None = None,
 ) -> Node:
     return Node(
         name=name,
@@ -34,6 +35,7 @@ def node(
             "memory": memory,
             "ephemeral-storage": "1Ti",
             "nvidia.com/gpu": str(gpu),
+            **(extra or {}),
         },
     )
 
@@ -53,8 +55,10 @@ def pod(
     selector: dict[str, str] | None = None,
     tolerations: list[dict[str, str]] | None = None,
     use_limits: bool = False,
+    affinity: dict[str, Any] | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    amounts: dict[str, Any] = {"cpu": cpu, "memory": memory, "nvidia.com/gpu": gpu}
+    amounts: dict[str, Any] = {"cpu": cpu, "memory": memory, "nvidia.com/gpu": gpu, **(extra or {})}
     resources = {"limits": amounts} if use_limits else {"requests": amounts}
     labels = {"kai.scheduler/subgroup-name": subgroup} if subgroup else {}
     spec: dict[str, Any] = {"containers": [{"name": "main", "resources": resources}]}
@@ -62,6 +66,8 @@ def pod(
         spec["nodeSelector"] = selector
     if tolerations:
         spec["tolerations"] = tolerations
+    if affinity:
+        spec["affinity"] = {"nodeAffinity": affinity}
     return {"kind": "Pod", "metadata": {"name": name, "labels": labels}, "spec": spec}
 
 

@@ -13,7 +13,7 @@ from decimal import Decimal
 from corral.domain.formats.quantities import format_quantity
 from corral.scheduler.podgroup import PodRequest, PodSet
 from corral.scheduler.resources import Demand, describe
-from corral.scheduler.snapshot import ClusterSnapshot, Domain
+from corral.scheduler.snapshot import ClusterSnapshot
 
 
 def explain_pending(snapshot: ClusterSnapshot, root: PodSet) -> str:
@@ -21,7 +21,12 @@ def explain_pending(snapshot: ClusterSnapshot, root: PodSet) -> str:
     members = list(root.all_members())
     seen: set[tuple[object, ...]] = set()
     for pod in members:
-        key = (pod.demand, tuple(sorted(pod.node_selector.items())), repr(pod.tolerations))
+        key = (
+            pod.demand,
+            tuple(sorted(pod.node_selector.items())),
+            repr(pod.tolerations),
+            pod.affinity,
+        )
         if key in seen:  # gang members are mostly alike: one check each
             continue
         seen.add(key)
@@ -52,8 +57,15 @@ def _selector_text(pod: PodRequest) -> str:
 
 
 def _node_problem(snapshot: ClusterSnapshot, pod: PodRequest) -> str | None:
-    eligible = snapshot.eligible(pod.node_selector, pod.tolerations)
+    eligible = snapshot.eligible(pod.node_selector, pod.tolerations, pod.affinity)
     if not any(eligible):
+        affinity = pod.affinity.describe_required() if pod.affinity.required is not None else ""
+        if affinity:
+            selector = f"nodeSelector {_selector_text(pod)}, " if pod.node_selector else ""
+            return (
+                f"no node matches {selector}the required node affinity {affinity} and "
+                "tolerates its taints"
+            )
         if pod.node_selector:
             return f"no node matches nodeSelector {_selector_text(pod)} and tolerates its taints"
         return f"pod {pod.name} tolerates the taints of no node; add a toleration for them"
@@ -67,12 +79,7 @@ def _node_problem(snapshot: ClusterSnapshot, pod: PodRequest) -> str | None:
 
 
 def _within(demand: Demand, free: Demand) -> bool:
-    return (
-        demand.gpu <= free.gpu
-        and demand.cpu <= free.cpu
-        and demand.memory <= free.memory
-        and demand.storage <= free.storage
-    )
+    return _copies(free, demand) >= 1
 
 
 def _requests_text(demand: Demand) -> str:
@@ -83,6 +90,7 @@ def _requests_text(demand: Demand) -> str:
         parts.append(f"{format_quantity(Decimal(demand.memory))} memory")
     if demand.storage:
         parts.append(f"{format_quantity(Decimal(demand.storage))} ephemeral storage")
+    parts.extend(f"{amount} {name}" for name, amount in demand.extended)
     return ", ".join(parts)
 
 
@@ -119,7 +127,7 @@ def _usable_by_all(snapshot: ClusterSnapshot, members: list[PodRequest]) -> list
     usable = [True] * len(snapshot.nodes)
     seen: list[list[bool]] = []
     for pod in members:
-        eligible = snapshot.eligible(pod.node_selector, pod.tolerations)
+        eligible = snapshot.eligible(pod.node_selector, pod.tolerations, pod.affinity)
         if any(eligible is other for other in seen):  # the snapshot caches alike pods' lists
             continue
         seen.append(eligible)
@@ -128,6 +136,8 @@ def _usable_by_all(snapshot: ClusterSnapshot, members: list[PodRequest]) -> list
 
 
 def _copies(free: Demand, demand: Demand) -> int:
+    """How many pods of ``demand`` fit in ``free`` (pods: each takes one of the node's)."""
+    extended = dict(free.extended)
     counts = [
         have // need
         for have, need in (
@@ -135,6 +145,8 @@ def _copies(free: Demand, demand: Demand) -> int:
             (free.cpu, demand.cpu),
             (free.memory, demand.memory),
             (free.storage, demand.storage),
+            (free.pods, demand.pods),
+            *((extended.get(name, 0), amount) for name, amount in demand.extended),
         )
         if need
     ]
@@ -152,7 +164,10 @@ def _required_level_problem(snapshot: ClusterSnapshot, pod_set: PodSet) -> str |
     label = constraint.required
     usable = _usable_by_all(snapshot, members)
     best = max(
-        (_room(snapshot, _nodes_of(d), members, usable) for d in snapshot.by_level[level].values()),
+        (
+            _room(snapshot, snapshot.nodes_of(d), members, usable)
+            for d in snapshot.by_level[level].values()
+        ),
         default=0,
     )
     if best >= len(members):
@@ -161,13 +176,3 @@ def _required_level_problem(snapshot: ClusterSnapshot, pod_set: PodSet) -> str |
         f"needs room for {len(members)} pods{_shape(members)} in one {label}; "
         f"the roomiest {label} has room for {best}"
     )
-
-
-def _nodes_of(domain: Domain) -> list[int]:
-    nodes: list[int] = []
-    stack = [domain]
-    while stack:
-        current = stack.pop()
-        nodes.extend(current.nodes)
-        stack.extend(current.children)
-    return nodes

@@ -143,8 +143,13 @@ class _Trial:
         return all(self._place_pod(pod, domain) for pod in pod_set.members)
 
     def _place_pod(self, pod: PodRequest, domain: Domain) -> bool:
-        eligible = self.snapshot.eligible(pod.node_selector, pod.tolerations)
-        node = best_node(self.snapshot, domain, pod.demand, eligible)
+        snapshot = self.snapshot
+        eligible = snapshot.eligible(pod.node_selector, pod.tolerations, pod.affinity)
+        scores = snapshot.scores(pod.affinity)
+        if scores is None:
+            node = best_node(snapshot, domain, pod.demand, eligible)
+        else:
+            node = preferred_node(snapshot, domain, pod, eligible, scores)
         if node is None:
             return False
         self.snapshot.take(node, pod.demand)
@@ -280,6 +285,44 @@ def best_node(
     children.sort(key=_domain_order)
     for child in children:
         found = best_node(snapshot, child, demand, eligible)
+        if found is not None:
+            return found
+    return None
+
+
+def preferred_node(
+    snapshot: ClusterSnapshot,
+    domain: Domain,
+    pod: PodRequest,
+    eligible: list[bool],
+    scores: list[int],
+) -> int | None:
+    """:func:`best_node` for a pod with preferred node affinity: the child domain holding the
+    best-scoring nodes first, and there the best-scoring node that fits (then the fewest free
+    GPUs), as kube-scheduler's NodeAffinity score ranks nodes."""
+    demand = pod.demand
+    if not domain.children:
+        best: int | None = None
+        best_key = (0, 0)
+        free_gpu = snapshot.free_gpu
+        for i in domain.nodes:
+            if eligible[i] and snapshot.fits(i, demand):
+                key = (-scores[i], free_gpu[i])
+                if best is None or key < best_key:
+                    best, best_key = i, key
+        return best
+    children = [
+        child
+        for child in domain.children
+        if child.free_cpu >= demand.cpu
+        and child.free_memory >= demand.memory
+        and child.max_node_gpu() >= demand.gpu
+    ]
+    children.sort(
+        key=lambda child: (-snapshot.best_score(pod.affinity, child, scores), *_domain_order(child))
+    )
+    for child in children:
+        found = preferred_node(snapshot, child, pod, eligible, scores)
         if found is not None:
             return found
     return None

@@ -16,6 +16,8 @@ from dataclasses import astuple, dataclass, field
 from typing import Any
 
 from corral.domain.labels import SUBGROUP as SUBGROUP_LABEL
+from corral.domain.platform.node_affinity import NO_AFFINITY, NodeAffinity, read_node_affinity
+from corral.errors import UserError
 from corral.scheduler.resources import Demand, pod_demand
 
 #: The name placements use for the PodGroup itself (subgroup names are never empty).
@@ -40,6 +42,7 @@ class PodRequest:
     demand: Demand
     node_selector: Mapping[str, str]
     tolerations: tuple[Mapping[str, Any], ...]
+    affinity: NodeAffinity = NO_AFFINITY
 
 
 @dataclass(slots=True)
@@ -99,7 +102,7 @@ def _describe(pod_set: PodSet) -> list[Any]:
 
 
 def _pod_shape(pod: PodRequest) -> list[Any]:
-    return [astuple(pod.demand), dict(pod.node_selector), list(pod.tolerations)]
+    return [astuple(pod.demand), dict(pod.node_selector), list(pod.tolerations), pod.affinity]
 
 
 def _constraint(value: Any, owner: str) -> Constraint | None:
@@ -122,7 +125,8 @@ def _pod_request(pod: Mapping[str, Any]) -> PodRequest:
     name = str(metadata.get("name", ""))
     try:
         demand = pod_demand(spec)
-    except ValueError as err:
+        affinity = read_node_affinity(spec)
+    except (ValueError, UserError) as err:
         raise GroupError(f"pod {name}: {err}") from None
     selector = spec.get("nodeSelector") or {}
     tolerations = spec.get("tolerations") or []
@@ -131,6 +135,7 @@ def _pod_request(pod: Mapping[str, Any]) -> PodRequest:
         demand=demand,
         node_selector={str(k): str(v) for k, v in selector.items()},
         tolerations=tuple(tolerations),
+        affinity=affinity,
     )
 
 

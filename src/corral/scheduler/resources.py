@@ -21,17 +21,27 @@ GPU = "nvidia.com/gpu"
 CPU = "cpu"
 MEMORY = "memory"
 STORAGE = "ephemeral-storage"
+PODS = "pods"
 SCHEDULED_RESOURCES = (GPU, CPU, MEMORY, STORAGE)
+#: What a node that does not state its ``pods`` allocatable may hold: no limit.
+UNLIMITED_PODS = 1 << 40
+
+#: Extended resources (``nvidia.com/mig-1g.10gb``, ``rdma/ib``, ``hugepages-2Mi``): name ->
+#: amount, sorted by name; empty for almost every pod.
+Extended = tuple[tuple[str, int], ...]
 
 
 @dataclass(frozen=True, slots=True)
 class Demand:
-    """GPUs, millicores, bytes of memory and bytes of ephemeral storage."""
+    """GPUs, millicores, bytes of memory, bytes of ephemeral storage, pods, and any other
+    resource a pod requests (whole units; a node without it has none)."""
 
     gpu: int = 0
     cpu: int = 0
     memory: int = 0
     storage: int = 0
+    pods: int = 0
+    extended: Extended = ()
 
     def __add__(self, other: Demand) -> Demand:
         return Demand(
@@ -39,6 +49,8 @@ class Demand:
             self.cpu + other.cpu,
             self.memory + other.memory,
             self.storage + other.storage,
+            self.pods + other.pods,
+            _combine(self.extended, other.extended, sum) if other.extended else self.extended,
         )
 
     def max(self, other: Demand) -> Demand:
@@ -47,7 +59,15 @@ class Demand:
             max(self.cpu, other.cpu),
             max(self.memory, other.memory),
             max(self.storage, other.storage),
+            max(self.pods, other.pods),
+            _combine(self.extended, other.extended, max) if other.extended else self.extended,
         )
+
+
+def _combine(left: Extended, right: Extended, how: Any) -> Extended:
+    names = {name for name, _ in left} | {name for name, _ in right}
+    first, second = dict(left), dict(right)
+    return tuple((name, how((first.get(name, 0), second.get(name, 0)))) for name in sorted(names))
 
 
 def _scale(resource: str) -> int:
@@ -70,12 +90,31 @@ def amount(value: Any, resource: str, *, round_up: bool) -> int:
 
 
 def capacity(allocatable: Mapping[str, Any]) -> Demand:
-    """A node's allocatable resources (missing = 0), rounded down."""
+    """A node's allocatable resources (missing = 0, but ``pods``: no limit), rounded down."""
     values = {
         resource: amount(allocatable.get(resource, "0"), resource, round_up=False)
         for resource in SCHEDULED_RESOURCES
     }
-    return Demand(values[GPU], values[CPU], values[MEMORY], values[STORAGE])
+    pods = allocatable.get(PODS)
+    extended = tuple(
+        sorted(
+            (str(name), amount(value, str(name), round_up=False))
+            for name, value in allocatable.items()
+            if _is_extended(str(name))
+        )
+    )
+    return Demand(
+        values[GPU],
+        values[CPU],
+        values[MEMORY],
+        values[STORAGE],
+        UNLIMITED_PODS if pods is None else amount(pods, PODS, round_up=False),
+        extended,
+    )
+
+
+def _is_extended(resource: str) -> bool:
+    return resource not in SCHEDULED_RESOURCES and resource != PODS
 
 
 def _container_demand(container: Mapping[str, Any]) -> Demand:
@@ -89,13 +128,18 @@ def _container_demand(container: Mapping[str, Any]) -> Demand:
         if value is None:
             value = limits.get(resource, 0)
         values[resource] = amount(value, resource, round_up=True)
-    return Demand(values[GPU], values[CPU], values[MEMORY], values[STORAGE])
+    names = sorted({str(name) for name in (*requests, *limits) if _is_extended(str(name))})
+    extended = tuple(
+        (name, amount(requests.get(name, limits.get(name)), name, round_up=True)) for name in names
+    )
+    return Demand(values[GPU], values[CPU], values[MEMORY], values[STORAGE], 0, extended)
 
 
 def pod_demand(pod_spec: Mapping[str, Any]) -> Demand:
     """What a pod needs on its node: the sum of its containers, or its largest init container
-    when that is bigger (init containers run one at a time, before the others)."""
-    total = Demand()
+    when that is bigger (init containers run one at a time, before the others), and one of
+    the node's ``pods``."""
+    total = Demand(pods=1)
     for container in _containers(pod_spec, "containers"):
         total = total + _container_demand(container)
     for container in _containers(pod_spec, "initContainers"):

@@ -21,8 +21,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from corral.domain.platform.node_affinity import NO_AFFINITY, NodeAffinity
 from corral.domain.platform.nodes import Node, belongs_to
-from corral.scheduler.resources import Demand, capacity
+from corral.scheduler.resources import Demand, Extended, capacity
 
 TOPOLOGY_ROOT = -1
 CLUSTER_ROOT = -2
@@ -94,6 +95,9 @@ class ClusterSnapshot:
         self.free_cpu = [c.cpu for c in capacities]
         self.free_memory = [c.memory for c in capacities]
         self.free_storage = [c.storage for c in capacities]
+        self.free_pods = [c.pods for c in capacities]
+        #: Per node, its extended resources (MIG slices, RDMA devices, ...) still free.
+        self.free_extended: list[dict[str, int]] = [dict(c.extended) for c in capacities]
         self._histogram_size = max((c.gpu for c in capacities), default=0) + 1
         self.root = self._new_domain("cluster", CLUSTER_ROOT, None)
         self.topology_root = self._new_domain("topology", TOPOLOGY_ROOT, self.root)
@@ -113,6 +117,8 @@ class ClusterSnapshot:
             for domain in domains.values():
                 self.by_free_gpu[level].setdefault(domain.free_gpu, set()).add(domain)
         self._eligible: dict[tuple[Any, ...], list[bool]] = {}
+        self._scores: dict[NodeAffinity, list[int]] = {}
+        self._best_scores: dict[tuple[NodeAffinity, str], int] = {}
         self.labelled: list[bool] = [
             self.ancestors[i][0] is not self.unlabelled for i in range(len(self.nodes))
         ]
@@ -171,19 +177,54 @@ class ClusterSnapshot:
             return None
 
     def eligible(
-        self, node_selector: Mapping[str, str], tolerations: Sequence[Mapping[str, Any]]
+        self,
+        node_selector: Mapping[str, str],
+        tolerations: Sequence[Mapping[str, Any]],
+        affinity: NodeAffinity = NO_AFFINITY,
     ) -> list[bool]:
-        """Per node: does a pod with this nodeSelector and these tolerations fit its labels and
-        taints. Computed once per distinct (selector, tolerations): labels never change."""
+        """Per node: does a pod with this nodeSelector, these tolerations and this node
+        affinity fit its labels, name and taints. Computed once per distinct (selector,
+        tolerations, affinity): labels never change."""
         key = (
             tuple(sorted(node_selector.items())),
             json.dumps(list(tolerations), sort_keys=True),
+            affinity,
         )
         found = self._eligible.get(key)
         if found is None:
-            found = [belongs_to(node, node_selector, tolerations) for node in self.nodes]
+            found = [belongs_to(node, node_selector, tolerations, affinity) for node in self.nodes]
             self._eligible[key] = found
         return found
+
+    def scores(self, affinity: NodeAffinity) -> list[int] | None:
+        """Per node, the weights of the preferred node-affinity terms it matches; None when
+        ``affinity`` prefers nothing."""
+        if not affinity.preferred:
+            return None
+        found = self._scores.get(affinity)
+        if found is None:
+            found = [affinity.score(node.name, node.labels) for node in self.nodes]
+            self._scores[affinity] = found
+        return found
+
+    def best_score(self, affinity: NodeAffinity, domain: Domain, scores: list[int]) -> int:
+        """The highest score (:meth:`scores`) of any node of ``domain``, free or not."""
+        key = (affinity, domain.id)
+        found = self._best_scores.get(key)
+        if found is None:
+            found = max((scores[i] for i in self.nodes_of(domain)), default=0)
+            self._best_scores[key] = found
+        return found
+
+    def nodes_of(self, domain: Domain) -> list[int]:
+        """Every node of ``domain``."""
+        nodes: list[int] = []
+        stack = [domain]
+        while stack:
+            current = stack.pop()
+            nodes.extend(current.nodes)
+            stack.extend(current.children)
+        return nodes
 
     def fits(self, i: int, demand: Demand) -> bool:
         return (
@@ -191,10 +232,19 @@ class ClusterSnapshot:
             and self.free_cpu[i] >= demand.cpu
             and self.free_memory[i] >= demand.memory
             and self.free_storage[i] >= demand.storage
+            and self.free_pods[i] >= demand.pods
+            and (not demand.extended or _extended_fit(self.free_extended[i], demand.extended))
         )
 
     def free(self, i: int) -> Demand:
-        return Demand(self.free_gpu[i], self.free_cpu[i], self.free_memory[i], self.free_storage[i])
+        return Demand(
+            self.free_gpu[i],
+            self.free_cpu[i],
+            self.free_memory[i],
+            self.free_storage[i],
+            self.free_pods[i],
+            tuple(sorted(self.free_extended[i].items())),
+        )
 
     def domains_at(self, level: int, within: Domain) -> Iterator[Domain]:
         """The domains of ``level`` inside ``within``, in no particular order."""
@@ -223,6 +273,9 @@ class ClusterSnapshot:
                 f"node {self.nodes[i].name} has {self.free(i)} free, cannot take {demand}"
             )
         self._change(i, -demand.gpu, -demand.cpu, -demand.memory, -demand.storage)
+        self.free_pods[i] -= demand.pods
+        if demand.extended:
+            _add_extended(self.free_extended[i], demand.extended, -1)
 
     def give_back(self, i: int, demand: Demand) -> None:
         """Return ``demand`` to node ``i``; refuses to exceed its capacity."""
@@ -232,9 +285,14 @@ class ClusterSnapshot:
             or self.free_cpu[i] + demand.cpu > total.cpu
             or self.free_memory[i] + demand.memory > total.memory
             or self.free_storage[i] + demand.storage > total.storage
+            or self.free_pods[i] + demand.pods > total.pods
+            or not _extended_fit(dict(total.extended), demand.extended, self.free_extended[i])
         ):
             raise ValueError(f"node {self.nodes[i].name} would have more free than it has")
         self._change(i, demand.gpu, demand.cpu, demand.memory, demand.storage)
+        self.free_pods[i] += demand.pods
+        if demand.extended:
+            _add_extended(self.free_extended[i], demand.extended, +1)
 
     def _change(self, i: int, gpu: int, cpu: int, memory: int, storage: int) -> None:
         old_gpu = self.free_gpu[i]
@@ -274,3 +332,18 @@ class ClusterSnapshot:
         """Free what ``bindings`` took (a finished or cancelled group)."""
         for binding in bindings:
             self.give_back(self.index[binding.node], binding.demand)
+
+
+def _extended_fit(
+    free: Mapping[str, int], demand: Extended, already: Mapping[str, int] | None = None
+) -> bool:
+    """Whether ``free`` holds ``demand`` (plus ``already`` of each resource, when given)."""
+    return all(
+        free.get(name, 0) >= amount + (already.get(name, 0) if already else 0)
+        for name, amount in demand
+    )
+
+
+def _add_extended(free: dict[str, int], demand: Extended, sign: int) -> None:
+    for name, amount in demand:
+        free[name] = free.get(name, 0) + sign * amount

@@ -320,7 +320,7 @@ ERRORS: list[tuple[str, str]] = [
     (
         "nodes:\n  - name: n1\n    allocatable: {gpu: 1}\n",
         "cluster.yaml:3:19: nodes[0].allocatable.gpu: unknown field 'gpu'; the "
-        "fields here are cpu, memory, ephemeral-storage, nvidia.com/gpu.",
+        "fields here are cpu, memory, ephemeral-storage, nvidia.com/gpu, pods.",
     ),
     (
         "nodes:\n  - name: n1\n    allocatable: {cpu: [1]}\n",
@@ -581,3 +581,17 @@ def test_a_cluster_file_nested_30000_deep_is_refused_not_a_crash() -> None:
         "deep.yaml:1:71: lists and mappings are nested more than 64 levels deep here; "
         "flatten the document"
     )
+
+
+def test_pods_and_extended_resources_are_allocatable_in_corrals_format() -> None:
+    text = (
+        "nodes:\n  - name: n1\n    allocatable: {pods: '110', nvidia.com/mig-1g.10gb: '7', "
+        "rdma/ib: '1', hugepages-2Mi: 1Gi}\n"
+    )
+    (found,) = parse_cluster(text, source="cluster.yaml").nodes
+    assert dict(found.allocatable) == {
+        "pods": "110",
+        "nvidia.com/mig-1g.10gb": "7",
+        "rdma/ib": "1",
+        "hugepages-2Mi": "1Gi",
+    }

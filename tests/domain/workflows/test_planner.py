@@ -71,3 +71,36 @@ def test_the_task_count_limit_is_checked_before_anything_is_rendered(
         "Workflow cannot have more than 1 tasks. This one has 2; split it into several workflows "
         "or ask an admin to raise WORKFLOW max_num_tasks."
     )
+
+
+def test_a_pod_whose_node_affinity_the_api_server_would_refuse_is_refused(
+    state: dict[ConfigType, Any],
+) -> None:
+    templates = dict(state[ConfigType.POD_TEMPLATE])
+    bad = {"key": "nvidia.com/gpu.product", "operator": "Near", "values": ["GB200"]}
+    templates["bad-affinity"] = {
+        "spec": {
+            "affinity": {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [{"matchExpressions": [bad]}]
+                    }
+                }
+            }
+        }
+    }
+    pools = dict(state[ConfigType.POOL])
+    nvl72 = dict(pools["nvl72"])
+    nvl72["common_pod_template"] = [*nvl72["common_pod_template"], "bad-affinity"]
+    pools["nvl72"] = nvl72
+    broken = {**state, ConfigType.POD_TEMPLATE: templates, ConfigType.POOL: pools}
+    with pytest.raises(UserError) as refused:
+        plan(broken, "compute-domain.yaml", "nvl72", "trays=2")
+    assert "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution." in (
+        refused.value.message
+    )
+    assert refused.value.message.endswith(
+        "nodeSelectorTerms[0].matchExpressions[0].operator must be one of In, NotIn, Exists, "
+        "DoesNotExist, Gt, Lt, not 'Near'. Check the pool's pod and group templates (corral "
+        "pool render) or the task's values."
+    )

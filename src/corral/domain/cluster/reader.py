@@ -18,7 +18,13 @@ from corral.errors import UserError
 
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 #: The resources corral's format knows; a NodeList keeps whatever the node reports.
-ALLOCATABLE_KEYS = ("cpu", "memory", "ephemeral-storage", GPU_RESOURCE)
+ALLOCATABLE_KEYS = ("cpu", "memory", "ephemeral-storage", GPU_RESOURCE, "pods")
+#: Other resources a node may offer: extended resources are named with a domain
+#: (``nvidia.com/mig-1g.10gb``, ``rdma/ib``), huge pages by their size.
+EXTENDED_RESOURCE = re.compile(
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z0-9][-A-Za-z0-9_.]*"
+    r"|hugepages-[0-9]+[KMGT]i)$"
+)
 TAINT_KEYS = ("key", "value", "effect")
 KUBERNETES_TAINT_KEYS = (*TAINT_KEYS, "timeAdded")
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -165,11 +171,20 @@ def allocatable_at(reader: Reader, value: Any, path: Path, strict: bool) -> dict
         return {}
     resources = mapping_at(reader, value, path, "`allocatable`")
     if strict:
-        reject_unknown(reader, resources, path, ALLOCATABLE_KEYS)
+        reject_unknown(
+            reader,
+            {key: item for key, item in resources.items() if not _extended(key)},
+            path,
+            ALLOCATABLE_KEYS,
+        )
     return {
         str(key): _quantity(reader, str(key), item, (*path, str(key)))
         for key, item in resources.items()
     }
+
+
+def _extended(key: Any) -> bool:
+    return isinstance(key, str) and key != GPU_RESOURCE and EXTENDED_RESOURCE.match(key) is not None
 
 
 def _quantity(reader: Reader, resource: str, value: Any, path: Path) -> str:

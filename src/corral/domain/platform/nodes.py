@@ -13,6 +13,7 @@ from typing import Any
 
 from corral.domain.formats.quantities import format_cores, format_quantity, parse_quantity
 from corral.domain.labels import CONTROL_CONTAINER
+from corral.domain.platform.node_affinity import NO_AFFINITY, NodeAffinity
 from corral.errors import UserError
 
 #: The osmo-ctrl sidecar, whose requests are taken off every node's capacity.
@@ -89,15 +90,21 @@ def tolerates(toleration: Mapping[str, Any], taint: Taint) -> bool:
 
 
 def belongs_to(
-    node: Node, node_selector: Mapping[str, str], tolerations: Sequence[Mapping[str, Any]]
+    node: Node,
+    node_selector: Mapping[str, str],
+    tolerations: Sequence[Mapping[str, Any]],
+    affinity: NodeAffinity = NO_AFFINITY,
 ) -> bool:
-    """Whether a pod with this nodeSelector and these tolerations may run on ``node``.
+    """Whether a pod with this nodeSelector, these tolerations and this node affinity may run
+    on ``node``.
 
     Every selector label must be on the node with the same value (an empty selector matches
-    every node, labelled or not), and every taint other than ``PreferNoSchedule`` must be
-    tolerated.
+    every node, labelled or not), the required node affinity must match the node, and every
+    taint other than ``PreferNoSchedule`` must be tolerated.
     """
     if any(node.labels.get(key) != value for key, value in node_selector.items()):
+        return False
+    if not affinity.allows(node.name, node.labels):
         return False
     return all(
         taint.effect == SOFT_EFFECT or any(tolerates(t, taint) for t in tolerations)

@@ -20,6 +20,7 @@ from corral.domain.platform.manifests import (
     render_group_templates,
     render_pod_template,
 )
+from corral.domain.platform.node_affinity import read_node_affinity
 from corral.domain.platform.variables import (
     GroupIdentity,
     TaskIdentity,
@@ -306,7 +307,7 @@ def check_manifests(groups: Sequence[PlannedGroup]) -> None:
     """Refuse the workflow if the API server would refuse any of its objects."""
     for group in groups:
         for manifest in group.manifests:
-            problems = manifest_problems(manifest)
+            problems = manifest_problems(manifest) or _affinity_problems(manifest)
             if problems:
                 name = manifest.get("metadata", {}).get("name", "?")
                 listed = "; ".join(problems[:5])
@@ -315,3 +316,16 @@ def check_manifests(groups: Sequence[PlannedGroup]) -> None:
                     f"pool's templates is not valid Kubernetes: {listed}. Check the pool's pod "
                     "and group templates (corral pool render) or the task's values."
                 )
+
+
+def _affinity_problems(manifest: Mapping[str, Any]) -> list[str]:
+    """What the API server's validation (beyond the schema) refuses in a Pod's node affinity:
+    unknown operators, values that do not suit the operator, weights outside 1..100."""
+    spec = manifest.get("spec")
+    if manifest.get("kind") != "Pod" or not isinstance(spec, Mapping):
+        return []
+    try:
+        read_node_affinity(spec)
+    except UserError as err:
+        return [err.message]
+    return []
