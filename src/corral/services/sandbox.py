@@ -69,6 +69,9 @@ _READY = b"ready"
 _START_SECONDS = 60.0
 #: Arguments a worker keeps between calls (:class:`Kept`), the oldest replaced first.
 _KEPT_SLOTS = 4
+#: A call's wall-time limit may grow up to this many times while its worker is starved of CPU
+#: (:class:`_Deadline`).
+WALL_STRETCH = 3
 #: Workers run this much nicer than the server: when the machine is busy, rendering new
 #: submissions yields the CPU to the API and the lifecycle controller, so that work already
 #: admitted keeps being placed (a backlog of placements otherwise grew for as long as the
@@ -246,7 +249,7 @@ class _Worker:
         self._last_use: list[int] = []
         self._calls = 0
         try:  # the worker says it is ready once it has imported and warmed up
-            ready = self._read(time.monotonic() + _START_SECONDS)
+            ready = self._read(_Deadline(_START_SECONDS))
         except TimeoutError:
             ready = None
         if ready != _READY:
@@ -274,7 +277,7 @@ class _Worker:
                 if stream is not None:
                     stream.close()
 
-    def _read(self, deadline: float) -> bytes | None:
+    def _read(self, deadline: _Deadline) -> bytes | None:
         """The worker's next length-prefixed message, or None if it exited; TimeoutError past
         ``deadline``."""
         assert self.process.stdout is not None
@@ -298,7 +301,7 @@ class _Worker:
         request = pickle.dumps(
             (function, sent, dict(kwargs), limits.cpu_seconds, limits.render_seconds)
         )
-        deadline = time.monotonic() + limits.wall_seconds
+        deadline = _Deadline(limits.wall_seconds, self.process.pid, limits.cpu_seconds)
         try:
             self.process.stdin.write(_LENGTH.pack(len(request)) + request)
             self.process.stdin.flush()
@@ -358,16 +361,61 @@ def _mib(size: int) -> str:
     return f"{size // 2**20} MiB"
 
 
+class _Deadline:
+    """A call's wall-time limit. Stretched, up to :data:`WALL_STRETCH` times, while the
+    worker has used less CPU time than half the time that passed and less than its CPU limit:
+    a busy machine starves the (nicer) workers, and then the CPU limit, not the machine's load,
+    should decide whether a template took too long."""
+
+    def __init__(self, seconds: float, pid: int | None = None, cpu_limit: float = 0.0) -> None:
+        self.started = time.monotonic()
+        self.end = self.started + seconds
+        self.hard_end = self.started + seconds * (WALL_STRETCH if pid is not None else 1)
+        self.pid = pid
+        self.cpu_limit = cpu_limit
+        self.cpu_at_start = _process_cpu(pid) if pid is not None else None
+
+    def left(self) -> float:
+        now = time.monotonic()
+        if now < self.end:
+            return self.end - now
+        if now < self.hard_end and self._starved(now):
+            self.end = min(self.hard_end, now + 1.0)
+            return self.end - now
+        return 0.0
+
+    def _starved(self, now: float) -> bool:
+        if self.pid is None or self.cpu_at_start is None:
+            return False
+        cpu = _process_cpu(self.pid)
+        if cpu is None:
+            return False
+        used = cpu - self.cpu_at_start
+        return used < self.cpu_limit and used < (now - self.started) / 2
+
+
+def _process_cpu(pid: int) -> float | None:
+    """CPU seconds process ``pid`` used so far (Linux ``/proc``; None elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def _read_exactly(
-    stream: IO[bytes], size: int, deadline: float, selector: selectors.BaseSelector
+    stream: IO[bytes], size: int, deadline: _Deadline, selector: selectors.BaseSelector
 ) -> bytes | None:
     """``size`` bytes of ``stream`` (registered with ``selector``), or None at end of file;
     TimeoutError past ``deadline``."""
     chunks: list[bytes] = []
     missing = size
     while missing:
-        left = deadline - time.monotonic()
+        left = deadline.left()
         if left <= 0 or not selector.select(left):
+            if deadline.left() > 0:
+                continue  # stretched: the worker is starved, not stuck
             raise TimeoutError
         chunk = os.read(stream.fileno(), min(missing, 1 << 20))
         if not chunk:
