@@ -71,7 +71,7 @@ _START_SECONDS = 60.0
 _KEPT_SLOTS = 4
 #: A call's wall-time limit may grow up to this many times while its worker is starved of CPU
 #: (:class:`_Deadline`).
-WALL_STRETCH = 3
+WALL_STRETCH = 6
 #: Workers run this much nicer than the server: when the machine is busy, rendering new
 #: submissions yields the CPU to the API and the lifecycle controller, so that work already
 #: admitted keeps being placed (a backlog of placements otherwise grew for as long as the
