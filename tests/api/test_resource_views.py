@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from corral.domain.views.pool_quota import USAGE_FIELDS
+from corral.domain.views.pool_quota import QUEUE_FIELDS, USAGE_FIELDS
 from corral.store.cluster_objects import ClusterObjectStore
 from tests.conftest import REPO, Api
 
@@ -72,10 +72,19 @@ def test_pool_quota_on_the_example_cluster(examples: Api) -> None:
         # node set's 424 here and 360 with -p nvl72)
         "total_capacity": "360",
         "total_free": "360",
+        "quota_maximum": "72",  # maximum 72
+        "borrowed": "0",
+        "preempted": "0",
     }
     # -1: its own capacity, 90 trays x 4 + 8 DGX A100 / H100 x 8
     assert usage(idle, "robotics-training")["quota_limit"] == "424"
-    assert idle["resource_sum"] == {
+    sums = idle["resource_sum"]
+    assert {key: sums.pop(key) for key in ("quota_maximum", "borrowed", "preempted")} == {
+        "quota_maximum": str(int(sums["quota_limit"]) - 64 + 72),  # nvl72: 72, not 64
+        "borrowed": "0",
+        "preempted": "0",
+    }
+    assert sums == {
         "quota_used": "0",
         "quota_free": "744",  # each pool's own limit, summed
         "quota_limit": "744",
@@ -99,6 +108,9 @@ def test_pool_quota_on_the_example_cluster(examples: Api) -> None:
         "total_usage": "32",
         "total_capacity": "360",  # nvl72 alone: its 90 trays
         "total_free": "328",
+        "quota_maximum": "72",
+        "borrowed": "0",  # 32 in use, within the guarantee of 64
+        "preempted": "0",
     }
     _, both = examples.call(
         "GET", "/api/pool_quota", params={"pools": ["robotics-training", "nvl72", "nope"]}
@@ -187,7 +199,7 @@ def test_a_user_sees_only_the_pools_it_may_use(examples: Api) -> None:
     _, named = examples.call("GET", "/api/pool_quota", params={"pools": ["nvl72"]}, headers=bob)
     assert named == {
         "node_sets": [],
-        "resource_sum": dict.fromkeys(USAGE_FIELDS, "0"),
+        "resource_sum": dict.fromkeys((*USAGE_FIELDS, *QUEUE_FIELDS), "0"),
     }
 
     _, listed = examples.call("GET", "/api/resources", headers=bob)

@@ -19,12 +19,12 @@ JETSON = "robotics-inference-jetson"
 
 POOL_USED = """\
 Pool                        Description                               Status   GPU [#]
-                                                                               Quota Used   Quota Limit   Total Usage   Total Capacity
-======================================================================================================================================
-my-pool                                                               ONLINE   0            0             0             0
-robotics-inference-jetson   NVIDIA Jetsons pool for model inference   ONLINE   0            4             0             4
-======================================================================================================================================
-                                                                               0            4             0             4
+                                                                               Quota Used   Quota Limit   Total Usage   Total Capacity   Maximum   Borrowed   Preempted 24h
+===========================================================================================================================================================================
+my-pool                                                               ONLINE   0            0             0             0                0         0          0
+robotics-inference-jetson   NVIDIA Jetsons pool for model inference   ONLINE   0            4             0             4                4         0          0
+===========================================================================================================================================================================
+                                                                               0            4             0             4                4         0          0
 """
 POOL_FREE = """\
 Pool                        Description                               Status   GPU [#]
@@ -43,11 +43,15 @@ thor-2   robotics-inference-jetson   jetson-thor-platform   RESERVED   0/900    
 thor-3   robotics-inference-jetson   jetson-thor-platform   RESERVED   0/900          0/14      0/120         0/1
 =====================================================================================================================
                                                                        0/3600         0/56      0/480         0/4
+
+robotics-inference-jetson: GPUs guaranteed none, maximum none; 0 in use, 0 borrowed above the guarantee, 0 preempted in the last 24 h
 """
 RESOURCES_FREE_TAIL = """\
 thor-3   robotics-inference-jetson   jetson-thor-platform   RESERVED   900            14        120           1
 =====================================================================================================================
                                                                        3600           56        480           4
+
+robotics-inference-jetson: GPUs guaranteed none, maximum none; 0 in use, 0 borrowed above the guarantee, 0 preempted in the last 24 h
 """
 SHARED_ROWS = """\
 a100-0   heterogeneous_pool                a100_platform   SHARED   0/1800         0/64      0/500         0/4

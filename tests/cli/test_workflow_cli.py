@@ -160,7 +160,7 @@ def test_unused_set_names_and_low_priority_are_warned_about(live_server: LiveSer
     assert done.stderr == (
         "WARNING: --set trayz: the workflow file never uses this name, so setting it changes "
         "nothing (check its spelling).\n"
-        "WARNING: LOW priority: the workflow does not count against the pool's GPU quota and "
-        "runs on GPUs others leave idle; on a Kubernetes backend KAI may preempt it for "
-        "higher-priority work (the embedded backend does not preempt).\n"
+        "WARNING: LOW priority: the workflow does not count against the pool's GPU guarantee "
+        "and runs on GPUs others leave idle; HIGH and NORMAL work may preempt it (and reclaim "
+        "what its pool borrows above its guarantee).\n"
     )

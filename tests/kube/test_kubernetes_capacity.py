@@ -149,6 +149,9 @@ def test_pods_of_anyone_bound_and_running_count_until_they_finish(kube_world: Ku
         "total_usage": "0",
         "total_capacity": str(capacity),
         "total_free": str(capacity - 4),
+        "quota_maximum": "72",
+        "borrowed": "0",
+        "preempted": "0",
     }
     # The embedded cluster's node of the same name is another node: nothing runs on it.
     (embedded,) = entries(w, tray, pools=["robotics-training"])

@@ -44,7 +44,7 @@ def test_required_clique_too_small() -> None:
     pods = [pod(f"p{i}", gpu=4) for i in range(4)]
     assert _reason(snapshot, pod_group(4, constraint(required=CLIQUE)), pods) == (
         "needs room for 4 pods with 4 GPUs each in one nvidia.com/gpu-clique; "
-        "the roomiest nvidia.com/gpu-clique has room for 3"
+        "the roomiest nvidia.com/gpu-clique, nvidia.com/gpu-clique=c0, has room for 3"
     )
 
 

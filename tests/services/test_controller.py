@@ -103,8 +103,8 @@ def test_groups_that_wait_alike_share_one_reason_with_their_own_pod_names(world:
     assert len(set(reasons.values())) == 1
     (reason,) = set(reasons.values())
     assert reason == (
-        f"needs room for 2 pods with 4 GPUs each in one {CLIQUE}; the roomiest {CLIQUE} has room "
-        "for 0"
+        f"needs room for 2 pods with 4 GPUs each in one {CLIQUE}; the roomiest {CLIQUE}, "
+        f"{CLIQUE}=zone-a-spine-0-rack-0-gpu-clique-0, has room for 0"
     )
     for workflow_id in accepted:
         status, body = world.api.call("GET", f"/api/workflow/{workflow_id}/explain")

@@ -207,8 +207,8 @@ def test_maintenance_holds_new_groups_and_lets_running_ones_finish(world: World)
 
 
 def test_high_priority_goes_first_within_the_queue(world: World) -> None:
-    # The nvl72 queue allows 72 GPUs: one 18-tray group at a time.
-    big = [task(f"t{i}", seconds=30, lead=i == 0) for i in range(18)]
+    # The nvl72 queue allows 72 GPUs: one 16-tray (64-GPU) group at a time.
+    big = [task(f"t{i}", seconds=30, lead=i == 0) for i in range(16)]
     first = world.submit(workflow_yaml([{"name": "g", "tasks": big}], name="first"))
     world.controller.tick()
     normal = world.submit(workflow_yaml([{"name": "g", "tasks": big}], name="normal"))

@@ -1,5 +1,6 @@
 """The scheduling state kept between ticks: existing bindings and queue usage, fair-share order,
-LOW outside quota, shapes tried once until capacity is given back."""
+LOW outside the guarantee but within the maximum, shapes tried once until capacity is given back,
+preemption and reclaim."""
 
 from __future__ import annotations
 
@@ -9,7 +10,13 @@ from typing import Any
 from corral.domain.configs.types import ConfigType
 from corral.domain.platform.nodes import Node
 from corral.scheduler import Queue
-from corral.services.placement import BoundPodOnNode, PassResult, Placements, pool_queues
+from corral.services.placement import (
+    BoundPodOnNode,
+    Evicted,
+    PassResult,
+    Placements,
+    pool_queues,
+)
 
 T0 = datetime(2026, 11, 21, tzinfo=UTC)
 
@@ -32,9 +39,11 @@ def pod(name: str, gpus: int, queue: str, priority: str = "normal") -> dict[str,
     }
 
 
-def bound(name: str, node_name: str, gpus: int, queue: str, priority: str) -> BoundPodOnNode:
+def bound(
+    name: str, node_name: str, gpus: int, queue: str, priority: str, group: str | None = None
+) -> BoundPodOnNode:
     body = pod(name, gpus, queue, priority)
-    return BoundPodOnNode(name, node_name, None, body["metadata"]["labels"], body["spec"])
+    return BoundPodOnNode(name, node_name, group, body["metadata"]["labels"], body["spec"])
 
 
 def pod_group(key: str, queue: str) -> dict[str, Any]:
@@ -62,26 +71,47 @@ def placed(result: PassResult) -> dict[str, dict[str, str]]:
     return {found.group.key: found.placement.nodes() for found in result.placed}
 
 
-def test_bound_pods_take_capacity_and_count_against_their_queue_unless_low() -> None:
+def test_bound_pods_count_against_the_maximum_and_only_high_and_normal_against_the_guarantee() -> (
+    None
+):
     queues = [Queue("a", gpu_maximum=8), Queue("b", gpu_maximum=8)]
-    existing = [bound("x", "n1", 8, "a", "normal"), bound("y", "n2", 8, "b", "low")]
+    existing = [bound("x", "n1", 8, "a", "normal"), bound("y", "n2", 8, "b", "low", "gy")]
     placements = Placements([node("n1"), node("n2"), node("n3")], queues, existing)
-    assert placements.usage.used == {"a": 8, "b": 0}
+    assert placements.usage.used == {"a": 8, "b": 8}
+    assert placements.usage.deserved == {"a": 8, "b": 0}
     wait(placements, "g1", "a", 4, age=1)
     wait(placements, "g2", "b", 8, age=2)
     wait(placements, "g3", "a", 8, priority="LOW", age=3)
     result = placements.place_waiting()
-    assert placed(result) == {"g2": {"g2": "n3"}}
+    # g2 is over b's maximum only because of b's own LOW gang: evicting it makes room
+    assert placed(result) == {"g2": {"g2": "n2"}}
+    assert result.evicted == [Evicted("gy", "g2", "b", reclaimed=False, gpus=8)]
     assert placements.usage.used == {"a": 8, "b": 8}
+    assert placements.usage.deserved == {"a": 8, "b": 8}
     reasons = {shape.key: shape.reason for shape in result.reasons}
     refused = placements.waiting["g1"].shape.key
     assert reasons[refused] == "queue a would use 12 GPUs, over its maximum of 8 (8 in use)"
     low = placements.waiting["g3"].shape.key
-    assert "queue" not in str(reasons[low])  # no node has room left; the queue did not refuse
+    assert reasons[low] == "queue a would use 16 GPUs, over its maximum of 8 (8 in use)"
+
+
+def test_high_and_normal_work_stays_within_the_guarantee() -> None:
+    placements = Placements([node("n1"), node("n2")], [Queue("q", gpu_guarantee=6)], [])
+    wait(placements, "normal", "q", 4, age=0)
+    wait(placements, "more", "q", 4, age=1)
+    wait(placements, "low", "q", 8, priority="LOW", age=2)
+    result = placements.place_waiting()
+    assert placed(result) == {"normal": {"normal": "n1"}, "low": {"low": "n2"}}
+    assert placements.usage.borrowed("q") == 6
+    (reason,) = [shape.reason for shape in result.reasons]
+    assert reason == (
+        "queue q would run 8 GPUs of HIGH and NORMAL work, over its guarantee of 6 (4 in use); "
+        "LOW work may use more"
+    )
 
 
 def test_groups_are_offered_below_guarantee_first_then_priority_then_age() -> None:
-    queues = [Queue("rich", gpu_guarantee=8, weight=1), Queue("poor", gpu_guarantee=8, weight=1)]
+    queues = [Queue("rich", gpu_guarantee=9, weight=1), Queue("poor", gpu_guarantee=8, weight=1)]
     existing = [bound("x", "n1", 8, "rich", "normal")]
     placements = Placements([node("n1"), node("n2", gpus=3)], queues, existing)
     wait(placements, "rich-old", "rich", 1, age=0)
@@ -140,5 +170,5 @@ def test_pool_queues_follow_the_pool_quota_and_backend_namespace() -> None:
     }
     assert pool_queues(state) == [
         Queue("osmo-pool-team-p", gpu_guarantee=4, gpu_maximum=16, weight=2),
-        Queue("osmo-pool-default-q", gpu_guarantee=0, gpu_maximum=None, weight=1),
+        Queue("osmo-pool-default-q", gpu_guarantee=None, gpu_maximum=None, weight=1),
     ]

@@ -34,8 +34,9 @@ class Cluster:
     def start(self, run: TaskRun) -> None:
         self.calls.append(f"start {run.task_uuid}")
 
-    def stop(self, run: TaskRun) -> None:
-        self.calls.append(f"stop {run.task_uuid}")
+    def stop(self, run: TaskRun, grace_seconds: float | None = None) -> None:
+        grace = "" if grace_seconds is None else f" (grace {grace_seconds:g} s)"
+        self.calls.append(f"stop {run.task_uuid}{grace}")
 
     def poll(self, run: TaskRun, now: datetime) -> Exit | None:
         self.calls.append(f"poll {run.task_uuid}")

@@ -54,7 +54,11 @@ def create_app(
 
     app.include_router(build_router(runtime.configs, authorizer, count_write))
     app.include_router(build_pool_router(runtime.configs, authorizer))
-    app.include_router(build_resource_router(runtime.configs, authorizer, runtime.capacity))
+    app.include_router(
+        build_resource_router(
+            runtime.configs, authorizer, runtime.capacity, runtime.recently_preempted
+        )
+    )
     app.include_router(
         build_workflow_router(
             runtime.submissions, runtime.workflows, authorizer, runtime.configs, runtime.task_logs

@@ -25,6 +25,7 @@ from corral.domain.views.pool_quota import (
     NodeGpus,
     RunningTask,
     calculate_pool_quotas,
+    queue_figures,
     quota_json,
 )
 from corral.domain.views.resource_listing import (
@@ -46,9 +47,11 @@ def build_resource_router(
     service: ConfigService,
     authorizer: Authorizer,
     capacity: Callable[[State], list[ClusterCapacity]],
+    preempted: Callable[[], Mapping[str, int]] = dict,
 ) -> APIRouter:
     """``capacity`` gives, for a config state, each cluster's nodes, pods and pools
-    (:func:`corral.services.capacity.read_capacity`)."""
+    (:func:`corral.services.capacity.read_capacity`); ``preempted``, per pool, the GPUs evicted
+    from it in the last 24 hours."""
     router = APIRouter(tags=["resources"])
 
     def visible(caller: Principal, pools: Mapping[str, Pool]) -> list[str]:
@@ -95,7 +98,7 @@ def build_resource_router(
                 for pod in cluster.pods
             )
         selected = {name: configured[name] for name in names}
-        report = calculate_pool_quotas(selected, tasks, nodes)
+        report = calculate_pool_quotas(selected, tasks, nodes, preempted())
         return quota_json(report, selected, mounts)
 
     @router.get("/api/resources", response_model=R.ResourceList)
@@ -114,6 +117,7 @@ def build_resource_router(
         names = _named_pools(authorizer, caller, configured, pools) or visible(caller, configured)
         _check_platforms(configured, names, platforms)
         listed = []
+        used: dict[str, int] = dict.fromkeys(names, 0)
         for cluster in capacity(state):
             listed.extend(
                 list_resources(
@@ -125,7 +129,16 @@ def build_resource_router(
                     include_unused=include_all,
                 )
             )
-        return resources_json(sorted(listed, key=lambda node: node.name))
+            for pod in cluster.pods:
+                pool = cluster.pool_of(pod)
+                if pool in used:
+                    used[pool] += pod_demand(pod.spec).gpu
+        answer = resources_json(sorted(listed, key=lambda node: node.name))
+        recent = preempted()
+        answer["pool_queues"] = [
+            queue_figures(name, configured[name], used[name], recent.get(name, 0)) for name in names
+        ]
+        return answer
 
     @router.get("/api/resources/{name}", response_model=R.NodeInfo)
     def node_info(caller: Caller, name: str) -> dict[str, Any]:

@@ -132,9 +132,21 @@ class PoolQuota(Answer):
     resource_sum: dict[str, Any]
 
 
+class PoolQueueFigures(Answer):
+    """corral only: a listed pool's queue (docs/resources.md)."""
+
+    pool: str
+    guarantee: int
+    maximum: int
+    used: int
+    borrowed: int
+    preempted: int
+
+
 class ResourceList(Answer):
     resources: list[dict[str, Any]]
     resource_sum: dict[str, Any]
+    pool_queues: list[PoolQueueFigures] = []
 
 
 class NodeInfo(Answer):
@@ -172,12 +184,28 @@ class PlannedTaskView(Answer):
     lead: bool
 
 
+class EvictionView(Answer):
+    workflow_id: str
+    gpus: int
+    reclaimed: bool
+
+
+class PlacementNowView(Answer):
+    """Where the group would be placed on the live cluster now, or why not."""
+
+    nodes: dict[str, str]
+    domains: dict[str, str]
+    evicts: list[EvictionView]
+    reason: str | None
+
+
 class PlannedGroupView(Answer):
     name: str
     uuid: str
     upstream: list[str]
     tasks: list[PlannedTaskView]
     manifests: list[dict[str, Any]]
+    placement: PlacementNowView | None = None
 
 
 class DryRun(Answer):

@@ -3,6 +3,7 @@ query, cancel, logs and explain."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Annotated, Any
@@ -22,6 +23,7 @@ from corral.domain.workflows.plan import PlannedGroup
 from corral.domain.workflows.spec import TaskFileContents
 from corral.errors import ConflictError, NotFoundError
 from corral.services.config_service import ConfigService
+from corral.services.placement_now import GroupPlacement
 from corral.services.runtime import Clock, utc_now
 from corral.services.submission import (
     Mode,
@@ -277,6 +279,7 @@ def _task_log(workflow: StoredWorkflow, task: StoredTask, task_logs: TaskLogs) -
 def _dry_run(outcome: SubmitOutcome) -> dict[str, Any]:
     plan = outcome.plan
     assert plan is not None  # a dry run always plans
+    live = {found.group: found for found in outcome.placements}
     return {
         "name": outcome.workflow_id,
         "spec": outcome.spec,
@@ -285,12 +288,20 @@ def _dry_run(outcome: SubmitOutcome) -> dict[str, Any]:
         "priority": plan.submitter.priority,
         "exec_timeout_s": plan.exec_timeout.total_seconds(),
         "queue_timeout_s": plan.queue_timeout.total_seconds(),
-        "groups": [_planned_group(group) for group in plan.groups],
+        "groups": [_planned_group(group, live.get(group.name)) for group in plan.groups],
         **({"warnings": list(outcome.warnings)} if outcome.warnings else {}),
     }
 
 
-def _planned_group(group: PlannedGroup) -> dict[str, Any]:
+def _planned_group(group: PlannedGroup, live: GroupPlacement | None = None) -> dict[str, Any]:
+    placement = None
+    if live is not None:
+        placement = {
+            "nodes": live.nodes,
+            "domains": live.domains,
+            "evicts": [dataclasses.asdict(e) for e in live.evicts],
+            "reason": live.reason,
+        }
     return {
         "name": group.name,
         "uuid": group.uuid,
@@ -306,6 +317,7 @@ def _planned_group(group: PlannedGroup) -> dict[str, Any]:
             for t in group.tasks
         ],
         "manifests": list(group.manifests),
+        **({"placement": placement} if placement is not None else {}),
     }
 
 

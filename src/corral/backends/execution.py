@@ -53,8 +53,10 @@ class TaskExecutor(Protocol):
         simulated task's end): the controller polls then, not every tick. None: poll the
         attempt every tick."""
 
-    def stop(self, run: TaskRun) -> None:
-        """End the attempt (cancel, timeout, a failed sibling); idempotent."""
+    def stop(self, run: TaskRun, grace_seconds: float | None = None) -> None:
+        """End the attempt (cancel, timeout, a failed sibling, an eviction); idempotent. With
+        ``grace_seconds`` the task gets that long to stop after its SIGTERM, and the call
+        does not wait for it."""
 
     def logs(self, run: TaskRun) -> str:
         """What the attempt printed so far."""
@@ -104,8 +106,8 @@ class SimulatedExecution:
     def next_check(self, run: TaskRun) -> datetime | None:
         return run.started_at + self._plan(run)[0]
 
-    def stop(self, run: TaskRun) -> None:
-        del run
+    def stop(self, run: TaskRun, grace_seconds: float | None = None) -> None:
+        del run, grace_seconds
 
     def logs(self, run: TaskRun) -> str:
         duration, code = self._plan(run)

@@ -115,13 +115,15 @@ class LocalProcessExecution:
         spawn_runner(attempt)  # the server died between writing the spec and spawning
         return None
 
-    def stop(self, run: TaskRun) -> None:
+    def stop(self, run: TaskRun, grace_seconds: float | None = None) -> None:
         attempt = self.attempt_dir(run)
         if not (attempt / SPEC).exists() or (attempt / EXIT_CODE).exists():
             return
         # A runner not yet running reads this before starting the task, so stop never misses.
-        write_atomic(attempt / STOP, "")
+        write_atomic(attempt / STOP, "" if grace_seconds is None else f"{grace_seconds:g}\n")
         _signal_runner(attempt)
+        if grace_seconds is not None:
+            return  # the runner gives the task its grace period; poll sees the end
         deadline = time.monotonic() + self.stop_wait_seconds
         while not (attempt / EXIT_CODE).exists() and time.monotonic() < deadline:
             if not _runner_alive(attempt):

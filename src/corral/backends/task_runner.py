@@ -152,8 +152,16 @@ def _run(spec: ProcessSpec, attempt: Path, stopping: _Stopping) -> int:
     write_atomic(attempt / HOME, f"{process.home}\n")
     while (code := process.wait(_TICK)) is None:
         if stopping.requested or (attempt / STOP).exists():
-            return process.stop(STOP_GRACE_SECONDS)
+            return process.stop(_grace(attempt))
     return code
+
+
+def _grace(attempt: Path) -> float:
+    """The seconds the stop file gives the task (an eviction's grace period), or the default."""
+    try:
+        return max(0.0, float((attempt / STOP).read_text(encoding="utf-8").strip()))
+    except (FileNotFoundError, ValueError):
+        return STOP_GRACE_SECONDS
 
 
 def _note(spec: ProcessSpec, text: str) -> None:

@@ -58,16 +58,22 @@ ModeOption = Annotated[
     ),
 ]
 
-#: The GPU columns of ``pool list`` per mode: (header, resource_usage field).
+#: The GPU columns of ``pool list`` per mode: (header, resource_usage field). OSMO's, then
+#: corral's queue figures (docs/resources.md).
 QUOTA_COLUMNS = {
     Mode.used: (
         ("Quota Used", "quota_used"),
         ("Quota Limit", "quota_limit"),
         ("Total Usage", "total_usage"),
         ("Total Capacity", "total_capacity"),
+        ("Maximum", "quota_maximum"),
+        ("Borrowed", "borrowed"),
+        ("Preempted 24h", "preempted"),
     ),
     Mode.free: (("Quota Free", "quota_free"), ("Total Free", "total_free")),
 }
+#: The column that shows the node set's capacity (marked when shared).
+SHARED_COLUMNS = ("total_capacity", "total_free")
 SHARED_SUFFIX = " (shared)"
 
 
@@ -115,9 +121,10 @@ def print_quota_table(found: Mapping[str, Any], mode: Mode) -> None:
     for node_set in node_sets:
         for index, pool in enumerate(node_set["pools"]):
             usage = pool["resource_usage"]
-            cells = [str(usage[key]) for _, key in columns]
-            if index:
-                cells[-1] += SHARED_SUFFIX
+            cells = [
+                str(usage[key]) + (SHARED_SUFFIX if index and key in SHARED_COLUMNS else "")
+                for _, key in columns
+            ]
             rows.append([pool["name"], pool["description"] or "", pool["status"], *cells])
     total = found["resource_sum"]
     lines = columns_text(

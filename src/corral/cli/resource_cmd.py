@@ -68,6 +68,24 @@ def list_resources(
         echo(EMPTY)
         return
     echo("\n".join(resource_table(found, mode)))
+    queues = found.get("pool_queues") or []
+    if queues:
+        echo()
+        echo("\n".join(queue_line(queue) for queue in queues))
+
+
+def queue_line(queue: Mapping[str, Any]) -> str:
+    """A pool's GPU queue under the table: ``nvl72: GPUs guaranteed 64, maximum 72; 80 in
+    use, 16 borrowed above the guarantee, 72 preempted in the last 24 h``."""
+
+    def limit(value: int) -> str:
+        return "none" if value < 0 else str(value)
+
+    return (
+        f"{queue['pool']}: GPUs guaranteed {limit(queue['guarantee'])}, maximum "
+        f"{limit(queue['maximum'])}; {queue['used']} in use, {queue['borrowed']} borrowed above "
+        f"the guarantee, {queue['preempted']} preempted in the last 24 h"
+    )
 
 
 def resource_table(found: Mapping[str, Any], mode: Mode) -> list[str]:

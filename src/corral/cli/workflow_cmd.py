@@ -419,7 +419,30 @@ def print_dry_run(found: dict[str, Any]) -> None:
             f"# group {group['name']} ({len(group['manifests'])} objects, in creation order"
             f"{upstream})"
         )
+        placement = group.get("placement")
+        if placement is not None:
+            echo(f"# {placement_line(placement)}")
         print_manifests(group["manifests"])
+
+
+def placement_line(placement: dict[str, Any]) -> str:
+    """Where a dry run's group would be placed now: its domain and nodes, what it would evict,
+    or why it would wait."""
+    if placement["reason"] is not None:
+        return f"now: would wait: {placement['reason']}"
+    domains = placement["domains"]
+    where = f" in domain {domains['']}" if domains.get("") else ""
+    nodes = sorted(set(placement["nodes"].values()))
+    text = f"now: would run{where} on {len(nodes)} node{'s' if len(nodes) != 1 else ''}"
+    text += f" ({', '.join(nodes[:8])}{', ...' if len(nodes) > 8 else ''})"
+    evicts = placement["evicts"]
+    if evicts:
+        victims = ", ".join(
+            f"{e['workflow_id']} ({e['gpus']} GPUs{', reclaimed' if e['reclaimed'] else ''})"
+            for e in evicts
+        )
+        text += f", evicting {victims}"
+    return text
 
 
 def print_manifests(manifests: list[dict[str, Any]]) -> None:

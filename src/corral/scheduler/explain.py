@@ -163,16 +163,16 @@ def _required_level_problem(snapshot: ClusterSnapshot, pod_set: PodSet) -> str |
     members = list(pod_set.all_members())
     label = constraint.required
     usable = _usable_by_all(snapshot, members)
-    best = max(
-        (
-            _room(snapshot, snapshot.nodes_of(d), members, usable)
-            for d in snapshot.by_level[level].values()
-        ),
-        default=0,
+    rooms = sorted(
+        (-_room(snapshot, snapshot.nodes_of(domain), members, usable), domain.id, domain.value)
+        for domain in snapshot.by_level[level].values()
     )
+    if not rooms:
+        return f"needs room for {len(members)} pods{_shape(members)} in one {label}; there is none"
+    best, roomiest = -rooms[0][0], rooms[0][2]
     if best >= len(members):
         return None
     return (
         f"needs room for {len(members)} pods{_shape(members)} in one {label}; "
-        f"the roomiest {label} has room for {best}"
+        f"the roomiest {label}, {label}={roomiest}, has room for {best}"
     )

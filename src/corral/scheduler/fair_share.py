@@ -1,9 +1,10 @@
 """The order in which waiting task groups are offered to the scheduler (KAI's fair share).
 
-Queues first — a queue below its GPU ``guarantee`` before one at or above it, then the queue
-using the fewest GPUs per unit of ``weight`` — and inside a queue HIGH before NORMAL before LOW,
-older before newer. A group that does not fit does not block the ones behind it (the caller
-offers every group in turn).
+Queues first — a queue below its GPU ``guarantee`` (or without one) before one at or above it;
+among those below, the one using the fewest GPUs per unit of ``weight``; among those above, the
+one borrowing the fewest GPUs above its guarantee per unit of ``weight`` (KAI's over-quota
+share) — and inside a queue HIGH before NORMAL before LOW, older before newer. A group that does
+not fit does not block the ones behind it (the caller offers every group in turn).
 """
 
 from __future__ import annotations
@@ -41,11 +42,14 @@ def fair_share_order(waiting: Iterable[C], usage: QueueUsage) -> list[C]:
 
 
 def queue_share(usage: QueueUsage, queue: str) -> tuple[int, float]:
-    """A queue's place: (0 below its guarantee else 1, GPUs used per unit of weight)."""
+    """A queue's place: (0 below its guarantee else 1, GPUs used — above the guarantee, when
+    at or above it — per unit of weight)."""
     found = usage.queues.get(queue)
     if found is None:
         return (1, 0.0)
     used = usage.used[queue]
-    below_guarantee = used < found.gpu_guarantee
-    per_weight = used / found.weight if found.weight else float("inf")
+    guarantee = found.gpu_guarantee
+    below_guarantee = guarantee is None or used < guarantee
+    share = used if below_guarantee else usage.borrowed(queue)
+    per_weight = share / found.weight if found.weight else float("inf")
     return (0 if below_guarantee else 1, per_weight)

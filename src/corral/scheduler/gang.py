@@ -49,6 +49,10 @@ class Pending:
     reason: str
 
 
+#: A group that does not fit, its reason not worked out (``place_pod_set(explain=False)``).
+UNEXPLAINED = Pending("")
+
+
 class TopologyLevelError(GroupError):
     """A constraint names a level the topology does not have (KAI's message,
     docs/osmo-reference.md#kais-topology-and-gang-semantics)."""
@@ -59,35 +63,57 @@ def place_group(
     pod_group: Mapping[str, Any],
     pods: Sequence[Mapping[str, Any]],
     queues: QueueUsage | None = None,
+    *,
+    preemptible: bool = False,
 ) -> Placement | Pending:
     """Place every gang member of ``pod_group`` or none; the snapshot is left as it was.
 
-    With ``queues``, a group that would push its ``spec.queue`` over its GPU maximum stays
-    pending (the caller charges the queue when it binds the placement)."""
+    With ``queues``, a group that would push its ``spec.queue`` over its GPU maximum (or, when
+    not ``preemptible``, over its guarantee) stays pending (the caller charges the queue when
+    it binds the placement)."""
     queue = str((pod_group.get("spec") or {}).get("queue") or "")
     try:
         root = read_pod_group(pod_group, pods)
     except GroupError as err:
         return Pending(str(err))
-    return place_pod_set(snapshot, root, queue, queues)
+    return place_pod_set(snapshot, root, queue, queues, preemptible=preemptible)
 
 
 def place_pod_set(
-    snapshot: ClusterSnapshot, root: PodSet, queue: str, queues: QueueUsage | None = None
+    snapshot: ClusterSnapshot,
+    root: PodSet,
+    queue: str,
+    queues: QueueUsage | None = None,
+    *,
+    preemptible: bool = False,
+    explain: bool = True,
 ) -> Placement | Pending:
-    """:func:`place_group` for a PodGroup already read (``podgroup.read_pod_group``)."""
+    """:func:`place_group` for a PodGroup already read (``podgroup.read_pod_group``). Without
+    ``explain``, a group that does not fit gets :data:`UNEXPLAINED` instead of its reason
+    (which scans the cluster: a caller that may still evict for it asks later)."""
     try:
         _check_levels(snapshot, root)
     except GroupError as err:
         return Pending(str(err))
     if queues is not None:
-        refusal = queues.refusal(queue, root.total.gpu)
+        refusal = queues.refusal(queue, root.total.gpu, preemptible=preemptible)
         if refusal:
             return Pending(refusal)
+    placement = place_within(snapshot, root, queue, snapshot.root)
+    if placement is not None:
+        return placement
+    return Pending(explain_pending(snapshot, root)) if explain else UNEXPLAINED
+
+
+def place_within(
+    snapshot: ClusterSnapshot, root: PodSet, queue: str, within: Domain
+) -> Placement | None:
+    """Where the gang of ``root`` goes inside ``within`` (a domain of its required level, or
+    the cluster root), or None; no queue check, and the snapshot is left as it was."""
     trial = _Trial(snapshot)
     try:
-        if not trial.place_set(root, snapshot.root):
-            return Pending(explain_pending(snapshot, root))
+        if not trial.place_set(root, within):
+            return None
         unplaced = trial.place_extras(root)
         return Placement(
             bindings=tuple(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import astuple, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from corral.domain.labels import SUBGROUP as SUBGROUP_LABEL
@@ -102,7 +102,9 @@ def _describe(pod_set: PodSet) -> list[Any]:
 
 
 def _pod_shape(pod: PodRequest) -> list[Any]:
-    return [astuple(pod.demand), dict(pod.node_selector), list(pod.tolerations), pod.affinity]
+    demand = pod.demand
+    amounts = (demand.gpu, demand.cpu, demand.memory, demand.storage, demand.pods, demand.extended)
+    return [amounts, dict(pod.node_selector), list(pod.tolerations), pod.affinity]
 
 
 def _constraint(value: Any, owner: str) -> Constraint | None:

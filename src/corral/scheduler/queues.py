@@ -1,8 +1,17 @@
-"""Queues: one per pool, with a GPU ``guarantee``, ``maximum`` and ``weight`` (KAI's Queue).
+"""Queues: one per pool, with a GPU ``guarantee``, ``maximum`` and ``weight`` (KAI's Queue
+``quota``, ``limit`` and ``overQuotaWeight``; docs/scheduler.md#queues-priorities-and-preemption).
 
-Only the maximum is enforced here: a PodGroup whose GPUs would push its queue over its maximum
-stays pending. Guarantee and weight order pending groups across queues (fair share); that
-ordering is in ``fair_share.py``.
+* ``maximum`` caps every GPU the queue's work uses, LOW included: a group that would push the
+  queue over it stays pending.
+* ``guarantee`` (the *deserved* quota) caps the queue's non-preemptible work (HIGH and NORMAL):
+  KAI runs such work only within its queue's quota, so that it never has to be reclaimed.
+  Preemptible (LOW) work may use idle GPUs above the guarantee: that is *borrowing*, and what
+  a queue borrows may be reclaimed by a queue below its own guarantee.
+* ``weight`` divides what is above the guarantees: queues are offered GPUs in the order of
+  what they use above their guarantee per unit of weight (``fair_share.py``).
+
+``None`` as a guarantee means no limit on non-preemptible work (KAI's quota -1, OSMO's default);
+as a maximum, no limit at all.
 """
 
 from __future__ import annotations
@@ -14,38 +23,64 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Queue:
     name: str
-    gpu_guarantee: int = 0
+    gpu_guarantee: int | None = None  # None: unlimited (KAI's quota -1)
     gpu_maximum: int | None = None  # None: no limit
     weight: int = 1
 
 
 class QueueUsage:
-    """GPUs in use per queue, charged when a placement is bound and refunded on release."""
+    """GPUs in use per queue, charged when a placement is bound and refunded on release:
+    ``used`` counts every GPU, ``deserved`` those of non-preemptible work."""
 
     def __init__(self, queues: Iterable[Queue]) -> None:
         self.queues = {queue.name: queue for queue in queues}
         self.used: dict[str, int] = dict.fromkeys(self.queues, 0)
+        self.deserved: dict[str, int] = dict.fromkeys(self.queues, 0)
 
-    def refusal(self, queue: str, gpus: int) -> str | None:
-        """Why ``gpus`` more GPUs may not be used by ``queue`` now, or None."""
+    def refusal(
+        self, queue: str, gpus: int, *, preemptible: bool = False, freed: int = 0
+    ) -> str | None:
+        """Why ``gpus`` more GPUs may not be used by ``queue`` now (after ``freed`` of its GPUs
+        are given back), or None."""
         found = self.queues.get(queue)
         if found is None:
             return f"queue {queue!r} does not exist; the pool's queue must be configured first"
+        in_use = self.used[queue] - freed
         limit = found.gpu_maximum
-        if limit is not None and self.used[queue] + gpus > limit:
+        if limit is not None and in_use + gpus > limit:
             return (
-                f"queue {queue} would use {self.used[queue] + gpus} GPUs, over its maximum of "
-                f"{limit} ({self.used[queue]} in use)"
+                f"queue {queue} would use {in_use + gpus} GPUs, over its maximum of {limit} "
+                f"({in_use} in use)"
+            )
+        guarantee = found.gpu_guarantee
+        if not preemptible and guarantee is not None and self.deserved[queue] + gpus > guarantee:
+            return (
+                f"queue {queue} would run {self.deserved[queue] + gpus} GPUs of HIGH and NORMAL "
+                f"work, over its guarantee of {guarantee} ({self.deserved[queue]} in use); "
+                "LOW work may use more"
             )
         return None
 
-    def charge(self, queue: str, gpus: int) -> None:
-        reason = self.refusal(queue, gpus)
+    def borrowed(self, queue: str) -> int:
+        """GPUs ``queue`` uses above its guarantee (only preemptible work can be there)."""
+        found = self.queues.get(queue)
+        if found is None or found.gpu_guarantee is None:
+            return 0
+        return max(0, self.used[queue] - found.gpu_guarantee)
+
+    def charge(self, queue: str, gpus: int, *, preemptible: bool = False) -> None:
+        reason = self.refusal(queue, gpus, preemptible=preemptible)
         if reason:
             raise ValueError(reason)
         self.used[queue] += gpus
+        if not preemptible:
+            self.deserved[queue] += gpus
 
-    def refund(self, queue: str, gpus: int) -> None:
-        if gpus > self.used.get(queue, 0):
+    def refund(self, queue: str, gpus: int, *, preemptible: bool = False) -> None:
+        if gpus > self.used.get(queue, 0) or (
+            not preemptible and gpus > self.deserved.get(queue, 0)
+        ):
             raise ValueError(f"queue {queue} has only {self.used.get(queue, 0)} GPUs in use")
         self.used[queue] -= gpus
+        if not preemptible:
+            self.deserved[queue] -= gpus

@@ -62,6 +62,14 @@ class Domain:
         histogram = self.gpu_histogram
         return sum(histogram[free] * (free // gpu) for free in range(gpu, len(histogram)))
 
+    @property
+    def value(self) -> str:
+        """Its own label value (the last part of ``id``)."""
+        parent = self.parent
+        if parent is None or parent.level < 0:
+            return self.id
+        return self.id[len(parent.id) + 1 :]
+
     def contains(self, other: Domain) -> bool:
         """Whether ``other`` is this domain or inside it."""
         if self.level == CLUSTER_ROOT:
@@ -118,7 +126,8 @@ class ClusterSnapshot:
                 self.by_free_gpu[level].setdefault(domain.free_gpu, set()).add(domain)
         self._eligible: dict[tuple[Any, ...], list[bool]] = {}
         self._scores: dict[NodeAffinity, list[int]] = {}
-        self._best_scores: dict[tuple[NodeAffinity, str], int] = {}
+        self._best_scores: dict[tuple[NodeAffinity, Domain], int] = {}
+        self._nodes_of: dict[Domain, tuple[int, ...]] = {}
         self.labelled: list[bool] = [
             self.ancestors[i][0] is not self.unlabelled for i in range(len(self.nodes))
         ]
@@ -209,22 +218,25 @@ class ClusterSnapshot:
 
     def best_score(self, affinity: NodeAffinity, domain: Domain, scores: list[int]) -> int:
         """The highest score (:meth:`scores`) of any node of ``domain``, free or not."""
-        key = (affinity, domain.id)
+        key = (affinity, domain)
         found = self._best_scores.get(key)
         if found is None:
             found = max((scores[i] for i in self.nodes_of(domain)), default=0)
             self._best_scores[key] = found
         return found
 
-    def nodes_of(self, domain: Domain) -> list[int]:
-        """Every node of ``domain``."""
-        nodes: list[int] = []
-        stack = [domain]
-        while stack:
-            current = stack.pop()
-            nodes.extend(current.nodes)
-            stack.extend(current.children)
-        return nodes
+    def nodes_of(self, domain: Domain) -> tuple[int, ...]:
+        """Every node of ``domain`` (the tree never changes: computed once per domain)."""
+        found = self._nodes_of.get(domain)
+        if found is None:
+            nodes: list[int] = []
+            stack = [domain]
+            while stack:
+                current = stack.pop()
+                nodes.extend(current.nodes)
+                stack.extend(current.children)
+            found = self._nodes_of[domain] = tuple(nodes)
+        return found
 
     def fits(self, i: int, demand: Demand) -> bool:
         return (

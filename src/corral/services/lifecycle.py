@@ -43,7 +43,13 @@ from corral.domain.topology.kai_objects import queue_manifests, topology_manifes
 from corral.domain.workflows.statuses import TaskStatus
 from corral.services.gc_settings import collection_clock
 from corral.services.leadership import Leadership
-from corral.services.placement import BoundPodOnNode, Placements, pool_queues
+from corral.services.placement import (
+    BoundPodOnNode,
+    Evicted,
+    Placements,
+    min_runtimes,
+    pool_queues,
+)
 from corral.services.workflow_step import TickReport, WorkflowStep
 from corral.services.working_set import (
     Finished,
@@ -73,6 +79,8 @@ log = structlog.get_logger("corral.lifecycle")
 FINISHED = tuple(s.value for s in TaskStatus if s.group_finished)
 #: Groups in these statuses need their objects in a step: to be created, started or polled.
 _NEEDS_MANIFESTS = ("SUBMITTING", "WAITING", "INITIALIZING", "RUNNING")
+#: Groups in these statuses hold the nodes they were bound to.
+_HOLDS_NODES = ("INITIALIZING", "RUNNING")
 #: How often the working set is checked against the database (the ids of alive workflows).
 RESYNC_SECONDS = 30.0
 #: A tick reads at most this many inbox rows and steps at most this many workflows; the rest
@@ -190,9 +198,22 @@ class LifecycleController:
             for pod in self.objects.bound_pods()
             if pod.node is not None
         ]
-        placements = Placements(self.nodes(), pool_queues(state), bound)
-        working = WorkingSet(state, epoch, placements, ManifestCache(self.workflows.manifests))
         alive = self.workflows.controller_view()
+        bound_groups = {
+            group.uuid: (workflow.workflow_id, group.started_at or group.scheduling_at)
+            for workflow in alive
+            for group in workflow.groups
+            if group.status in _HOLDS_NODES
+        }
+        placements = Placements(
+            self.nodes(),
+            pool_queues(state),
+            bound,
+            bound_at={uuid: at for uuid, (_, at) in bound_groups.items() if at is not None},
+            min_runtime=min_runtimes(state),
+        )
+        working = WorkingSet(state, epoch, placements, ManifestCache(self.workflows.manifests))
+        working.bound.update({uuid: owner for uuid, (owner, _) in bound_groups.items()})
         for workflow in alive:
             working.keep(workflow)
             working.dirty.add(workflow.workflow_id)
@@ -316,7 +337,8 @@ class _Tick:
             if group_uuid in placements.waiting:
                 changes.group(group_uuid, pending_shape=key)
         self.working.new_shapes.clear()
-        result = placements.place_waiting()
+        result = placements.place_waiting(self.now)
+        evicted = self._evict(result.evicted, changes)
         for found in result.placed:
             workflow = self.working.workflows[self.working.owners.pop(found.group.key)]
             group = _group(workflow, found.group.key)
@@ -325,6 +347,7 @@ class _Tick:
             bindings.extend(
                 (workflow.backend, workflow.namespace, pod, node) for pod, node in nodes.items()
             )
+            self.working.bound[group.uuid] = workflow.workflow_id
             placed[workflow.workflow_id] = workflow
             self.report.placed_groups += 1
             self.report.placed_pods += len(nodes)
@@ -333,14 +356,56 @@ class _Tick:
                 changes.shapes[shape.key] = SharedReason(shape.reason, shape.pod_names)
         if changes.empty:
             return
-        self.controller.commit(
-            changes, also=partial(ClusterObjectStore.bind_all, bindings=bindings)
+        unbind = partial(
+            ClusterObjectStore.unbind_groups, group_uuids=[e.group for e in result.evicted]
         )
+        bind = partial(ClusterObjectStore.bind_all, bindings=bindings)
+        self.controller.commit(changes, also=_both(unbind, bind))
         for workflow in reasoned.values():
             self.working.keep(with_changes(workflow, changes))
-        for workflow in placed.values():
-            self.working.keep(with_changes(workflow, changes))
+        for workflow in {**evicted, **placed}.values():
+            self.working.keep(with_changes(self.working.workflows[workflow.workflow_id], changes))
             self.working.dirty.add(workflow.workflow_id)
+
+    def _evict(self, evictions: Sequence[Evicted], changes: Changes) -> dict[str, StoredWorkflow]:
+        """Record each eviction: the group is marked for its workflow's next step (which stops
+        its tasks), says who evicted it, and a ``preemptions`` row counts its GPUs."""
+        evicted: dict[str, StoredWorkflow] = {}
+        for eviction in evictions:
+            owner = self.working.bound.pop(eviction.group, None)
+            workflow = self.working.workflows.get(owner) if owner else None
+            preemptor = self.working.workflows.get(self.working.owners.get(eviction.by, ""))
+            if workflow is None or preemptor is None:  # never: both are alive and indexed
+                log.warning("eviction of an unknown group", group_uuid=eviction.group)
+                continue
+            by = (
+                f"{preemptor.workflow_id} (queue {preemptor.pool} reclaimed its guarantee)"
+                if eviction.reclaimed
+                else f"{preemptor.workflow_id} ({preemptor.priority} priority in queue "
+                f"{preemptor.pool})"
+            )
+            changes.group(eviction.group, evict=True, preempted_by=by)
+            changes.preemptions.append(
+                {
+                    "at": self.now,
+                    "pool": workflow.pool,
+                    "workflow_id": workflow.workflow_id,
+                    "group_uuid": eviction.group,
+                    "gpus": eviction.gpus,
+                    "by_workflow": preemptor.workflow_id,
+                    "reclaimed": eviction.reclaimed,
+                }
+            )
+            evicted[workflow.workflow_id] = workflow
+            log.info(
+                "group evicted",
+                workflow_id=workflow.workflow_id,
+                group_uuid=eviction.group,
+                by=preemptor.workflow_id,
+                reclaimed=eviction.reclaimed,
+                gpus=eviction.gpus,
+            )
+        return evicted
 
     def _observe(
         self,
@@ -400,6 +465,7 @@ class _Tick:
         for group_uuid in done:
             entry = self.working.cleanup.pop(group_uuid)
             self.working.placements.release(group_uuid)
+            self.working.bound.pop(group_uuid, None)
             self.working.manifests.forget(group_uuid)
             self.controller.create_failures.pop(group_uuid, None)
             workflow = self.working.workflows.get(entry.workflow_id)
@@ -461,6 +527,8 @@ class _Indexer:
                 working.placements.drop(group.uuid)
                 working.observed.pop(group.uuid, None)
                 working.owners.pop(group.uuid, None)
+            if group.status not in _HOLDS_NODES:
+                working.bound.pop(group.uuid, None)
             if TaskStatus(group.status).group_finished and not group.cleaned:
                 working.cleanup[group.uuid] = Finished(
                     workflow.workflow_id,

@@ -14,14 +14,23 @@ shape that failed is not tried again until capacity is given back (the *generati
 the queues change. Thousands of waiting groups cost a pass a handful of tries. The groups of a
 shape share one pending reason (``store/workflows.py``, ``pending_shapes``).
 
-LOW groups are preemptible in OSMO: they neither count against nor are limited by the quota.
+**Queues and preemption** (``scheduler/queues.py``, ``scheduler/preemption.py``): every group
+counts against its queue's maximum; HIGH and NORMAL groups also against its guarantee, LOW
+groups (preemptible) may borrow above it. A HIGH or NORMAL group that does not fit may evict
+LOW gangs of its own queue, or of queues that borrow, when the simulated placement then
+succeeds: the pass releases the victims, binds the preemptor and reports both
+(:class:`Evicted`). Bound LOW gangs are kept in bind order (youngest last) and indexed by node,
+so a search starts from the youngest victims and visits a region's nodes only. Work younger than
+its pool's ``preemption.min_runtime`` is never a victim.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Mapping, Sequence
+import itertools
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
 import structlog
@@ -32,15 +41,20 @@ from corral.domain.labels import PRIORITY as PRIORITY_LABEL
 from corral.domain.labels import QUEUE as QUEUE_LABEL
 from corral.domain.platform.nodes import Node
 from corral.domain.topology.kai_objects import queue_manifests
+from corral.domain.topology.podgroup import queue_name
 from corral.scheduler import Binding, ClusterSnapshot, Pending, Placement, Queue, QueueUsage
+from corral.scheduler.explain import explain_pending
 from corral.scheduler.fair_share import PRIORITY_RANK, queue_share
-from corral.scheduler.gang import place_pod_set
+from corral.scheduler.gang import UNEXPLAINED, place_pod_set
 from corral.scheduler.podgroup import GroupError, PodSet, read_pod_group, shape_of
+from corral.scheduler.preemption import PREEMPTIBLE, Preemption, Running, preempt
 from corral.scheduler.resources import pod_demand
 
 log = structlog.get_logger("corral.placement")
 
 POD_GROUP_KIND = ("scheduling.run.ai/v2alpha2", "PodGroup")
+#: ``Shape.failed_at`` of a shape whose PodGroup cannot be read: never tried.
+NEVER = (-1,)
 
 
 def pool_queues(state: State) -> list[Queue]:
@@ -57,15 +71,27 @@ def pool_queues(state: State) -> list[Queue]:
 
 
 def queue_of(manifest: Mapping[str, Any]) -> Queue:
-    """The scheduler's view of a queue manifest (-1 means none / unlimited)."""
+    """The scheduler's view of a queue manifest (-1 means unlimited)."""
     gpu = manifest["spec"]["resources"]["gpu"]
-    limit = int(gpu["limit"])
+    quota, limit = int(gpu["quota"]), int(gpu["limit"])
     return Queue(
         manifest["metadata"]["name"],
-        gpu_guarantee=max(int(gpu["quota"]), 0),
+        gpu_guarantee=None if quota < 0 else quota,
         gpu_maximum=None if limit < 0 else limit,
         weight=int(gpu["overQuotaWeight"]),
     )
+
+
+def min_runtimes(state: State) -> dict[str, timedelta]:
+    """Per pool queue, how long its work is protected from preemption and reclaim."""
+    configs = as_configs(state)
+    return {
+        queue_name(configs.backend(pool.backend).k8s_namespace, name): timedelta(
+            seconds=pool.preemption.min_runtime_seconds()
+        )
+        for name, pool in configs.pools().items()
+        if pool.preemption.min_runtime_seconds()
+    }
 
 
 @dataclass(frozen=True)
@@ -89,10 +115,13 @@ class Shape:
     levels: tuple[str, ...]
     queue: str
     low: bool
-    #: The generation at which a group of this shape last failed to be placed (-1: never
-    #: placeable), and why.
-    failed_at: int | None = None
+    #: The generations (``Placements._stamp``) at which a group of this shape last failed to be
+    #: placed (:data:`NEVER`: it cannot be), and why.
+    failed_at: tuple[int, ...] | None = None
     reason: str | None = None
+    #: When work that protected its victims may be evicted (a failed preemption is tried again
+    #: then, even if nothing else changed).
+    retry_at: datetime | None = None
     #: The reason as the store has it.
     reason_written: str | None = None
 
@@ -126,9 +155,23 @@ class Placed:
     placement: Placement  # with the group's own pod names
 
 
+@dataclass(frozen=True)
+class Evicted:
+    """A running gang evicted for ``by`` (a group uuid) in ``queue``: reclaimed (its queue
+    borrowed above its guarantee) or preempted (same queue, lower priority)."""
+
+    group: str
+    by: str
+    queue: str
+    reclaimed: bool
+    gpus: int
+
+
 @dataclass
 class PassResult:
     placed: list[Placed] = field(default_factory=list)
+    #: Gangs evicted for groups placed in this pass (before those placements).
+    evicted: list[Evicted] = field(default_factory=list)
     #: Shapes whose reason changed in this pass.
     reasons: list[Shape] = field(default_factory=list)
     tries: int = 0
@@ -137,23 +180,41 @@ class PassResult:
 @dataclass
 class _BoundGroup:
     bindings: list[Binding]
-    charged: dict[str, int]  # queue -> GPUs it counts against
+    queue: str
+    preemptible: bool
+    charged: int = 0  # GPUs counted against the queue
 
 
 class Placements:
     """See the module docstring."""
 
     def __init__(
-        self, nodes: Sequence[Node], queues: Iterable[Queue], bound: Iterable[BoundPodOnNode]
+        self,
+        nodes: Sequence[Node],
+        queues: Iterable[Queue],
+        bound: Iterable[BoundPodOnNode],
+        *,
+        bound_at: Mapping[str, datetime] | None = None,
+        min_runtime: Mapping[str, timedelta] | None = None,
     ) -> None:
         self.nodes = nodes
-        self._names = {node.name for node in nodes}
+        self._index = {node.name: i for i, node in enumerate(nodes)}
         self._snapshots: dict[tuple[str, ...], ClusterSnapshot] = {}
         self.usage = QueueUsage(queues)
+        #: Per queue, how long its work is protected from eviction.
+        self.min_runtime = dict(min_runtime or {})
         #: Grows whenever capacity is given back: shapes that failed before may fit now.
         self.generation = 0
+        #: Grows whenever preemptible work is bound: a failed preemption may succeed now.
+        self.victim_generation = 0
         self._groups: dict[str, _BoundGroup] = {}
         self._external: list[Binding] = []  # bound pods that belong to no task group
+        #: Bound preemptible gangs in bind order (youngest last), and by node index.
+        self._victims: dict[str, Running] = {}
+        self._victims_on: dict[int, dict[str, Running]] = {}
+        self._bind_order = itertools.count()
+        #: Groups placed in the current pass: never victims in it.
+        self._placed_now: set[str] = set()
         self.waiting: dict[str, WaitingGroup] = {}
         self._shapes: dict[str, Shape] = {}
         #: Per shape: its waiting groups as a heap of (order, group uuid); entries of groups no
@@ -161,27 +222,65 @@ class Placements:
         self._lines: dict[str, list[tuple[tuple[Any, ...], str]]] = {}
         for pod in bound:
             self._take_existing(pod)
+        self._index_existing_victims(bound_at or {})
 
     # -- what is bound ----------------------------------------------------------------------
 
     def _take_existing(self, pod: BoundPodOnNode) -> None:
-        if pod.node not in self._names:
+        if pod.node not in self._index:
             log.warning("bound pod on an unknown node ignored", pod=pod.name, node=pod.node)
             return
         demand = pod_demand(pod.spec)
         binding = Binding(pod.name, pod.node, demand)
-        charged: dict[str, int] = {}
         queue = pod.labels.get(QUEUE_LABEL, "")
-        if queue in self.usage.used and pod.labels.get(PRIORITY_LABEL, "").upper() != "LOW":
+        preemptible = pod.labels.get(PRIORITY_LABEL, "").upper() == PREEMPTIBLE
+        charged = 0
+        if queue in self.usage.used:
             self.usage.used[queue] += demand.gpu
-            charged[queue] = demand.gpu
+            if not preemptible:
+                self.usage.deserved[queue] += demand.gpu
+            charged = demand.gpu
         if pod.group_uuid is None:
             self._external.append(binding)
             return
-        group = self._groups.setdefault(pod.group_uuid, _BoundGroup([], {}))
+        group = self._groups.setdefault(pod.group_uuid, _BoundGroup([], queue, preemptible))
         group.bindings.append(binding)
-        for name, gpus in charged.items():
-            group.charged[name] = group.charged.get(name, 0) + gpus
+        group.charged += charged
+
+    def _index_existing_victims(self, bound_at: Mapping[str, datetime]) -> None:
+        """The preemptible gangs read at start, oldest first (unknown bind times first)."""
+        preemptible = [key for key, group in self._groups.items() if group.preemptible]
+        oldest = datetime.min.replace(tzinfo=None)
+
+        def when(key: str) -> datetime:
+            found = bound_at.get(key)
+            return found.replace(tzinfo=None) if found is not None else oldest
+
+        for key in sorted(preemptible, key=when):
+            self._add_victim(key, bound_at.get(key))
+
+    def _add_victim(self, key: str, since: datetime | None) -> None:
+        group = self._groups[key]
+        victim = Running(
+            key,
+            tuple(group.bindings),
+            group.queue,
+            PREEMPTIBLE,
+            (since, next(self._bind_order)),
+        )
+        self._victims[key] = victim
+        for binding in group.bindings:
+            self._victims_on.setdefault(self._index[binding.node], {})[key] = victim
+        self.victim_generation += 1
+
+    def _drop_victim(self, key: str) -> None:
+        victim = self._victims.pop(key, None)
+        if victim is None:
+            return
+        for binding in victim.bindings:
+            on_node = self._victims_on.get(self._index[binding.node])
+            if on_node is not None:
+                on_node.pop(key, None)
 
     def snapshot(self, levels: tuple[str, ...]) -> ClusterSnapshot:
         found = self._snapshots.get(levels)
@@ -199,21 +298,31 @@ class Placements:
         return found
 
     def release(self, group_uuid: str) -> bool:
-        """Give back what a finished group took (its pods were deleted); False if it held
-        nothing."""
+        """Give back what a finished (or evicted) group took; False if it held nothing."""
         group = self._groups.pop(group_uuid, None)
         if group is None:
             return False
+        self._drop_victim(group_uuid)
         for snapshot in self._snapshots.values():
             for binding in group.bindings:
                 try:
                     snapshot.release([binding])
                 except ValueError:  # it did not fit when the snapshot was built
                     log.warning("released pod was not taken", pod=binding.pod)
-        for queue, gpus in group.charged.items():
-            self.usage.refund(queue, min(gpus, self.usage.used.get(queue, 0)))
+        if group.charged:
+            queue = group.queue
+            self.usage.used[queue] -= min(group.charged, self.usage.used.get(queue, 0))
+            if not group.preemptible:
+                self.usage.deserved[queue] -= min(group.charged, self.usage.deserved[queue])
         self.generation += 1
         return True
+
+    def bound_gpus(self) -> dict[str, tuple[int, int]]:
+        """Per queue: GPUs in use, and of those, borrowed above its guarantee."""
+        return {
+            queue: (self.usage.used[queue], self.usage.borrowed(queue))
+            for queue in self.usage.queues
+        }
 
     # -- what waits -------------------------------------------------------------------------
 
@@ -242,7 +351,7 @@ class Placements:
             root, error = None, str(err)
         if root is None:
             shape = Shape(shape_of(PodSet(group_uuid, None)), None, levels, queue, low)
-            shape.reason, shape.failed_at = error, -1
+            shape.reason, shape.failed_at = error, NEVER
             names: tuple[str, ...] = ()
         else:
             key = shape_of(root, list(levels), queue, low)
@@ -259,10 +368,13 @@ class Placements:
 
     # -- a pass -----------------------------------------------------------------------------
 
-    def place_waiting(self) -> PassResult:
+    def place_waiting(self, now: datetime | None = None) -> PassResult:
         """Offer the waiting groups in fair-share order (queues by their share at the start of
-        the pass, then priority, then age); see the module docstring for shapes."""
+        the pass, then priority, then age); see the module docstring for shapes. ``now``
+        decides which running work is still protected by its queue's minimum runtime (None:
+        none is)."""
         result = PassResult()
+        self._placed_now = set()
         shapes = {key: self._shape(key, line) for key, line in list(self._lines.items())}
         share = {
             shape.queue: queue_share(self.usage, shape.queue)
@@ -271,7 +383,7 @@ class Placements:
         }
         heads: list[tuple[tuple[Any, ...], str]] = []
         for key, shape in shapes.items():
-            if shape is not None and shape.failed_at not in (self.generation, -1):
+            if shape is not None and self._may_try(shape, key, now):
                 heapq.heappush(heads, ((share[shape.queue], *self._lines[key][0][0]), key))
         while heads:
             _, key = heapq.heappop(heads)
@@ -279,12 +391,16 @@ class Placements:
             group = self.waiting[line[0][1]]
             shape = group.shape
             result.tries += 1
-            outcome = self._try(group)
+            outcome = self._try(group, now)
             if isinstance(outcome, Pending):
-                shape.failed_at, shape.reason = self.generation, outcome.reason
-                continue
+                preemption = self._try_preempting(group, now)
+                if preemption is None:
+                    shape.failed_at, shape.reason = self._stamp(group), self._why(group, outcome)
+                    continue
+                outcome = self._evict_for(group, preemption, result, now)
             heapq.heappop(line)
             self.drop(group.key)
+            self._placed_now.add(group.key)
             result.placed.append(Placed(group, outcome))
             if self._shape(key, line) is not None:
                 heapq.heappush(heads, ((share[shape.queue], *line[0][0]), key))
@@ -293,6 +409,22 @@ class Placements:
                 shape.reason_written = shape.reason
                 result.reasons.append(shape)
         return result
+
+    def _stamp(self, group: WaitingGroup) -> tuple[int, ...]:
+        """What must change for a failed shape to be worth another try: capacity given back,
+        and for a group that may evict, new preemptible work bound."""
+        if group.priority == PREEMPTIBLE:
+            return (self.generation,)
+        return (self.generation, self.victim_generation)
+
+    def _may_try(self, shape: Shape, key: str, now: datetime | None) -> bool:
+        if shape.failed_at == NEVER:
+            return False
+        head = self.waiting[self._lines[key][0][1]]
+        if shape.failed_at != self._stamp(head):
+            return True
+        retry = shape.retry_at
+        return retry is not None and now is not None and now >= retry
 
     def _shape(self, key: str, line: list[tuple[tuple[Any, ...], str]]) -> Shape | None:
         """The shape of the line, once entries of groups that no longer wait are dropped from
@@ -305,32 +437,131 @@ class Placements:
             return None
         return self.waiting[line[0][1]].shape
 
-    def _try(self, group: WaitingGroup) -> Placement | Pending:
+    def _try(self, group: WaitingGroup, now: datetime | None) -> Placement | Pending:
         shape = group.shape
         assert shape.root is not None
-        queues = None if shape.low else self.usage
-        result = place_pod_set(self.snapshot(shape.levels), shape.root, shape.queue, queues)
+        result = place_pod_set(
+            self.snapshot(shape.levels),
+            shape.root,
+            shape.queue,
+            self.usage,
+            preemptible=shape.low,
+            explain=shape.low,  # HIGH and NORMAL may evict: explained only if they wait
+        )
         if isinstance(result, Pending):
             return result
-        own = dict(zip(shape.pod_names, group.pod_names, strict=True))
-        bindings = tuple(Binding(own[b.pod], b.node, b.demand) for b in result.bindings)
-        placement = Placement(
-            bindings,
-            result.domains,
-            tuple(own[name] for name in result.unplaced),
-            result.queue,
-        )
-        self._take(group.key, placement, charge=not shape.low)
+        placement = self._own(group, result)
+        self._take(group.key, placement, preemptible=shape.low, now=now)
         return placement
 
-    def _take(self, group_uuid: str, placement: Placement, *, charge: bool) -> None:
+    def _why(self, group: WaitingGroup, pending: Pending) -> str:
+        """The reason ``group`` waits (worked out now when the first try did not)."""
+        shape = group.shape
+        if pending is not UNEXPLAINED or shape.root is None:
+            return pending.reason
+        return explain_pending(self.snapshot(shape.levels), shape.root)
+
+    def _own(self, group: WaitingGroup, found: Placement) -> Placement:
+        """``found`` (placed with the pod names of the shape's first group) with the group's
+        own pod names."""
+        own = dict(zip(group.shape.pod_names, group.pod_names, strict=True))
+        return Placement(
+            tuple(Binding(own[b.pod], b.node, b.demand) for b in found.bindings),
+            found.domains,
+            tuple(own[name] for name in found.unplaced),
+            found.queue,
+        )
+
+    # -- preemption -------------------------------------------------------------------------
+
+    def _try_preempting(self, group: WaitingGroup, now: datetime | None) -> Preemption | None:
+        """Victims for ``group`` (HIGH or NORMAL) and where it then goes, or None. Records on
+        the shape when protected work may become a victim (its minimum runtime over)."""
+        shape = group.shape
+        shape.retry_at = None
+        if shape.low or shape.root is None or not self._victims:
+            return None
+        protected_until: list[datetime] = []
+
+        def unprotected() -> Iterator[Running]:
+            for victim in reversed(self._victims.values()):  # youngest first
+                if victim.key in self._placed_now:
+                    continue  # placed in this pass: it has not even started
+                until = self._protected_until(victim, now)
+                if until is None:
+                    yield victim
+                else:
+                    protected_until.append(until)
+
+        found = preempt(
+            self.snapshot(shape.levels),
+            shape.root,
+            shape.queue,
+            group.priority,
+            self.usage,
+            unprotected(),
+            lambda i: [
+                v
+                for v in self._victims_on.get(i, {}).values()
+                if v.key not in self._placed_now and self._protected_until(v, now) is None
+            ],
+        )
+        if found is None and protected_until:
+            shape.retry_at = min(protected_until)
+        return found
+
+    def _protected_until(self, victim: Running, now: datetime | None) -> datetime | None:
+        """When ``victim`` may be evicted, while that is still ahead; None: it may be now."""
+        minimum = self.min_runtime.get(victim.queue)
+        since = victim.since[0]
+        if not minimum or now is None or since is None:
+            return None
+        until: datetime = since + minimum
+        return until if until > now else None
+
+    def _evict_for(
+        self,
+        group: WaitingGroup,
+        preemption: Preemption,
+        result: PassResult,
+        now: datetime | None,
+    ) -> Placement:
+        """Release the victims, bind ``group`` where the simulation put it."""
+        for victim in preemption.victims:
+            self.release(victim.key)
+            result.evicted.append(
+                Evicted(
+                    victim.key,
+                    group.key,
+                    group.queue,
+                    reclaimed=victim.queue != group.queue,
+                    gpus=victim.gpus,
+                )
+            )
+        placement = self._own(group, preemption.placement)
+        self._take(group.key, placement, preemptible=group.shape.low, now=now)
+        return placement
+
+    def _take(
+        self,
+        group_uuid: str,
+        placement: Placement,
+        *,
+        preemptible: bool,
+        now: datetime | None = None,
+    ) -> None:
         for snapshot in self._snapshots.values():
             snapshot.bind(placement.bindings)
-        charged: dict[str, int] = {}
-        if charge and placement.queue in self.usage.used:
-            self.usage.used[placement.queue] += placement.gpus
-            charged[placement.queue] = placement.gpus
-        self._groups[group_uuid] = _BoundGroup(list(placement.bindings), charged)
+        charged = 0
+        queue = placement.queue
+        if queue in self.usage.used:
+            self.usage.charge(queue, placement.gpus, preemptible=preemptible)
+            charged = placement.gpus
+        self._groups[group_uuid] = _BoundGroup(
+            list(placement.bindings), queue, preemptible, charged
+        )
+        if preemptible:
+            self._add_victim(group_uuid, now)
 
 
 def _pod_group(manifests: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import platformdirs
@@ -21,12 +21,14 @@ from corral.domain.configs.defaults import initial_bundle
 from corral.domain.configs.snapshot import State
 from corral.domain.formats.durations import parse_duration
 from corral.domain.platform.nodes import Node
+from corral.domain.workflows.plan import WorkflowPlan
 from corral.errors import UserError
 from corral.files import read_bundle_directory
 from corral.services.capacity import ClusterCapacity, backend_nodes, read_capacity
 from corral.services.config_service import ConfigService, WriteMeta, WriteResult
 from corral.services.leadership import Leadership
 from corral.services.lifecycle import LifecycleController
+from corral.services.placement_now import GroupPlacement, placements_now
 from corral.services.submission import SubmissionService
 from corral.store.cluster_objects import ClusterObjectStore
 from corral.store.config_store import ConfigStore
@@ -37,6 +39,8 @@ from corral.store.users import UserStore
 from corral.store.workflows import StoredTask, StoredWorkflow, WorkflowStore, pod_of
 
 Clock = Callable[[], datetime]
+#: How far back the pool views count preempted GPUs.
+PREEMPTED_WINDOW = timedelta(hours=24)
 
 
 def utc_now() -> datetime:
@@ -130,6 +134,19 @@ class Runtime:
         """Per cluster of ``state``: its nodes, the pods holding resources and its pools."""
         return read_capacity(state, self.cluster, self.objects, self.backends)
 
+    def recently_preempted(self) -> dict[str, int]:
+        """Per pool, the GPUs of its groups evicted by preemption or reclaim in the last 24
+        hours."""
+        return self.workflows.preempted_gpus(utc_now() - PREEMPTED_WINDOW)
+
+    def placements_now(self, state: State, plan: WorkflowPlan) -> list[GroupPlacement]:
+        """Where ``plan``'s groups would be placed on its pool's cluster now (a dry run)."""
+        pool = plan.submitter.pool
+        for cluster in self.capacity(state):
+            if pool in cluster.pools:
+                return placements_now(state, plan, cluster, utc_now())
+        return []
+
     def nodes_of(self, backend: str) -> tuple[Node, ...]:
         """The nodes the pools of ``backend`` run on (the submission's node checks)."""
         return backend_nodes(self.configs.state(), self.cluster, self.backends, backend)
@@ -196,7 +213,12 @@ def open_runtime(
         UserStore(engine, clock),
         nodes,
         workflows,
-        SubmissionService(configs, workflows, lambda backend: runtime.nodes_of(backend)),
+        SubmissionService(
+            configs,
+            workflows,
+            lambda backend: runtime.nodes_of(backend),
+            lambda state, plan: runtime.placements_now(state, plan),
+        ),
         ClusterObjectStore(engine, clock),
         tasks,
         tuple(private_paths(*private, tasks, _database_file(database_url), tempfile_root())),

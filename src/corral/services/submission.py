@@ -34,6 +34,7 @@ from corral.errors import ConflictError, NotFoundError, UserError
 from corral.services import sandbox
 from corral.services.config_service import ConfigService
 from corral.services.jinja_worker import render_in_subprocess
+from corral.services.placement_now import GroupPlacement
 from corral.store.workflows import IdempotencyKey, KeyTaken, WorkflowStore
 
 #: How often a submission re-numbers itself when its id was taken anyway (a workflow stored
@@ -91,9 +92,13 @@ class SubmitOutcome:
     warnings: tuple[str, ...] = ()
     #: True: the idempotency key was used before; this is that submission's workflow.
     replayed: bool = False
+    #: A dry run's: where each group would be placed now, or why not.
+    placements: tuple[GroupPlacement, ...] = ()
 
 
 NodesOf = Callable[[str], Sequence[Node]]
+#: Where a plan's groups would be placed on the live cluster (``services/placement_now.py``).
+PlaceNow = Callable[[Configs, WorkflowPlan], Sequence[GroupPlacement]]
 
 
 class SubmissionService:
@@ -102,10 +107,12 @@ class SubmissionService:
         configs: ConfigService,
         store: WorkflowStore,
         nodes_of: NodesOf,
+        place_now: PlaceNow | None = None,
     ) -> None:
         self._configs = configs
         self._store = store
         self._nodes_of = nodes_of
+        self._place_now = place_now
 
     def submit(
         self,
@@ -254,8 +261,16 @@ class SubmissionService:
                     rendered=accepted.rendered,
                 ) from None
             if mode is not Mode.SUBMIT:
+                live: tuple[GroupPlacement, ...] = ()
+                if mode is Mode.DRY_RUN and self._place_now is not None:
+                    live = tuple(self._place_now(state, plan))
                 return SubmitOutcome(
-                    submitter.workflow_id, accepted.text, plan, False, warnings(accepted, priority)
+                    submitter.workflow_id,
+                    accepted.text,
+                    plan,
+                    False,
+                    warnings(accepted, priority),
+                    placements=live,
                 )
             try:
                 self._store.insert(
@@ -314,9 +329,9 @@ UNUSED_SET = (
 )
 #: What LOW priority means here (docs/submission.md#the-pipeline).
 LOW_PRIORITY = (
-    "LOW priority: the workflow does not count against the pool's GPU quota and runs on GPUs "
-    "others leave idle; on a Kubernetes backend KAI may preempt it for higher-priority work "
-    "(the embedded backend does not preempt)."
+    "LOW priority: the workflow does not count against the pool's GPU guarantee and runs on "
+    "GPUs others leave idle; HIGH and NORMAL work may preempt it (and reclaim what its pool "
+    "borrows above its guarantee)."
 )
 
 
@@ -392,7 +407,8 @@ def plan_in_sandbox(
     state: Configs, spec: Any, submitter: Submitter, nodes: Sequence[Node]
 ) -> WorkflowPlan:
     """:func:`plan_workflow` in a sandbox worker: it renders the pool's templates, each value
-    within the WORKFLOW config's time limit (docs/submission.md#limits)."""
+    within the WORKFLOW config's time limit (docs/submission.md#limits), and refuses a group
+    that could never run (``services/feasibility.py``)."""
     plan: WorkflowPlan = sandbox.run(
         "plan_workflow",
         sandbox.Kept(state),

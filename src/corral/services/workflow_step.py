@@ -34,6 +34,8 @@ from corral.store.workflows import Changes, StoredGroup, StoredTask, StoredWorkf
 log = structlog.get_logger("corral.lifecycle")
 
 UPSTREAM_FAILED_CODE = 3000
+#: OSMO's exit code of a preempted task.
+PREEMPTED_CODE = 3006
 #: Ticks in a row a transient error may stop a group's objects from being created before the
 #: group fails (a restart starts counting again).
 MAX_CREATE_ATTEMPTS = 5
@@ -97,6 +99,8 @@ class StartTask:
 @dataclass(frozen=True)
 class StopTask:
     run: TaskRun
+    #: An eviction's grace period (None: the executor's own stop).
+    grace_seconds: float | None = None
 
 
 @dataclass(frozen=True)
@@ -128,6 +132,7 @@ class WorkflowStep:
         pool = configs.find_pool(workflow.pool)  # None: deleted while the workflow runs
         self.pool_actions = pool_exit_actions(pool.default_exit_actions if pool else {})
         self.in_maintenance = pool is not None and pool.enable_maintenance
+        self.grace_seconds = pool.preemption.grace_seconds() if pool else 0.0
         self.levels = tuple(key.label for key in pool.topology_keys) if pool else ()
         self.max_retry = configs.workflow.max_retry_per_task
         self.executor = executor
@@ -146,6 +151,8 @@ class WorkflowStep:
                 self._end_group(group, TaskStatus.FAILED_CANCELED, message)
             elif self._timed_out(group, TaskStatus.SCHEDULING, self.workflow.queue_timeout_s):
                 self._end_group(group, TaskStatus.FAILED_QUEUE_TIMEOUT, "Queue timeout.")
+            elif group.evict:
+                self._evicted(group)
             elif self._timed_out(group, TaskStatus.RUNNING, self.workflow.exec_timeout_s):
                 self._end_group(group, TaskStatus.FAILED_EXEC_TIMEOUT, "Exec timeout.")
             elif self.group_status[group.name] in _RUNNING_STATES:
@@ -162,7 +169,8 @@ class WorkflowStep:
             if isinstance(effect, StartTask):
                 self.executor.start(effect.run)
             elif isinstance(effect, StopTask):
-                self.executor.stop(effect.run)  # idempotent, also for a never-started attempt
+                # idempotent, also for a never-started attempt
+                self.executor.stop(effect.run, effect.grace_seconds)
             else:
                 self._apply_group(effect.group)
         self._aggregate()
@@ -211,13 +219,14 @@ class WorkflowStep:
         message: str = "",
         code: int | None = None,
         stop: bool = True,
+        grace: bool = False,
     ) -> None:
         if self.task_status[task.uuid].group_finished:
             return
         if stop and self.task_status[task.uuid] in _RUNNING_STATES:
             run = self._run(task)
             self._keep_log(task, run)  # before stopping: a stopped pod takes its log with it
-            self.effects.append(StopTask(run))
+            self.effects.append(StopTask(run, self.grace_seconds if grace else None))
         self.task_status[task.uuid] = status
         values: dict[str, Any] = {"status": status.value, "ended_at": self.now}
         if message:
@@ -237,6 +246,74 @@ class WorkflowStep:
         elif status is TaskStatus.RUNNING and group.started_at is None:
             values["started_at"] = self.now
         self.changes.group(group.uuid, **values)
+
+    # -- evicted --------------------------------------------------------------------------
+
+    def _evicted(self, group: StoredGroup) -> None:
+        """The scheduler evicted the group (its pods are unbound already): stop its tasks with
+        the pool's grace period; each ends as exit code 3006 says (the task's exit actions,
+        then the pool's). When every task would be RESCHEDULED, the group goes back to the
+        queue instead (its tasks' next attempts); otherwise every task ends, preempted."""
+        self.changes.group(group.uuid, evict=False)
+        if self.group_status[group.name] not in _RUNNING_STATES:
+            return  # it ended in this tick already
+        message = f"Preempted by {group.preempted_by}." if group.preempted_by else "Preempted."
+        outcomes = {
+            task.uuid: exit_outcome(
+                PREEMPTED_CODE,
+                task.exit_actions,
+                self.pool_actions,
+                retry_id=task.retry_id,
+                max_retry=self.max_retry,
+                failed=TaskStatus.FAILED_PREEMPTED,
+            )
+            for task in group.tasks
+        }
+        requeue = not self.backend.schedules_itself and all(
+            outcome.status is TaskStatus.RESCHEDULED for outcome in outcomes.values()
+        )
+        for task in group.tasks:
+            outcome = outcomes[task.uuid]
+            note = " ".join(part for part in (message, outcome.message) if part)
+            if requeue:
+                self._requeue_task(task, note)
+            else:  # a gang is requeued whole or not at all
+                status = outcome.status
+                if status is TaskStatus.RESCHEDULED:
+                    status = TaskStatus.FAILED_PREEMPTED
+                self._end_task(task, status, message=note, code=PREEMPTED_CODE, grace=True)
+        if requeue:
+            self.group_status[group.name] = TaskStatus.SCHEDULING
+            self.changes.group(
+                group.uuid,
+                status=TaskStatus.SCHEDULING.value,
+                scheduling_at=self.now,
+                started_at=None,
+                domains=None,
+                pending_reason=None,
+            )
+        else:
+            states = [TaskState(self.task_status[t.uuid], t.lead) for t in group.tasks]
+            self._set_group(
+                group, group_status(states, ignore_non_lead_status=group.ignore_non_lead)
+            )
+
+    def _requeue_task(self, task: StoredTask, message: str) -> None:
+        """Stop the attempt; the next one waits for the scheduler with the group."""
+        if self.task_status[task.uuid] in _RUNNING_STATES:
+            run = self._run(task)
+            self._keep_log(task, run)
+            self.effects.append(StopTask(run, self.grace_seconds))
+        self.task_status[task.uuid] = TaskStatus.SCHEDULING
+        self.changes.task(
+            task.uuid,
+            status=TaskStatus.SCHEDULING.value,
+            retry_id=task.retry_id + 1,
+            exit_code=PREEMPTED_CODE,
+            message=message,
+            started_at=None,
+            node=None,
+        )
 
     # -- running tasks ----------------------------------------------------------------------
 

@@ -109,6 +109,8 @@ class WorkingSet:
     cleanup: dict[str, Finished] = field(default_factory=dict)
     #: Group uuid -> the workflow of a group waiting for corral's scheduler.
     owners: dict[str, str] = field(default_factory=dict)
+    #: Group uuid -> the workflow of a group corral's scheduler bound (a possible victim).
+    bound: dict[str, str] = field(default_factory=dict)
     #: Groups that started waiting for corral's scheduler, and their shape (to be written).
     new_shapes: dict[str, str] = field(default_factory=dict)
     _timers: list[tuple[datetime, str]] = field(default_factory=list)

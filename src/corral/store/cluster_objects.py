@@ -181,6 +181,20 @@ class ClusterObjectStore:
             ],
         )
 
+    @staticmethod
+    def unbind_groups(connection: Connection, group_uuids: Sequence[str]) -> None:
+        """Unbind every pod of the groups (evicted by the scheduler), inside the caller's
+        transaction."""
+        for start in range(0, len(group_uuids), 1000):
+            connection.execute(
+                cluster_objects.update()
+                .where(
+                    cluster_objects.c.group_uuid.in_(list(group_uuids[start : start + 1000])),
+                    cluster_objects.c.kind == "Pod",
+                )
+                .values(node=None)
+            )
+
     def _select(self, *where: Any) -> list[ClusterObject]:
         with self._engine.connect() as connection:
             rows = connection.execute(

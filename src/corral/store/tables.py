@@ -138,8 +138,28 @@ workflow_groups = Table(
     Column("ignore_non_lead", Boolean, nullable=False, default=True),
     #: Every object of the group has been deleted from the cluster.
     Column("cleaned", Boolean, nullable=False, default=False),
+    #: The scheduler evicted the group (its pods are unbound): its workflow's next step stops
+    #: its tasks and ends or requeues it.
+    Column("evict", Boolean, nullable=False, default=False),
+    #: Why the group was last evicted ("W (queue Q reclaimed its guarantee)").
+    Column("preempted_by", Text, nullable=True),
     Index("ix_workflow_groups_workflow", "workflow_id"),
     Index("ix_workflow_groups_status", "status"),
+)
+
+#: One row per gang evicted by preemption or reclaim (the pools' preempted figures).
+preemptions = Table(
+    "preemptions",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("at", DateTime(timezone=True), nullable=False),
+    Column("pool", String(256), nullable=False),
+    Column("workflow_id", String(128), nullable=False),
+    Column("group_uuid", String(32), nullable=False),
+    Column("gpus", Integer, nullable=False),
+    Column("by_workflow", String(128), nullable=False),
+    Column("reclaimed", Boolean, nullable=False),
+    Index("ix_preemptions_at", "at"),
 )
 
 workflow_tasks = Table(

@@ -40,6 +40,7 @@ from corral.store.tables import (
     controller_inbox,
     idempotency_keys,
     pending_shapes,
+    preemptions,
     task_logs,
     workflow_groups,
     workflow_numbers,
@@ -122,6 +123,8 @@ class Changes:
     shapes: dict[str, SharedReason] = field(default_factory=dict)
     #: Inbox rows the controller has read and acted on.
     inbox_done: list[int] = field(default_factory=list)
+    #: Rows of ``preemptions``: gangs evicted by the scheduler.
+    preemptions: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
@@ -132,6 +135,7 @@ class Changes:
             or self.logs
             or self.shapes
             or self.inbox_done
+            or self.preemptions
         )
 
     def merge(self, other: Changes) -> None:
@@ -146,6 +150,7 @@ class Changes:
         self.logs.update(other.logs)
         self.shapes.update(other.shapes)
         self.inbox_done.extend(other.inbox_done)
+        self.preemptions.extend(other.preemptions)
 
     def workflow(self, workflow_id: str, **values: Any) -> None:
         self.workflows.setdefault(workflow_id, {}).update(values)
@@ -203,6 +208,10 @@ class StoredGroup:
     cleaned: bool = False
     #: While it waits for corral's scheduler: the shape whose reason it shares.
     pending_shape: str | None = None
+    #: Evicted by the scheduler: the next step stops its tasks and ends or requeues it.
+    evict: bool = False
+    #: Why it was last evicted.
+    preempted_by: str | None = None
 
 
 @dataclass(frozen=True)
@@ -491,6 +500,8 @@ class WorkflowStore:
             for start in range(0, len(changes.inbox_done), _CHUNK):
                 done = changes.inbox_done[start : start + _CHUNK]
                 connection.execute(delete(controller_inbox).where(controller_inbox.c.id.in_(done)))
+            if changes.preemptions:
+                connection.execute(insert(preemptions), changes.preemptions)
             if also is not None:
                 also(connection)
 
@@ -502,6 +513,16 @@ class WorkflowStore:
         )
         with writing(self._engine) as connection:
             connection.execute(delete(pending_shapes).where(pending_shapes.c.shape.not_in(in_use)))
+
+    def preempted_gpus(self, since: datetime) -> dict[str, int]:
+        """Per pool, the GPUs of its gangs evicted by preemption or reclaim since ``since``."""
+        with self._engine.connect() as connection:
+            rows = connection.execute(
+                select(preemptions.c.pool, func.sum(preemptions.c.gpus))
+                .where(preemptions.c.at >= since)
+                .group_by(preemptions.c.pool)
+            ).all()
+        return {row[0]: int(row[1]) for row in rows}
 
     def pools(self) -> list[str]:
         """Every pool some workflow was submitted to."""
@@ -768,6 +789,7 @@ def _group_rows(plan: WorkflowPlan) -> list[dict[str, Any]]:
             "manifests": list(group.manifests),
             "ignore_non_lead": group.ignore_non_lead_status,
             "cleaned": False,
+            "evict": False,
         }
         for position, group in enumerate(plan.groups)
     ]
@@ -814,6 +836,8 @@ def _group(row: Any, tasks: Sequence[Any], shared: Mapping[str, SharedReason]) -
         pending_reason=reason,
         pending_shape=row["pending_shape"],
         cleaned=bool(row["cleaned"]),
+        evict=bool(row["evict"]),
+        preempted_by=row["preempted_by"],
         tasks=[
             StoredTask(
                 name=t["name"],

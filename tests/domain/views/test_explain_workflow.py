@@ -284,3 +284,21 @@ def test_workflow_summaries() -> None:
     assert explain_workflow(replace(running, status="MYSTERY"), NOW).summary == "status MYSTERY"
     odd_group = replace(running, groups=[group("g", "MYSTERY", [])])
     assert reasons(explain_workflow(odd_group, NOW)) == {"g": "status MYSTERY"}
+
+
+def test_a_preempted_group_says_by_whom_and_why() -> None:
+    by = "urgent-3 (queue nvl72 reclaimed its guarantee)"
+    ended = task("a", "FAILED_PREEMPTED", exit_code=3006, message=f"Preempted by {by}.")
+    requeued = task("b", "SCHEDULING", retry_id=1, exit_code=3006)
+    wf = workflow(
+        "RUNNING",
+        group("victim", "FAILED_PREEMPTED", [ended], preempted_by=by),
+        group("again", "SCHEDULING", [requeued], preempted_by=by, scheduling_at=NOW),
+        group("plain", "FAILED_PREEMPTED", [task("c", "FAILED_PREEMPTED", exit_code=3006)]),
+    )
+    assert reasons(explain_workflow(wf, NOW)) == {
+        "victim": f"preempted by {by}",
+        "again": f"waiting for the scheduler; back in the queue after it was preempted by {by}; "
+        "queued for 0s of the 30m queue timeout",
+        "plain": "preempted by higher-priority work: c exited 3006",
+    }

@@ -57,15 +57,15 @@ def test_exact_figures_for_two_node_sets_and_an_empty_pool() -> None:
     ]
     report = calculate_pool_quotas(pools, tasks, nodes)
     assert [[q.name for q in s.pools] for s in report.node_sets] == [["a", "b"], ["c"], ["d"]]
-    assert usage_of(report, "a") == ResourceUsage(4, 6, 10, 6, 16, 8)
+    assert usage_of(report, "a") == ResourceUsage(4, 6, 10, 6, 16, 8, 16, 0, 0)
     # b has no quota (-1): its limit is its capacity, of its own node n2 (issue 14: a pool's
     # figures are its own, not its node set's, so they do not change with the pools asked for)
-    assert usage_of(report, "b") == ResourceUsage(2, 6, 8, 2, 8, 6)
-    assert usage_of(report, "c") == ResourceUsage(0, 4, 4, 1, 4, 3)
+    assert usage_of(report, "b") == ResourceUsage(2, 6, 8, 2, 8, 6, 8, 0, 0)
+    assert usage_of(report, "c") == ResourceUsage(0, 4, 4, 1, 4, 3, 4, 0, 0)
     # a pool without nodes: its own node set, capacity 0, quota as configured
-    assert usage_of(report, "d") == ResourceUsage(0, 2, 2, 0, 0, 0)
+    assert usage_of(report, "d") == ResourceUsage(0, 2, 2, 0, 0, 0, 0, 0, 0)
     # quota figures summed per pool; capacity and free per node set (n1, n2 counted once)
-    assert report.total == ResourceUsage(6, 18, 24, 9, 20, 11)
+    assert report.total == ResourceUsage(6, 18, 24, 9, 20, 11, 28, 0, 0)
 
 
 def test_node_sets_merge_transitively() -> None:
@@ -87,7 +87,9 @@ def test_a_pools_figures_do_not_depend_on_the_pools_asked_with_it() -> None:
     tasks = [RunningTask("a", 1, "HIGH"), RunningTask("b", 2, "NORMAL")]
     alone = calculate_pool_quotas({"a": pool()}, tasks, nodes)
     together = calculate_pool_quotas({"a": pool(), "b": pool(), "c": pool()}, tasks, nodes)
-    assert usage_of(alone, "a") == usage_of(together, "a") == ResourceUsage(1, 3, 4, 1, 4, 3)
+    assert (
+        usage_of(alone, "a") == usage_of(together, "a") == ResourceUsage(1, 3, 4, 1, 4, 3, 4, 0, 0)
+    )
 
 
 def test_only_the_requested_pools_form_node_sets() -> None:
@@ -101,7 +103,7 @@ def test_only_the_requested_pools_form_node_sets() -> None:
 def test_duplicate_nodes_count_once_and_over_quota_goes_negative() -> None:
     nodes = [node("n1", 8, "a", usage=8), node("n1", 8, "a", usage=8)]
     report = calculate_pool_quotas({"a": pool(4)}, [RunningTask("a", 8, "HIGH")], nodes)
-    assert usage_of(report, "a") == ResourceUsage(8, -4, 4, 8, 8, 0)
+    assert usage_of(report, "a") == ResourceUsage(8, -4, 4, 8, 8, 0, 8, 4, 0)
 
 
 def test_defaults_status_and_json_strings() -> None:
@@ -140,10 +142,22 @@ def test_defaults_status_and_json_strings() -> None:
         "total_usage": "0",
         "total_capacity": "8",
         "total_free": "8",
+        "quota_maximum": "8",
+        "borrowed": "0",
+        "preempted": "0",
     }
     assert body["resource_sum"]["total_capacity"] == "8"  # shared: once
     assert body["resource_sum"]["quota_limit"] == "18"
     assert list(pool_minimal(configs["b"], {}))[:3] == ["name", "description", "status"]
+
+
+def test_a_pools_queue_figures_maximum_borrowed_and_preempted() -> None:
+    """What LOW work uses above the guarantee is borrowed; preempted GPUs come from the store."""
+    pools = {"a": pool(4, resources={"gpu": {"guarantee": 4, "maximum": 12, "weight": 1}})}
+    tasks = [RunningTask("a", 4, "NORMAL"), RunningTask("a", 6, "LOW")]
+    report = calculate_pool_quotas(pools, tasks, [node("n1", 16, "a", usage=10)], {"a": 24})
+    assert usage_of(report, "a") == ResourceUsage(4, 0, 4, 10, 16, 6, 12, 6, 24)
+    assert report.total.preempted == 24
 
 
 POOL_NAMES = ["a", "b", "c", "d", "e"]

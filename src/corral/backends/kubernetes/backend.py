@@ -299,7 +299,8 @@ class KubernetesExecution:
             return deleted_exit()
         return pod_exit(pod)
 
-    def stop(self, run: TaskRun) -> None:
+    def stop(self, run: TaskRun, grace_seconds: float | None = None) -> None:
+        del grace_seconds  # the pod's own terminationGracePeriodSeconds applies
         namespace, name = _pod_key(run)
         kind = self.backend.api.kind(*POD)
         self.backend.api.remove_finalizer(kind, namespace, name, CLEANUP_FINALIZER)

@@ -11,6 +11,7 @@ config can be edited and written back.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, Literal
 
@@ -71,6 +72,34 @@ class GpuQuota(StrictModel):
 
 class PoolResources(StrictModel):
     gpu: GpuQuota | None = None
+
+
+class Preemption(StrictModel):
+    """corral only: how evictions treat the pool's running work (docs/scheduler.md).
+
+    ``min_runtime``: work of the pool that has run less than this is never a victim of
+    preemption or reclaim (KAI's ``preemptMinRuntime`` and ``reclaimMinRuntime`` of the pool's
+    queue). ``grace_period``: an evicted task gets SIGTERM and this long to stop before it is
+    killed."""
+
+    min_runtime: str = "0s"
+    grace_period: str = "30s"
+
+    @field_validator("min_runtime", "grace_period")
+    @classmethod
+    def _durations(cls, value: str) -> str:
+        return check_duration(value)
+
+    def min_runtime_seconds(self) -> int:
+        """``min_runtime`` in whole seconds, rounded up (KAI's queues take seconds)."""
+        return math.ceil(_seconds(self.min_runtime))
+
+    def grace_seconds(self) -> float:
+        return _seconds(self.grace_period)
+
+
+def _seconds(duration: str) -> float:
+    return parse_duration(duration).total_seconds() if duration else 0.0
 
 
 class TopologyKey(StrictModel):
@@ -149,6 +178,7 @@ class Pool(StrictModel):
     max_queue_timeout: str = ""
     default_exit_actions: dict[str, str] = {}
     resources: PoolResources = PoolResources()
+    preemption: Preemption = Preemption()
     topology_keys: list[TopologyKey] = []
     common_default_variables: dict[str, Any] = {}
     common_resource_validations: list[str] = []

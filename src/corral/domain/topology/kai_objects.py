@@ -49,9 +49,15 @@ def queue_manifests(state: State, backend: str) -> list[dict[str, Any]]:
     for name, pool in sorted(pools_of(state, backend).items()):
         gpu = pool.resources.gpu or GpuQuota()
         quota = {"quota": gpu.guarantee, "limit": gpu.maximum, "overQuotaWeight": gpu.weight}
-        queues.append(
-            _queue(queue_name(namespace, name), namespace, {"gpu": quota}, pool=name, parent=parent)
+        queue = _queue(
+            queue_name(namespace, name), namespace, {"gpu": quota}, pool=name, parent=parent
         )
+        minimum = pool.preemption.min_runtime_seconds()
+        if minimum:
+            # KAI protects young work from preemption and reclaim as the embedded scheduler does
+            queue["spec"]["preemptMinRuntime"] = f"{minimum}s"
+            queue["spec"]["reclaimMinRuntime"] = f"{minimum}s"
+        queues.append(queue)
     return queues
 
 

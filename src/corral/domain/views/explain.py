@@ -48,6 +48,8 @@ class GroupView(Protocol):
     def domains(self) -> Mapping[str, str] | None: ...
     @property
     def pending_reason(self) -> str | None: ...
+    @property
+    def preempted_by(self) -> str | None: ...
 
 
 class WorkflowView(Protocol):
@@ -152,6 +154,8 @@ def _group_reason(
         return _before_scheduling(workflow, group, status, by_name, maintenance)
     if status is TaskStatus.SCHEDULING:
         reason = group.pending_reason or SCHEDULER_PENDING
+        if group.preempted_by:
+            reason = f"{reason}; back in the queue after it was preempted by {group.preempted_by}"
         queued = f"queued for {_elapsed(now, group.scheduling_at)}" if group.scheduling_at else ""
         limit = f"the {_span(workflow.queue_timeout_s)} queue timeout"
         return f"{reason}; {queued} of {limit}" if queued else f"{reason}; {limit} applies"
@@ -215,6 +219,9 @@ def _how_it_ended(
     elif status is TaskStatus.FAILED_CANCELED:
         by = workflow.cancel_requested_by
         headline = f"canceled by {by}" if by else "canceled"
+    elif status is TaskStatus.FAILED_PREEMPTED and group.preempted_by:
+        headline = f"preempted by {group.preempted_by}"
+        details = []  # every task says the same
     elif status in _HEADLINES:
         headline = _HEADLINES[status]
     else:

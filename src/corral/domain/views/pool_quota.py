@@ -24,6 +24,17 @@ answers per pool:
     pools are listed with it. (OSMO gives each pool its node set's capacity, which changes
     with the pools in the answer.)
 
+corral adds (docs/scheduler.md#queues-priorities-and-preemption):
+
+``quota_maximum``
+    the pool's ``maximum`` (every GPU its work may hold at once); with -1 its
+    ``total_capacity``.
+``borrowed``
+    GPUs the pool's running tasks use above its ``guarantee`` (only LOW work can be there:
+    what a pool below its guarantee may reclaim); 0 without a guarantee.
+``preempted``
+    GPUs of the pool's task groups evicted by preemption or reclaim in the last 24 hours.
+
 A node set is a group of pools that share nodes, transitively: if a and b share a node and b and
 c do, a, b and c form one set, shown together (the CLI marks the shared capacity). The sum row
 counts the union of each set's nodes once. A pool without nodes is a set of its own.
@@ -42,7 +53,7 @@ from corral.domain.configs.models import GpuQuota, Pool
 UNLIMITED = -1
 #: The priority whose tasks do not count against the quota.
 PREEMPTIBLE = "LOW"
-#: The fields of ``resource_usage`` in the order OSMO's API gives them.
+#: The fields of ``resource_usage`` in the order OSMO's API gives them, then corral's.
 USAGE_FIELDS = (
     "quota_used",
     "quota_free",
@@ -51,6 +62,7 @@ USAGE_FIELDS = (
     "total_capacity",
     "total_free",
 )
+QUEUE_FIELDS = ("quota_maximum", "borrowed", "preempted")
 #: The PoolMinimal fields of the JSON answer, in OSMO's order.
 POOL_FIELDS = (
     "name",
@@ -98,10 +110,13 @@ class ResourceUsage:
     total_usage: int
     total_capacity: int
     total_free: int
+    quota_maximum: int = 0
+    borrowed: int = 0
+    preempted: int = 0
 
     def as_json(self) -> dict[str, str]:
-        """As OSMO's API answers it: every value a string."""
-        return {name: str(getattr(self, name)) for name in USAGE_FIELDS}
+        """As OSMO's API answers it: every value a string (corral's fields last)."""
+        return {name: str(getattr(self, name)) for name in (*USAGE_FIELDS, *QUEUE_FIELDS)}
 
 
 @dataclass(frozen=True)
@@ -167,11 +182,13 @@ def calculate_pool_quotas(
     pools: Mapping[str, Pool],
     tasks: Iterable[RunningTask],
     nodes: Iterable[NodeGpus],
+    preempted: Mapping[str, int] | None = None,
 ) -> QuotaReport:
     """Per pool and node set, the quota and capacity figures of the module docstring.
 
     ``pools`` (name -> config) are the pools to report, in that order; tasks of other pools
-    and nodes' other pools are ignored. Nodes with the same name count once (the last wins)."""
+    and nodes' other pools are ignored. Nodes with the same name count once (the last wins).
+    ``preempted``: per pool, the GPUs evicted from it in the last 24 hours."""
     names = list(pools)
     by_name = {node.name: node for node in nodes}
     used = dict.fromkeys(names, 0)
@@ -192,7 +209,8 @@ def calculate_pool_quotas(
         for name in members:
             own = [n for n in set_nodes if name in n.pools]
             own_capacity = sum(node.allocatable for node in own)
-            guarantee = gpu_quota(pools[name])["guarantee"]
+            quota = gpu_quota(pools[name])
+            guarantee, maximum = quota["guarantee"], quota["maximum"]
             limit = own_capacity if guarantee == UNLIMITED else guarantee
             usage = ResourceUsage(
                 quota_used=quota_used[name],
@@ -201,6 +219,9 @@ def calculate_pool_quotas(
                 total_usage=used[name],
                 total_capacity=own_capacity,
                 total_free=own_capacity - sum(node.usage for node in own),
+                quota_maximum=own_capacity if maximum == UNLIMITED else maximum,
+                borrowed=borrowed_gpus(pools[name], used[name]),
+                preempted=(preempted or {}).get(name, 0),
             )
             quotas.append(PoolQuota(name, usage))
         found.append(NodeSet(tuple(quotas), capacity, free))
@@ -212,8 +233,31 @@ def calculate_pool_quotas(
         total_usage=sum(u.total_usage for u in every),
         total_capacity=sum(s.capacity for s in found),
         total_free=sum(s.free for s in found),
+        quota_maximum=sum(u.quota_maximum for u in every),
+        borrowed=sum(u.borrowed for u in every),
+        preempted=sum(u.preempted for u in every),
     )
     return QuotaReport(tuple(found), total)
+
+
+def queue_figures(name: str, pool: Pool, used: int, preempted: int) -> dict[str, int | str]:
+    """A pool's queue in ``resource list``: its guarantee and maximum (-1: none), the GPUs its
+    running tasks use, of those borrowed above the guarantee, and preempted in 24 hours."""
+    quota = gpu_quota(pool)
+    return {
+        "pool": name,
+        "guarantee": quota["guarantee"],
+        "maximum": quota["maximum"],
+        "used": used,
+        "borrowed": borrowed_gpus(pool, used),
+        "preempted": preempted,
+    }
+
+
+def borrowed_gpus(pool: Pool, total_usage: int) -> int:
+    """GPUs the pool uses above its guarantee (0 without one)."""
+    guarantee = gpu_quota(pool)["guarantee"]
+    return 0 if guarantee == UNLIMITED else max(0, total_usage - guarantee)
 
 
 def pool_minimal(pool: Pool, default_mounts: Mapping[str, list[str]]) -> dict[str, Any]:

@@ -45,10 +45,12 @@ def exit_outcome(
     *,
     retry_id: int,
     max_retry: int,
+    failed: TaskStatus = TaskStatus.FAILED,
 ) -> ExitOutcome:
     """The task's status after it exited with ``code``, and the note OSMO appends to its message.
 
-    RESCHEDULE is not applied once ``retry_id`` reaches ``max_retry``: the plain rule decides.
+    RESCHEDULE is not applied once ``retry_id`` reaches ``max_retry``: the plain rule decides,
+    in which a code other than 0 is ``failed`` (FAILED_PREEMPTED for an evicted task).
     """
     for action in (*task_actions, *pool_actions):
         if not any(low <= code <= high for low, high in action.ranges):
@@ -56,11 +58,11 @@ def exit_outcome(
         status = _STATUS_OF[action.action]
         if status is TaskStatus.RESCHEDULED and retry_id >= max_retry:
             return ExitOutcome(
-                _plain(code), f"No exit action applied due to retry limit {max_retry}."
+                _plain(code, failed), f"No exit action applied due to retry limit {max_retry}."
             )
         return ExitOutcome(status, f"Exit Action: {action.action} the task for exit code {code}.")
-    return ExitOutcome(_plain(code))
+    return ExitOutcome(_plain(code, failed))
 
 
-def _plain(code: int) -> TaskStatus:
-    return TaskStatus.COMPLETED if code == 0 else TaskStatus.FAILED
+def _plain(code: int, failed: TaskStatus) -> TaskStatus:
+    return TaskStatus.COMPLETED if code == 0 else failed

@@ -1,0 +1,409 @@
+"""Preemption and reclaim that respect topology (docs/scheduler.md#preemption-and-reclaim).
+
+When a group of HIGH or NORMAL priority does not fit, running gangs may be evicted for it:
+
+* **victims** are whole running gangs, never part of one, of strictly lower priority and
+  preemptible (LOW), no younger than their queue's minimum runtime (the caller says which are
+  protected), and either of the preemptor's own queue (*preempt*) or of a queue that borrows
+  GPUs above its guarantee, taken only while it still does (*reclaim*: the preemptor's queue
+  runs it within its own guarantee, as all HIGH and NORMAL work does);
+* **simulated first**: the victims are released on the snapshot, the preemptor is placed, and
+  everything is put back; victims are returned only when the preemptor then fits;
+* **topology**: for a group with a required level (one NVL72 clique, say) each domain of that
+  level is a candidate region, and only victims with pods in the region are chosen for it, so
+  the region the preemptor needs is the one freed (KAI cannot: KAI #1591);
+* **cost**: the region whose victims cost least wins — fewest GPUs evicted, then the lowest
+  priority, then the youngest (the victims' oldest member started last).
+
+The search counts first and places later. Regions come from two sources in turn — those of the
+most preferred victims (youngest first) and those with the most free GPUs (fewest to evict) —
+each skipped once it could not beat the cheapest found, until :data:`ENOUGH_ESTIMATES`
+regions have enough victims or :data:`MOST_REGIONS_COUNTED` were counted (as
+kube-scheduler's own preemption samples its candidates). In each, victims are taken youngest
+first until the free GPUs plus theirs hold the group, then any the count does not need is
+given back. Then the group is placed (simulated) in the cheapest region by count, with more of
+the region's victims when its nodes are too fragmented for the count, and in the next ones
+while they could still be cheaper. On a cluster of thousands of nodes a preemption costs a
+few counts and about one simulated placement, not one per domain.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from corral.scheduler.fair_share import PRIORITY_RANK
+from corral.scheduler.gang import Placement, place_within, relevant_levels
+from corral.scheduler.podgroup import PodSet
+from corral.scheduler.queues import QueueUsage
+from corral.scheduler.snapshot import Binding, ClusterSnapshot, Domain
+
+#: The priority whose work may be evicted (KAI: a priority class below 100).
+PREEMPTIBLE = "LOW"
+
+
+@dataclass(frozen=True, eq=False)
+class Running:
+    """A bound gang that preemption may consider."""
+
+    key: str  # the group's uuid
+    bindings: tuple[Binding, ...]
+    queue: str
+    priority: str
+    #: Sorts older gangs first (when it was bound); younger gangs are evicted first.
+    since: Any
+    gpus: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "gpus", sum(b.demand.gpu for b in self.bindings))
+
+    @property
+    def rank(self) -> int:
+        return PRIORITY_RANK.get(self.priority, 1)
+
+
+@dataclass(frozen=True)
+class Preemption:
+    """Where the preemptor goes once ``victims`` are evicted."""
+
+    placement: Placement
+    victims: tuple[Running, ...]
+    region: str  # the id of the domain freed ("cluster" without a required level)
+
+    @property
+    def evicted_gpus(self) -> int:
+        return sum(victim.gpus for victim in self.victims)
+
+
+@dataclass(frozen=True)
+class _Estimate:
+    """A region and the victims that would free enough GPUs in it, by count (not yet placed)."""
+
+    region: Domain
+    victims: tuple[Running, ...]
+    #: The remaining allowed victims of the region, most preferred first, for when the
+    #: placement needs more than the count says (nodes too fragmented).
+    spare: tuple[tuple[Running, int], ...]
+    in_region: dict[Running, int]
+
+    def cost(self) -> tuple[int, int, Any, str]:
+        return _cost(self.victims, self.region)
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    victims: tuple[Running, ...]
+    placement: Placement
+    region: Domain
+
+    def cost(self) -> tuple[int, int, Any, str]:
+        return _cost(self.victims, self.region)
+
+
+def _cost(victims: Sequence[Running], region: Domain) -> tuple[int, int, Any, str]:
+    """Fewest GPUs, then lowest priority (highest rank), then youngest (the set's oldest
+    member started last), then region id."""
+    gpus = sum(victim.gpus for victim in victims)
+    oldest = min(victim.since for victim in victims)
+    return (gpus, -min(v.rank for v in victims), _Later(oldest), region.id)
+
+
+class _Later:
+    """Orders ``since`` values latest first (younger victims are cheaper)."""
+
+    __slots__ = ("since",)
+
+    def __init__(self, since: Any) -> None:
+        self.since = since
+
+    def __lt__(self, other: _Later) -> bool:
+        return bool(self.since > other.since)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Later) and bool(self.since == other.since)
+
+    def __hash__(self) -> int:
+        return hash(self.since)
+
+
+def preempt(
+    snapshot: ClusterSnapshot,
+    root: PodSet,
+    queue: str,
+    priority: str,
+    usage: QueueUsage,
+    running: Iterable[Running],
+    on_node: Callable[[int], Iterable[Running]],
+) -> Preemption | None:
+    """Victims whose eviction lets ``root`` (of ``queue`` and ``priority``) be placed, and
+    where it then goes; None when no allowed victims would do (see the module docstring).
+
+    ``running`` lists the bound gangs that are not protected, most preferred victim first
+    (youngest first); ``on_node(i)`` the same gangs with a pod on node ``i``. Both are
+    filtered here by priority and queue. The snapshot is left as it was.
+    """
+    rank = PRIORITY_RANK.get(priority, 1)
+    if rank >= PRIORITY_RANK[PREEMPTIBLE]:
+        return None  # LOW work evicts nothing: it would be equal or higher
+    if usage.refusal(queue, root.total.gpu, freed=usage.used.get(queue, 0)):
+        return None  # over its guarantee (or maximum) even if its queue were empty
+    search = _Search(snapshot, root, queue, rank, usage, on_node)
+    for region in _alternate(search.regions_of_victims(running), search.roomiest_regions()):
+        if len(search.estimates) >= ENOUGH_ESTIMATES or search.tried >= MOST_REGIONS_COUNTED:
+            break
+        search.estimate(region)
+    best = search.place_cheapest()
+    if best is None:
+        return None
+    return Preemption(best.placement, best.victims, best.region.id)
+
+
+#: A search counts victims in regions until this many regions have enough of them, or this
+#: many were counted, then places the group in the cheapest (kube-scheduler's preemption, too,
+#: looks at a bounded sample of candidates).
+ENOUGH_ESTIMATES = 4
+MOST_REGIONS_COUNTED = 64
+
+
+def _alternate(first: Iterator[Domain], second: Iterator[Domain]) -> Iterator[Domain]:
+    """One region of each source in turn, until both are empty."""
+    sources = [first, second]
+    while sources:
+        for source in list(sources):
+            found = next(source, None)
+            if found is None:
+                sources.remove(source)
+            else:
+                yield found
+
+
+class _Search:
+    """Counting first (cheap: a region's nodes and their victims), then simulated placements in
+    the cheapest regions by count (each releases the victims, places the group, and puts
+    everything back)."""
+
+    def __init__(
+        self,
+        snapshot: ClusterSnapshot,
+        root: PodSet,
+        queue: str,
+        rank: int,
+        usage: QueueUsage,
+        on_node: Callable[[int], Iterable[Running]],
+    ) -> None:
+        self.snapshot = snapshot
+        self.root = root
+        self.queue = queue
+        self.rank = rank
+        self.usage = usage
+        self.on_node = on_node
+        self.need = root.total.gpu
+        self.level = _region_level(snapshot, root)
+        self.estimates: list[_Estimate] = []
+        self.best: _Estimate | None = None
+        self.seen: set[Domain] = set()
+        self.tried = 0
+
+    # -- which victims ----------------------------------------------------------------------
+
+    def allowed(self, victim: Running) -> bool:
+        """Preemptible, strictly lower priority, and of the preemptor's queue or of a queue
+        that borrows above its guarantee."""
+        if victim.priority != PREEMPTIBLE or victim.rank <= self.rank:
+            return False
+        return victim.queue == self.queue or self.usage.borrowed(victim.queue) > 0
+
+    def _may_improve_with(self, victim: Running) -> bool:
+        """Whether a region whose most preferred victim is ``victim`` could cost no more than
+        the best so far on priority and age (it may still win on GPUs: see
+        :meth:`roomiest_regions`)."""
+        assert self.best is not None
+        best_rank = min(v.rank for v in self.best.victims)
+        if victim.rank != best_rank:
+            return victim.rank > best_rank
+        return bool(victim.since > min(v.since for v in self.best.victims))
+
+    # -- where ------------------------------------------------------------------------------
+
+    def regions_of_victims(self, running: Iterable[Running]) -> Iterator[Domain]:
+        """The regions of the allowed victims, most preferred victim first, until no region
+        of a later victim could be younger than the best found."""
+        for victim in running:
+            if not self.allowed(victim):
+                continue
+            if self.best is not None and not self._may_improve_with(victim):
+                return
+            yield from self._regions_of(victim)
+
+    def _regions_of(self, victim: Running) -> Iterator[Domain]:
+        """The regions (domains of the required level) holding a pod of ``victim``."""
+        if self.level is None:
+            yield self.snapshot.root
+            return
+        for binding in victim.bindings:
+            index = self.snapshot.index.get(binding.node)
+            if index is None:
+                continue
+            leaf = self.snapshot.ancestors[index][0]
+            if self.level < len(leaf.path):
+                yield leaf.path[self.level]
+
+    def roomiest_regions(self) -> Iterator[Domain]:
+        """Regions with the most free GPUs first (the fewest to evict), from the free-GPU
+        index, while one could evict fewer GPUs than the best so far."""
+        if self.level is None:
+            return
+        index = self.snapshot.by_free_gpu[self.level]
+        for free in sorted(index, reverse=True):
+            for region in sorted(index[free], key=lambda d: d.id):
+                if self.best is not None and free <= self.need - self._best_gpus():
+                    return
+                yield region
+
+    def _best_gpus(self) -> int:
+        assert self.best is not None
+        return sum(victim.gpus for victim in self.best.victims)
+
+    # -- counting ---------------------------------------------------------------------------
+
+    def estimate(self, region: Domain) -> None:
+        """The victims of ``region`` that free enough GPUs by count: youngest first, then
+        without any that is not needed for the count."""
+        if region in self.seen:
+            return
+        self.seen.add(region)
+        if self.best is not None and max(0, self.need - region.free_gpu) > self._best_gpus():
+            return  # it would evict more than the best even at its best
+        self.tried += 1
+        victims = self._victims_in(region)
+        in_region = dict(victims)
+        chosen: list[Running] = []
+        taken: dict[str, int] = {}
+        freed = 0
+        rest = iter(victims)
+        for victim, gpus in rest:
+            if not self._may_take(victim, taken):
+                continue
+            chosen.append(victim)
+            freed += gpus
+            if region.free_gpu + freed >= self.need:
+                break
+        else:
+            return  # even every allowed victim of the region would not free enough
+        for victim in sorted(chosen, key=lambda v: -v.gpus):
+            if len(chosen) > 1 and region.free_gpu + freed - in_region[victim] >= self.need:
+                chosen.remove(victim)
+                freed -= in_region[victim]
+        found = _Estimate(region, tuple(chosen), tuple(rest), in_region)
+        self.estimates.append(found)
+        if self.best is None or found.cost() < self.best.cost():
+            self.best = found
+
+    def _may_take(self, victim: Running, taken: dict[str, int]) -> bool:
+        """Whether reclaim may take ``victim`` after ``taken`` (GPUs per queue): only while
+        its queue still borrows."""
+        if victim.queue == self.queue:
+            return True
+        if self.usage.borrowed(victim.queue) - taken.get(victim.queue, 0) <= 0:
+            return False
+        taken[victim.queue] = taken.get(victim.queue, 0) + victim.gpus
+        return True
+
+    def _victims_in(self, region: Domain) -> list[tuple[Running, int]]:
+        """Allowed victims with a pod in ``region``, most preferred first, with the GPUs each
+        frees there."""
+        nodes = self.snapshot.nodes_of(region)
+        inside = set(nodes)
+        index = self.snapshot.index
+        freed: dict[Running, int] = {}
+        for i in nodes:
+            for victim in self.on_node(i):
+                if victim not in freed and self.allowed(victim):
+                    freed[victim] = sum(
+                        b.demand.gpu for b in victim.bindings if index.get(b.node) in inside
+                    )
+        return sorted(freed.items(), key=lambda item: (-item[0].rank, _Later(item[0].since)))
+
+    # -- placing ----------------------------------------------------------------------------
+
+    def place_cheapest(self) -> _Candidate | None:
+        """Simulate the cheapest estimates first; stop once no estimate left is cheaper than a
+        placement found."""
+        best: _Candidate | None = None
+        for estimate in sorted(self.estimates, key=_Estimate.cost):
+            if best is not None and not estimate.cost() < best.cost():
+                break
+            found = self._place(estimate)
+            if found is not None and (best is None or found.cost() < best.cost()):
+                best = found
+        return best
+
+    def _place(self, estimate: _Estimate) -> _Candidate | None:
+        """The estimate's victims, and more of the region's when the nodes are too
+        fragmented for the count: the group's placement once they are gone, or None."""
+        chosen = list(estimate.victims)
+        taken: dict[str, int] = {}
+        for victim in chosen:
+            self._may_take(victim, taken)
+        placement = self._placement_without(chosen, estimate.region)
+        spare = iter(estimate.spare)
+        while placement is None:
+            more = next(spare, None)
+            if more is None:
+                return None
+            if not self._may_take(more[0], taken):
+                continue
+            chosen.append(more[0])
+            placement = self._placement_without(chosen, estimate.region)
+        return _Candidate(tuple(chosen), placement, estimate.region)
+
+    def _placement_without(self, victims: Sequence[Running], region: Domain) -> Placement | None:
+        """The preemptor's placement in ``region`` once ``victims`` are gone (simulated), or
+        None; also None when its queue would still be over a limit, or a victim's queue would
+        be reclaimed below its guarantee."""
+        if not self._queues_allow(victims):
+            return None
+        released: list[Binding] = []
+        snapshot = self.snapshot
+        try:
+            for victim in victims:
+                snapshot.release(victim.bindings)
+                released.extend(victim.bindings)
+            return place_within(snapshot, self.root, self.queue, region)
+        finally:
+            snapshot.bind(released)
+
+    def _queues_allow(self, victims: Sequence[Running]) -> bool:
+        own = sum(v.gpus for v in victims if v.queue == self.queue)
+        if self.usage.refusal(self.queue, self.need, freed=own):
+            return False
+        taken: dict[str, int] = {}
+        for victim in sorted(victims, key=lambda v: v.gpus):
+            if victim.queue == self.queue:
+                continue
+            # reclaim takes a gang only while its queue still borrows
+            if self.usage.borrowed(victim.queue) - taken.get(victim.queue, 0) <= 0:
+                return False
+            taken[victim.queue] = taken.get(victim.queue, 0) + victim.gpus
+        return True
+
+
+def _region_level(snapshot: ClusterSnapshot, root: PodSet) -> int | None:
+    """The level whose domains are the candidate regions: the root's required level, or None
+    (the whole cluster) when the root has none."""
+    constraint = root.constraint
+    if constraint is None or constraint.required is None:
+        return None
+    levels = relevant_levels(snapshot, root)
+    required = snapshot.level_of(constraint.required)
+    return required if required is not None and required in levels else None
+
+
+def by_node(running: Iterable[Running], snapshot: ClusterSnapshot) -> Mapping[int, list[Running]]:
+    """The gangs with a pod on each node (for callers without an index of their own)."""
+    found: dict[int, list[Running]] = {}
+    for gang in running:
+        for i in {snapshot.index[b.node] for b in gang.bindings if b.node in snapshot.index}:
+            found.setdefault(i, []).append(gang)
+    return found

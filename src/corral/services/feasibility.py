@@ -1,0 +1,104 @@
+"""Refusing, at submission, a group that could never run (docs/submission.md#what-could-never-run).
+
+A group could never run when
+
+* it needs more GPUs at once than its pool's ``maximum``;
+* it is HIGH or NORMAL work and needs more GPUs than its pool's ``guarantee`` (OSMO's check,
+  with OSMO's words: such work runs only within the guarantee);
+* it could not be placed even on an empty cluster: no domain of a required level is large
+  enough, no node takes one of its pods, or its gang does not fit the pool's nodes at all.
+
+Without this, such a submission was accepted and waited out its queue timeout. The check runs
+where the plan is made (a sandbox worker), after the objects are rendered, on the pool's
+backend's nodes; the empty cluster of a node list is built once and kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from corral.domain.configs.models import GpuQuota
+from corral.domain.configs.snapshot import State, as_configs
+from corral.domain.platform.nodes import Node
+from corral.domain.workflows.plan import PlannedGroup, Submitter, WorkflowPlan
+from corral.domain.workflows.planner import plan_workflow
+from corral.errors import UserError
+from corral.scheduler import ClusterSnapshot, Pending
+from corral.scheduler.gang import place_pod_set
+from corral.scheduler.podgroup import GroupError, PodSet, read_pod_group
+
+#: Empty clusters kept: (the node list, its topology levels) -> snapshot.
+_EMPTY: dict[tuple[int, tuple[str, ...]], tuple[Sequence[Node], ClusterSnapshot]] = {}
+_EMPTY_KEPT = 8
+
+
+def plan_checked(
+    state: State,
+    spec: Any,
+    submitter: Submitter,
+    nodes: Sequence[Node],
+    new_id: Callable[[], str],
+) -> WorkflowPlan:
+    """:func:`plan_workflow`, then :func:`check_can_run` (what a sandbox worker runs)."""
+    plan = plan_workflow(state, spec, submitter, nodes, new_id)
+    check_can_run(state, plan, nodes)
+    return plan
+
+
+def check_can_run(state: State, plan: WorkflowPlan, nodes: Sequence[Node]) -> None:
+    """UserError naming the first group that could never run, and why."""
+    pool_name = plan.submitter.pool
+    pool = as_configs(state).pool(pool_name)
+    quota = pool.resources.gpu or GpuQuota()
+    levels = tuple(key.label for key in pool.topology_keys)
+    preemptible = plan.submitter.priority == "LOW"
+    for group in plan.groups:
+        root = _read(group)
+        gpus = root.total.gpu
+        if quota.maximum != -1 and gpus > quota.maximum:
+            raise UserError(
+                f"Group {group.name} needs {gpus} GPUs at once, more than pool {pool_name}'s "
+                f"maximum of {quota.maximum}: it could never run. Use fewer GPUs in the group, "
+                "or ask an admin to raise the pool's resources.gpu.maximum."
+            )
+        if not preemptible and quota.guarantee != -1 and gpus > quota.guarantee:
+            raise UserError(
+                f"Pool {pool_name} has {quota.guarantee} GPUs guaranteed for NORMAL/HIGH "
+                f"priority workflows and group {group.name} requires {gpus} GPUs. Higher gpu "
+                "counts must be submitted with LOW priority"
+            )
+        if not nodes:
+            continue  # an unreachable backend: its node checks said so already
+        outcome = place_pod_set(empty_cluster(nodes, levels), root, "")
+        if isinstance(outcome, Pending):
+            raise UserError(
+                f"Group {group.name} could never be placed in pool {pool_name}, not even on its "
+                f"empty cluster: {outcome.reason}. Change the group's size or topology "
+                "requirements (corral pool topology shows the domains)."
+            )
+
+
+def _read(group: PlannedGroup) -> PodSet:
+    pods = [m for m in group.manifests if m["kind"] == "Pod"]
+    pod_group: Mapping[str, Any] = next(
+        (m for m in group.manifests if m["kind"] == "PodGroup"),
+        {"spec": {"minMember": len(pods)}},
+    )
+    try:
+        return read_pod_group(pod_group, pods)
+    except GroupError as err:
+        raise UserError(f"Group {group.name} could never be placed: {err}") from None
+
+
+def empty_cluster(nodes: Sequence[Node], levels: tuple[str, ...]) -> ClusterSnapshot:
+    """The snapshot of ``nodes`` with nothing bound (never changed: placing rolls back)."""
+    key = (id(nodes), levels)
+    found = _EMPTY.get(key)
+    if found is not None and found[0] is nodes:
+        return found[1]
+    snapshot = ClusterSnapshot.from_nodes(nodes, levels)
+    if len(_EMPTY) >= _EMPTY_KEPT:
+        _EMPTY.pop(next(iter(_EMPTY)))
+    _EMPTY[key] = (nodes, snapshot)
+    return snapshot

@@ -1,0 +1,95 @@
+"""Where a workflow's groups would be placed now, for ``--dry-run``
+(docs/submission.md#dry-run-where-it-would-run-now).
+
+The cluster's live occupancy — its nodes and the pods bound to them, of every pool — is read
+into the same scheduling state the controller keeps (``services/placement.py``), and the
+workflow's groups are offered to it in order, as one pass would: each is placed (possibly
+evicting lower-priority work, which is named), or gets the reason the controller would write,
+which ``corral workflow explain`` shows. Nothing is bound or evicted for real. Groups are
+offered as if all were ready now (a group that waits for an upstream one will be offered only
+once that one ends, on the occupancy of that time).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from corral.domain.configs.snapshot import State, as_configs
+from corral.domain.labels import GROUP_UUID, WORKFLOW_ID
+from corral.domain.workflows.plan import WorkflowPlan
+from corral.services.capacity import ClusterCapacity
+from corral.services.placement import BoundPodOnNode, Placements, min_runtimes, pool_queues
+
+
+@dataclass(frozen=True)
+class Eviction:
+    """Running work a group would evict."""
+
+    workflow_id: str
+    gpus: int
+    reclaimed: bool
+
+
+@dataclass(frozen=True)
+class GroupPlacement:
+    """Where one group would go now (``nodes``: pod -> node), or why not (``reason``)."""
+
+    group: str
+    nodes: dict[str, str] = field(default_factory=dict)
+    domains: dict[str, str] = field(default_factory=dict)
+    evicts: tuple[Eviction, ...] = ()
+    reason: str | None = None
+
+
+def placements_now(
+    state: State, plan: WorkflowPlan, cluster: ClusterCapacity, now: datetime
+) -> list[GroupPlacement]:
+    """One entry per group of ``plan``, in order (see the module docstring)."""
+    configs = as_configs(state)
+    pool = configs.pool(plan.submitter.pool)
+    levels = tuple(key.label for key in pool.topology_keys)
+    bound = [
+        BoundPodOnNode(pod.name, pod.node, pod.labels.get(GROUP_UUID), pod.labels, pod.spec)
+        for pod in cluster.pods
+    ]
+    owners = {
+        pod.labels[GROUP_UUID]: pod.labels.get(WORKFLOW_ID, "?")
+        for pod in cluster.pods
+        if GROUP_UUID in pod.labels
+    }
+    placements = Placements(
+        cluster.nodes, pool_queues(state), bound, min_runtime=min_runtimes(state)
+    )
+    for position, group in enumerate(plan.groups):
+        placements.add(
+            group.uuid,
+            group.manifests,
+            levels=levels,
+            priority=plan.submitter.priority,
+            age=(position,),
+        )
+    result = placements.place_waiting(now)
+    placed = {found.group.key: found.placement for found in result.placed}
+    evicted: dict[str, list[Eviction]] = {}
+    for eviction in result.evicted:
+        evicted.setdefault(eviction.by, []).append(
+            Eviction(owners.get(eviction.group, "?"), eviction.gpus, eviction.reclaimed)
+        )
+    found = []
+    for group in plan.groups:
+        placement = placed.get(group.uuid)
+        if placement is not None:
+            found.append(
+                GroupPlacement(
+                    group.name,
+                    placement.nodes(),
+                    dict(placement.domains),
+                    tuple(evicted.get(group.uuid, ())),
+                )
+            )
+            continue
+        waiting = placements.waiting.get(group.uuid)
+        reason = waiting.shape.reason if waiting is not None else None
+        found.append(GroupPlacement(group.name, reason=reason or "not placed"))
+    return found
