@@ -366,9 +366,9 @@ def run_preemption(nodes: list[Node], seed: int) -> tuple[Result, Result]:
     by_name = {node.name: node for node in nodes}
     priorities: dict[str, str] = {}
 
-    def stream(priority: str, offset: int) -> tuple[Result, int]:
+    def stream(priority: str, offset: int) -> tuple[Result, int, int]:
         result = Result(times_ms=[])
-        evicted = 0
+        evicted = placed_gpus = 0
         groups: list[Placement] = []
         for index, group in enumerate(gang8_stream(seed + offset)):
             key = f"{priority}-{index}"
@@ -390,15 +390,16 @@ def run_preemption(nodes: list[Node], seed: int) -> tuple[Result, Result]:
             result.times_ms.append(elapsed * 1000)  # type: ignore[union-attr]
             result.groups += 1
             result.pods += len(passed.placed[0].placement.bindings)
+            placed_gpus += passed.placed[0].placement.gpus
             groups.append(passed.placed[0].placement)
         for placement in groups:
             result.required_sets += 1
             cliques = {by_name[node].labels[CLIQUE] for node in placement.nodes().values()}
             result.honoured += len(cliques) == 1
-        return result, evicted
+        return result, evicted, placed_gpus
 
-    fill, _ = stream("LOW", 0)
-    preempt_result, evicted_gpus = stream("HIGH", 10**6)
+    fill, _, _ = stream("LOW", 0)
+    preempt_result, evicted_gpus, high_gpus = stream("HIGH", 10**6)
     print(f"{len(nodes)} nodes x {GPUS_PER_NODE} GPUs, {len(nodes) // NODES_PER_CLIQUE} cliques")
     print(" policy streams through the embedded scheduler's state, one gang per pass")
     print(fill.line("fill"))
@@ -406,8 +407,8 @@ def run_preemption(nodes: list[Node], seed: int) -> tuple[Result, Result]:
     with_preemption, without = _rate(preempt_result), _rate(fill)
     print(
         f"  preemption: {evicted_gpus} GPUs of LOW gangs evicted for {preempt_result.groups} "
-        f"HIGH gangs; {with_preemption:.0f} pods/s against {without:.0f} without preemption "
-        f"({with_preemption / without:.2f}x)"
+        f"HIGH gangs of {high_gpus} GPUs; {with_preemption:.0f} pods/s against {without:.0f} "
+        f"without preemption ({with_preemption / without:.2f}x)"
     )
     return fill, preempt_result
 

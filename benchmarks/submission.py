@@ -50,7 +50,7 @@ def spec_text(tasks: int) -> str:
     for model in (1, 2):
         lines += [
             f"    model-{model}:",
-            "      gpu: 4",
+            "      gpu: 1",  # 50 shards of an instance fit one 18-tray clique
             "      topology:",
             f"      - {{key: gpu-clique, group: model-{model}}}",
             "      - {key: zone, group: all}",
@@ -82,6 +82,12 @@ def main() -> None:
     bundle = parse_bundle(read_bundle_directory(REPO / "examples" / "configs")[0])
     data: dict[ConfigType, Any] = {ctype: bundle.items.get(ctype, {}) for ctype in ConfigType}
     data[ConfigType.WORKFLOW] = {**(bundle.workflow or {}), "max_num_tasks": max(SIZES)}
+    # no quota: 100 GPUs at once would be over the example pool's maximum of 72, which a
+    # submission refuses before planning counts
+    data[ConfigType.POOL] = {
+        **data[ConfigType.POOL],
+        "nvl72": {**data[ConfigType.POOL]["nvl72"], "resources": {"gpu": None}},
+    }
     state = Configs(data)
     nodes = parse_cluster((REPO / "examples" / "clusters" / "example.yaml").read_text()).nodes
     print(f"{len(nodes)} nodes; median of {args.repeat} runs per figure")

@@ -35,3 +35,19 @@ def test_the_benchmark_runs_and_prints_its_baseline(name: str) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "baseline" in done.stdout, done.stdout
+
+
+def test_the_preemption_streams_run_and_compare_with_no_preemption() -> None:
+    done = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "scheduler.py"), "--preemption", "256"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "256 nodes x 8 GPUs, 16 cliques"
+    assert [line.split()[0] for line in lines[2:4]] == ["fill", "preempt"]
+    assert "required honoured 100%" in lines[3]
+    assert lines[4].startswith("  preemption: ") and "without preemption (" in lines[4]

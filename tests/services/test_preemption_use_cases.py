@@ -4,9 +4,12 @@ of 4 GPUs each)."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
+from corral.domain.configs.models import Pool
+from tests.conftest import REPO
 from tests.services.lifecycle_world import CLIQUE, World, task, workflow_yaml
 
 TRAYS = 18  # per clique: 72 GPUs
@@ -235,3 +238,14 @@ def test_a_dry_run_shows_where_the_workflow_would_run_now_or_why_it_would_wait(
         f"needs room for 16 pods with 4 GPUs each in one {CLIQUE}; the roomiest {CLIQUE}, "
         f"{CLIQUE}=zone-a-spine-0-rack-0-gpu-clique-0, has room for 0"
     )
+
+
+def test_the_pool_settings_of_docs_scheduler_md_are_a_valid_pool() -> None:
+    page = (REPO / "docs" / "scheduler.md").read_text()
+    section = page.split("## Queues, priorities and preemption", 1)[1]
+    settings = json.loads(section.split("```json\n", 1)[1].split("```", 1)[0])
+    pool = Pool.model_validate({"backend": "default", **settings})
+    assert pool.preemption.min_runtime_seconds() == 600
+    assert pool.preemption.grace_seconds() == 120
+    quota = pool.resources.gpu
+    assert quota is not None and (quota.guarantee, quota.maximum) == (64, 144)
