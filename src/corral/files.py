@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from corral.domain.configs.bundles import Origin, merge_files
 from corral.domain.formats.documents import parse_document
 from corral.errors import UserError
+
+if TYPE_CHECKING:
+    from corral.domain.configs.bundles import Origin
 
 CONFIG_SUFFIXES = (".json", ".yaml", ".yml")
 
@@ -37,6 +39,8 @@ def config_files(path: Path) -> list[Path]:
 def read_bundle_directory(
     path: Path,
 ) -> tuple[dict[str, Any], dict[tuple[str, str], Origin]]:
+    from corral.domain.configs.bundles import merge_files  # the config models: only here
+
     documents = []
     for file in config_files(path):
         text, document = read_document(file)

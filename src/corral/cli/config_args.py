@@ -11,7 +11,7 @@ from urllib.parse import quote
 import typer
 
 from corral.cli.client import Client
-from corral.domain.configs.types import ConfigType
+from corral.domain.configs.config_type import ConfigType
 from corral.errors import UserError
 
 DescriptionOption = Annotated[

@@ -51,7 +51,7 @@ from corral.cli.output import (
     print_warnings,
 )
 from corral.domain.access.generated_roles import generated_role
-from corral.domain.configs.types import ConfigType
+from corral.domain.configs.config_type import ConfigType
 
 app = typer.Typer(
     rich_markup_mode=None,

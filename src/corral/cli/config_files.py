@@ -12,15 +12,17 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from corral import files
 from corral.cli.client import ApiError, Client
 from corral.cli.config_args import segment
 from corral.cli.output import fail
-from corral.domain.configs.bundles import Origin
-from corral.domain.configs.types import ConfigType
+from corral.domain.configs.config_type import ConfigType
 from corral.domain.formats.documents import Position, locate, parse_document
+
+if TYPE_CHECKING:
+    from corral.domain.configs.bundles import Origin
 
 KeyPath = tuple[str | int, ...]
 

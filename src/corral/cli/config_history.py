@@ -29,7 +29,7 @@ from corral.cli.output import (
     print_json,
     print_table,
 )
-from corral.domain.configs.types import ConfigType
+from corral.domain.configs.config_type import ConfigType
 
 
 def parse_when(text: str | None, option: str) -> str | None:

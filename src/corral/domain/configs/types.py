@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from types import UnionType
 from typing import Any, Union, get_args, get_origin
 
@@ -18,41 +17,13 @@ from pydantic import BaseModel, ValidationError
 
 from corral.domain.configs import backend_models, role_models, workflow_models
 from corral.domain.configs import models as configs
+from corral.domain.configs.config_type import ConfigType as ConfigType  # re-exported
 from corral.domain.formats.names import check_name
 from corral.domain.formats.unknown_fields import unknown_field
 from corral.domain.jinja.templating import check_all_jinja, refuse_task_variables
 from corral.errors import UserError
 
 Item = Any
-
-
-class ConfigType(StrEnum):
-    POOL = "POOL"
-    POD_TEMPLATE = "POD_TEMPLATE"
-    GROUP_TEMPLATE = "GROUP_TEMPLATE"
-    RESOURCE_VALIDATION = "RESOURCE_VALIDATION"
-    ROLE = "ROLE"
-    BACKEND = "BACKEND"
-    WORKFLOW = "WORKFLOW"
-
-    @property
-    def spec(self) -> TypeSpec:
-        return SPECS[self]
-
-    @property
-    def url_segment(self) -> str:
-        return self.value.lower()
-
-    @classmethod
-    def parse(cls, text: str) -> ConfigType:
-        """Accept ``POOL``, ``pool``, ``pod-template``; reject anything else with the list."""
-        normalized = text.strip().upper().replace("-", "_")
-        try:
-            return cls(normalized)
-        except ValueError:
-            raise UserError(
-                f"Unknown config type {text!r}. Config types: {', '.join(t.value for t in cls)}"
-            ) from None
 
 
 @dataclass(frozen=True)
