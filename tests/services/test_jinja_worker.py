@@ -100,6 +100,9 @@ def test_the_wall_time_stretches_for_a_starved_worker_only(monkeypatch: pytest.M
     assert starved.left() == pytest.approx(0.5)  # never past WALL_STRETCH x 1 s
     clock["now"] = 100.0 + WALL_STRETCH
     assert starved.left() == 0
+    spent = _Deadline(1.0, 1, cpu_limit=5)  # at its CPU limit (and the second of rounding)
+    clock["now"], cpu["starved"] = 100.0 + WALL_STRETCH + 3, 7.0
+    assert spent.left() == 0
 
 
 def test_a_process_cpu_time_is_read_from_proc() -> None:

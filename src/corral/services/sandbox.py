@@ -362,10 +362,11 @@ def _mib(size: int) -> str:
 
 
 class _Deadline:
-    """A call's wall-time limit. Stretched, up to :data:`WALL_STRETCH` times, while the
-    worker has used less CPU time than half the time that passed and less than its CPU limit:
-    a busy machine starves the (nicer) workers, and then the CPU limit, not the machine's load,
-    should decide whether a template took too long."""
+    """A call's wall-time limit. Stretched, up to :data:`WALL_STRETCH` times, while the worker
+    computes slower than it would alone (less CPU time than 90% of the time that passed) and has
+    not used up its CPU limit (plus the second ``RLIMIT_CPU`` may round it up by): a busy
+    machine starves the (nicer) workers, and then the CPU limit, not the machine's load, should
+    decide whether a template took too long."""
 
     def __init__(self, seconds: float, pid: int | None = None, cpu_limit: float = 0.0) -> None:
         self.started = time.monotonic()
@@ -391,7 +392,7 @@ class _Deadline:
         if cpu is None:
             return False
         used = cpu - self.cpu_at_start
-        return used < self.cpu_limit and used < (now - self.started) / 2
+        return used < self.cpu_limit + 1 and used < 0.9 * (now - self.started)
 
 
 def _process_cpu(pid: int) -> float | None:
