@@ -5,7 +5,7 @@ the changes (tests/services/test_controller.py)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -164,3 +164,72 @@ def test_a_failing_start_reaches_the_controller() -> None:
         pass  # the controller drops the step's changes (tests/services/test_controller.py)
     else:
         raise AssertionError("the start error must reach the tick")
+
+
+def test_an_evicted_group_stops_with_the_grace_period_and_ends_preempted() -> None:
+    by = "urgent-1 (HIGH priority in queue p)"
+    evicted = replace(
+        group("a", "RUNNING", [task("lead", "RUNNING", lead=True), task("b", "RUNNING")]),
+        evict=True,
+        preempted_by=by,
+    )
+    cluster = Cluster()
+    taken = step(cluster, Controller(), workflow(evicted))
+    taken.decide()
+    assert cluster.calls == []  # nothing polled: the eviction decides
+    taken.apply()
+    assert cluster.calls == ["stop lead-uuid (grace 30 s)", "stop b-uuid (grace 30 s)"]
+    changes = taken.changes
+    for name in ("lead", "b"):
+        assert {
+            k: changes.tasks[f"{name}-uuid"][k] for k in ("status", "exit_code", "message")
+        } == {
+            "status": "FAILED_PREEMPTED",
+            "exit_code": 3006,
+            "message": f"Preempted by {by}.",
+        }
+    assert changes.groups["a-uuid"]["status"] == "FAILED_PREEMPTED"
+    assert changes.groups["a-uuid"]["evict"] is False
+    assert changes.workflows["w-1"]["status"] == "FAILED_PREEMPTED"
+
+
+def test_an_evicted_group_whose_tasks_all_reschedule_goes_back_to_the_queue() -> None:
+    configs = Configs(
+        {
+            ConfigType.POOL: {
+                "p": {"backend": "default", "default_exit_actions": {"RESCHEDULE": "3006"}}
+            },
+            ConfigType.WORKFLOW: {"max_retry_per_task": 1},
+        }
+    )
+    evicted = replace(
+        group("a", "RUNNING", [task("lead", "RUNNING", lead=True), task("b", "INITIALIZING")]),
+        evict=True,
+        preempted_by="x-1 (queue p reclaimed its guarantee)",
+    )
+    cluster = Cluster()
+    backend = cast(ClusterBackend, cluster)
+    taken = WorkflowStep(
+        Controller(), workflow(evicted), configs, TickReport(), backend, cluster, NOW
+    )
+    taken.decide()
+    taken.apply()
+    assert cluster.calls == ["stop lead-uuid (grace 30 s)", "stop b-uuid (grace 30 s)"]
+    group_change = taken.changes.groups["a-uuid"]
+    assert (group_change["status"], group_change["scheduling_at"], group_change["evict"]) == (
+        "SCHEDULING",
+        NOW,
+        False,
+    )
+    for name in ("lead", "b"):
+        found = taken.changes.tasks[f"{name}-uuid"]
+        assert (found["status"], found["retry_id"], found["exit_code"], found["node"]) == (
+            "SCHEDULING",
+            1,
+            3006,
+            None,
+        )
+        assert found["message"] == (
+            "Preempted by x-1 (queue p reclaimed its guarantee). Exit Action: RESCHEDULE the "
+            "task for exit code 3006."
+        )

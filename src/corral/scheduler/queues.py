@@ -69,18 +69,21 @@ class QueueUsage:
         return max(0, self.used[queue] - found.gpu_guarantee)
 
     def charge(self, queue: str, gpus: int, *, preemptible: bool = False) -> None:
+        """Count a placement against ``queue``; ValueError if its limits refuse it."""
         reason = self.refusal(queue, gpus, preemptible=preemptible)
         if reason:
             raise ValueError(reason)
+        self.count(queue, gpus, preemptible=preemptible)
+
+    def count(self, queue: str, gpus: int, *, preemptible: bool = False) -> None:
+        """Count GPUs already in use (found bound, whatever the limits say now)."""
         self.used[queue] += gpus
         if not preemptible:
             self.deserved[queue] += gpus
 
     def refund(self, queue: str, gpus: int, *, preemptible: bool = False) -> None:
-        if gpus > self.used.get(queue, 0) or (
-            not preemptible and gpus > self.deserved.get(queue, 0)
-        ):
-            raise ValueError(f"queue {queue} has only {self.used.get(queue, 0)} GPUs in use")
-        self.used[queue] -= gpus
+        """Give back what :meth:`charge` or :meth:`count` took (never below zero: a queue's
+        count may have been read under other limits)."""
+        self.used[queue] -= min(gpus, self.used[queue])
         if not preemptible:
-            self.deserved[queue] -= gpus
+            self.deserved[queue] -= min(gpus, self.deserved[queue])

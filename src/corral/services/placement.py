@@ -236,9 +236,7 @@ class Placements:
         preemptible = pod.labels.get(PRIORITY_LABEL, "").upper() == PREEMPTIBLE
         charged = 0
         if queue in self.usage.used:
-            self.usage.used[queue] += demand.gpu
-            if not preemptible:
-                self.usage.deserved[queue] += demand.gpu
+            self.usage.count(queue, demand.gpu, preemptible=preemptible)
             charged = demand.gpu
         if pod.group_uuid is None:
             self._external.append(binding)
@@ -250,13 +248,8 @@ class Placements:
     def _index_existing_victims(self, bound_at: Mapping[str, datetime]) -> None:
         """The preemptible gangs read at start, oldest first (unknown bind times first)."""
         preemptible = [key for key, group in self._groups.items() if group.preemptible]
-        oldest = datetime.min.replace(tzinfo=None)
-
-        def when(key: str) -> datetime:
-            found = bound_at.get(key)
-            return found.replace(tzinfo=None) if found is not None else oldest
-
-        for key in sorted(preemptible, key=when):
+        known = sorted((key for key in preemptible if key in bound_at), key=bound_at.__getitem__)
+        for key in [*(key for key in preemptible if key not in bound_at), *known]:
             self._add_victim(key, bound_at.get(key))
 
     def _add_victim(self, key: str, since: datetime | None) -> None:
@@ -310,19 +303,9 @@ class Placements:
                 except ValueError:  # it did not fit when the snapshot was built
                     log.warning("released pod was not taken", pod=binding.pod)
         if group.charged:
-            queue = group.queue
-            self.usage.used[queue] -= min(group.charged, self.usage.used.get(queue, 0))
-            if not group.preemptible:
-                self.usage.deserved[queue] -= min(group.charged, self.usage.deserved[queue])
+            self.usage.refund(group.queue, group.charged, preemptible=group.preemptible)
         self.generation += 1
         return True
-
-    def bound_gpus(self) -> dict[str, tuple[int, int]]:
-        """Per queue: GPUs in use, and of those, borrowed above its guarantee."""
-        return {
-            queue: (self.usage.used[queue], self.usage.borrowed(queue))
-            for queue in self.usage.queues
-        }
 
     # -- what waits -------------------------------------------------------------------------
 
