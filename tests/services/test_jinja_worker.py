@@ -36,7 +36,8 @@ def test_runaway_template_is_stopped_by_the_wall_timeout() -> None:
     started = time.monotonic()
     with pytest.raises(UserError) as caught:
         render_in_subprocess(BURN, {}, timeout_seconds=1, cpu_seconds=30)
-    assert time.monotonic() - started < 1 * WALL_STRETCH + 1
+    # Stretched on a busy machine, plus starting the worker; far below the 30 s CPU limit.
+    assert time.monotonic() - started < 1 * WALL_STRETCH + 4
     assert caught.value.message == (
         "Jinja rendering of the workflow took longer than 1 s; simplify the template"
     )
