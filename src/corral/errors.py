@@ -84,3 +84,10 @@ class ForbiddenError(CorralError):
 class PayloadTooLargeError(CorralError):
     status_code = 413
     error_code = "TOO_LARGE"
+
+
+class UnavailableError(CorralError):
+    """The server is at a limit for now; the same request may succeed later."""
+
+    status_code = 503
+    error_code = "UNAVAILABLE"

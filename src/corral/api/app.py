@@ -30,6 +30,9 @@ from corral.domain.formats.documents import position_of
 from corral.errors import CorralError
 from corral.services.config_service import WriteResult
 from corral.services.runtime import Runtime
+from corral.web.live import build_events
+from corral.web.pages import build_dashboard, error_page
+from corral.web.session import is_ui
 
 log = structlog.get_logger("corral.api")
 
@@ -68,6 +71,9 @@ def create_app(
         build_user_router(runtime.configs, authorizer, runtime.users, runtime.tokens)
     )
 
+    app.include_router(build_dashboard(runtime, authorizer))
+    app.include_router(build_events(runtime.workflows, authorizer))
+
     @app.get(
         "/health",
         tags=["system"],
@@ -105,7 +111,9 @@ def create_app(
 
 def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(CorralError)
-    async def corral_error(_: Request, err: CorralError) -> JSONResponse:
+    async def corral_error(request: Request, err: CorralError) -> Response:
+        if is_ui(request.url.path) and request.method == "GET":
+            return error_page(request, err)
         return JSONResponse(err.to_dict(), status_code=err.status_code)
 
     @app.exception_handler(RequestValidationError)

@@ -119,12 +119,21 @@ class Authorizer:
         self._roles = roles
         self.sessions = SessionSigner(settings.session_key, settings.session_ttl)
         self._oidc = OidcVerifier(settings.oidc, settings.jwks_fetch) if settings.oidc else None
+        self._oidc_issuer = settings.oidc.issuer if settings.oidc else None
+
+    @property
+    def oidc_issuer(self) -> str | None:
+        """The OIDC issuer whose tokens are trusted, if one is configured."""
+        return self._oidc_issuer
 
     # ----------------------------------------------------------------- authentication
 
     def authenticate(self, request: Request) -> Principal:
         """Who is calling: an API token, a session token or a trusted issuer's token (401)."""
-        token = bearer_token(request)
+        return self.authenticate_token(bearer_token(request))
+
+    def authenticate_token(self, token: str) -> Principal:
+        """Who holds ``token``: an API token, a session token or a trusted issuer's (401)."""
         if not token.startswith(TOKEN_PREFIX) and token.count(".") == 2:
             return self._signed(token)
         owner = self._tokens.owner(token)

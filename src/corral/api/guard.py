@@ -17,14 +17,16 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, RedirectResponse
 
 from corral.api.auth import Authorizer, Principal
 from corral.domain.formats.documents import check_json_limits
-from corral.errors import CorralError, PayloadTooLargeError
+from corral.errors import CorralError, ForbiddenError, PayloadTooLargeError, UnauthorizedError
+from corral.web import session as web_session
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -57,6 +59,9 @@ class RequestGuard:
         if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS:
             await self.app(scope, receive, send)
             return
+        if web_session.is_ui(scope["path"]):
+            await self._dashboard(scope, receive, send)
+            return
         try:
             principal = await run_in_threadpool(self.authorizer.authenticate, Request(scope))
             scope.setdefault("state", {})["principal"] = principal
@@ -66,6 +71,54 @@ class RequestGuard:
         except CorralError as err:
             await JSONResponse(err.to_dict(), status_code=err.status_code)(scope, receive, send)
             return
+        await self.app(scope, receive, send)
+
+    async def _dashboard(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A dashboard request: authenticated by its session cookie (a page without one
+        redirects to the login page); a change must carry the page's CSRF token."""
+        path = scope["path"]
+        if web_session.is_public(path):
+            await self._with_body(scope, receive, send)
+            return
+        request = Request(scope)
+        token = web_session.cookie_of(request.headers.get("cookie", ""))
+        try:
+            if token is None:
+                raise UnauthorizedError("Log in to see the dashboard.")
+            principal = await run_in_threadpool(self.authorizer.authenticate_token, token)
+        except CorralError as err:
+            if scope["method"] == "GET":
+                target = "/ui/login?" + urlencode({"next": path, "why": err.message})
+                await RedirectResponse(target, status_code=303)(scope, receive, send)
+            else:
+                await JSONResponse(err.to_dict(), status_code=err.status_code)(
+                    scope, receive, send
+                )
+            return
+        if scope["method"] not in ("GET", "HEAD"):
+            sent = request.headers.get(web_session.CSRF_HEADER, "")
+            if not web_session.csrf_ok(self.authorizer.sessions.key, token, sent):
+                refused = ForbiddenError(
+                    "The request lacks this page's CSRF token; reload the page and try again."
+                )
+                await JSONResponse(refused.to_dict(), status_code=403)(scope, receive, send)
+                return
+        state = scope.setdefault("state", {})
+        state["principal"] = principal
+        state["session_token"] = token
+        await self._with_body(scope, receive, send)
+
+    async def _with_body(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Hand the request on, its body (if it may have one) read within the size limits."""
+        if scope["method"] in _WITH_BODY:
+            try:
+                body = await self._read_body(scope, receive)
+            except CorralError as err:
+                await JSONResponse(err.to_dict(), status_code=err.status_code)(
+                    scope, receive, send
+                )
+                return
+            receive = _replay(body, receive)
         await self.app(scope, receive, send)
 
     async def _read_body(self, scope: Scope, receive: Receive) -> bytes:

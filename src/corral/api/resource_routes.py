@@ -9,7 +9,7 @@ docs/resources.md.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
@@ -17,14 +17,9 @@ from fastapi import APIRouter, Query
 from corral.api import responses as R
 from corral.api.auth import Authorizer, Principal
 from corral.api.config_routes import Caller
-from corral.backends.port import BoundPod
 from corral.domain.configs.models import Pool
 from corral.domain.configs.snapshot import State
-from corral.domain.labels import PRIORITY as PRIORITY_LABEL
 from corral.domain.views.pool_quota import (
-    NodeGpus,
-    RunningTask,
-    calculate_pool_quotas,
     queue_figures,
     quota_json,
 )
@@ -35,10 +30,10 @@ from corral.domain.views.resource_listing import (
     resources_json,
 )
 from corral.errors import NotFoundError
-from corral.scheduler.resources import Demand, pod_demand
-from corral.scheduler.resources import capacity as capacity_of_node
+from corral.scheduler.resources import pod_demand
 from corral.services.capacity import ClusterCapacity
 from corral.services.config_service import ConfigService
+from corral.services.pool_usage import demand_per_node, pool_usage
 
 Names = Annotated[list[str], Query()]
 
@@ -67,39 +62,11 @@ def build_resource_router(
         not exist, are left out."""
         authorizer.check(caller, "pool:List")
         state = service.state()
-        configured = state.pools()
-        names = visible(caller, configured)
+        names = visible(caller, state.pools())
         if pools:
             names = [name for name in names if name in set(pools)]
-        nodes: list[NodeGpus] = []
-        tasks: list[RunningTask] = []
-        mounts: dict[str, Mapping[str, list[str]]] = {}
-        for cluster in capacity(state):
-            layout = pool_layout(state, cluster.nodes, cluster.pools)
-            mounts.update(layout.default_mounts)
-            gpus = _gpus_per_node(cluster.pods)
-            nodes.extend(
-                # Qualified by cluster: a node name of two clusters is two nodes.
-                NodeGpus(
-                    f"{cluster.backend}/{node.name}",
-                    capacity_of_node(node.allocatable).gpu,
-                    gpus.get(node.name, 0),
-                    pools_of,
-                )
-                for node in cluster.nodes
-                if (pools_of := layout.pools_of(node.name))
-            )
-            tasks.extend(
-                RunningTask(
-                    cluster.pool_of(pod),
-                    pod_demand(pod.spec).gpu,
-                    pod.labels.get(PRIORITY_LABEL, "NORMAL"),
-                )
-                for pod in cluster.pods
-            )
-        selected = {name: configured[name] for name in names}
-        report = calculate_pool_quotas(selected, tasks, nodes, preempted())
-        return quota_json(report, selected, mounts)
+        usage = pool_usage(state, capacity(state), names, preempted())
+        return quota_json(usage.report, usage.pools, usage.mounts)
 
     @router.get("/api/resources", response_model=R.ResourceList)
     def resources(
@@ -123,7 +90,7 @@ def build_resource_router(
                 list_resources(
                     pool_layout(state, cluster.nodes, cluster.pools),
                     cluster.nodes,
-                    _demand_per_node(cluster.pods),
+                    demand_per_node(cluster.pods),
                     pools=names,
                     platforms=platforms,
                     include_unused=include_all,
@@ -155,7 +122,7 @@ def build_resource_router(
             node = cluster.node(name)
             if node is None:
                 continue
-            demand = _demand_per_node(cluster.pods).get(name)
+            demand = demand_per_node(cluster.pods).get(name)
             layout = pool_layout(state, cluster.nodes, cluster.pools)
             found.append(node_info_json(layout, node, demand, shown))
         if not found:
@@ -195,14 +162,3 @@ def _check_platforms(
                 f"Platform {platform} does not exist in the pools listed! Their platforms: "
                 f"{', '.join(sorted(known)) or 'none'}"
             )
-
-
-def _demand_per_node(bound: Iterable[BoundPod]) -> dict[str, Demand]:
-    found: dict[str, Demand] = {}
-    for pod in bound:
-        found[pod.node] = found.get(pod.node, Demand()) + pod_demand(pod.spec)
-    return found
-
-
-def _gpus_per_node(bound: Iterable[BoundPod]) -> dict[str, int]:
-    return {node: demand.gpu for node, demand in _demand_per_node(bound).items()}

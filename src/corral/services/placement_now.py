@@ -12,8 +12,10 @@ once that one ends, on the occupancy of that time).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from corral.domain.configs.snapshot import State, as_configs
 from corral.domain.labels import GROUP_UUID, WORKFLOW_ID
@@ -42,12 +44,37 @@ class GroupPlacement:
     reason: str | None = None
 
 
+@dataclass(frozen=True)
+class OfferedGroup:
+    """A group to place: its uuid, name and Kubernetes objects."""
+
+    uuid: str
+    name: str
+    manifests: Sequence[Mapping[str, Any]]
+
+
 def placements_now(
     state: State, plan: WorkflowPlan, cluster: ClusterCapacity, now: datetime
 ) -> list[GroupPlacement]:
     """One entry per group of ``plan``, in order (see the module docstring)."""
+    groups = [OfferedGroup(group.uuid, group.name, group.manifests) for group in plan.groups]
+    return groups_placed_now(
+        state, plan.submitter.pool, plan.submitter.priority, groups, cluster, now
+    )
+
+
+def groups_placed_now(
+    state: State,
+    pool_name: str,
+    priority: str,
+    groups: Sequence[OfferedGroup],
+    cluster: ClusterCapacity,
+    now: datetime,
+) -> list[GroupPlacement]:
+    """Where ``groups`` of a workflow of ``pool_name`` would go now: a dry run's placements,
+    and the dashboard's ghost of a waiting group (one entry per group, in order)."""
     configs = as_configs(state)
-    pool = configs.pool(plan.submitter.pool)
+    pool = configs.pool(pool_name)
     levels = tuple(key.label for key in pool.topology_keys)
     bound = [
         BoundPodOnNode(pod.name, pod.node, pod.labels.get(GROUP_UUID), pod.labels, pod.spec)
@@ -61,12 +88,12 @@ def placements_now(
     placements = Placements(
         cluster.nodes, pool_queues(state), bound, min_runtime=min_runtimes(state)
     )
-    for position, group in enumerate(plan.groups):
+    for position, group in enumerate(groups):
         placements.add(
             group.uuid,
-            group.manifests,
+            list(group.manifests),
             levels=levels,
-            priority=plan.submitter.priority,
+            priority=priority,
             age=(position,),
         )
     result = placements.place_waiting(now)
@@ -77,7 +104,7 @@ def placements_now(
             Eviction(owners.get(eviction.group, "?"), eviction.gpus, eviction.reclaimed)
         )
     found = []
-    for group in plan.groups:
+    for group in groups:
         placement = placed.get(group.uuid)
         if placement is not None:
             found.append(

@@ -33,7 +33,7 @@ from corral.services.submission import SubmissionService
 from corral.store.cluster_objects import ClusterObjectStore
 from corral.store.config_store import ConfigStore
 from corral.store.database import make_engine, migrate
-from corral.store.lease import LeaseStore
+from corral.store.lease import LeaseRow, LeaseStore
 from corral.store.tokens import TokenStore
 from corral.store.users import UserStore
 from corral.store.workflows import StoredTask, StoredWorkflow, WorkflowStore, pod_of
@@ -129,6 +129,13 @@ class Runtime:
         except SQLAlchemyError:
             return "unknown"
         return "leader" if row is not None and row.holder == self.lease_holder else "standby"
+
+    def controller_lease(self) -> LeaseRow | None:
+        """Who holds the controller lease of this database, if anyone (None when unknown)."""
+        try:
+            return LeaseStore(self.engine, utc_now).read()
+        except SQLAlchemyError:
+            return None
 
     def capacity(self, state: State) -> list[ClusterCapacity]:
         """Per cluster of ``state``: its nodes, the pods holding resources and its pools."""

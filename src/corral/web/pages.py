@@ -1,0 +1,629 @@
+"""The dashboard at ``/ui``: pages drawn on the server from the same services as the REST API,
+with the same authorization (docs/dashboard.md).
+
+Each page asks the authorizer what the REST endpoint it mirrors asks: a pool the caller may not
+use is not shown, a workflow of a pool it may not read answers 403, and a rollback needs
+``config:Update`` like ``POST /api/configs/history/rollback``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlencode
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.concurrency import run_in_threadpool
+
+from corral import __version__
+from corral.api.auth import Authorizer, Principal
+from corral.api.config_routes import check_template_reads
+from corral.api.guard import guarded_principal
+from corral.domain.configs.types import ConfigType
+from corral.domain.labels import WORKFLOW_ID
+from corral.domain.views.explain import explain_workflow
+from corral.domain.views.resource_listing import pool_layout
+from corral.errors import ConflictError, CorralError, ForbiddenError, NotFoundError, UserError
+from corral.services import sandbox
+from corral.services.capacity import ClusterCapacity
+from corral.services.config_service import WriteMeta
+from corral.services.placement_now import GroupPlacement, OfferedGroup, groups_placed_now
+from corral.services.pool_usage import gpus_per_node, pool_usage
+from corral.services.runtime import Runtime, utc_now
+from corral.store.config_store import HistoryQuery
+from corral.store.workflows import ALIVE, QUEUED, StoredWorkflow
+from corral.web import session as web_session
+from corral.web.topology_view import Level, TopologyPicture, picture
+
+TEMPLATES = Path(__file__).parent / "templates"
+STATIC = Path(__file__).parent / "static"
+STATIC_TYPES = {".js": "text/javascript", ".css": "text/css", ".txt": "text/plain"}
+PAGE_SIZE = 50
+#: How far back the overview counts finished workflows.
+RECENT = timedelta(hours=24)
+PRIORITY_ORDER = {"HIGH": 0, "NORMAL": 1, "LOW": 2}
+#: The most bytes of a task's log a page shows (the tail).
+LOG_TAIL_BYTES = 64 * 1024
+HISTORY_SHOWN = 20
+#: Group statuses before its pods are bound.
+UNPLACED = frozenset({"SUBMITTING", "WAITING", "PROCESSING", "SCHEDULING"})
+STATUS_TABS = {
+    "running": ("RUNNING",),
+    "waiting": QUEUED,
+    "failed": None,  # every FAILED_* status
+    "completed": ("COMPLETED",),
+}
+
+
+def templates() -> Environment:
+    """The page templates: ours, autoescaped (every value shown came from users)."""
+    environment = Environment(
+        loader=FileSystemLoader(TEMPLATES),
+        autoescape=select_autoescape(default=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    environment.filters["age"] = age
+    environment.filters["pretty"] = lambda value: json.dumps(value, indent=2, sort_keys=False)
+    environment.globals["version"] = __version__
+    return environment
+
+
+def build_dashboard(runtime: Runtime, authorizer: Authorizer) -> APIRouter:
+    router = APIRouter(prefix="/ui", include_in_schema=False)
+    pages = templates()
+    store = runtime.workflows
+    configs = runtime.configs
+
+    def render(request: Request, name: str, status: int = 200, **values: Any) -> HTMLResponse:
+        principal = guarded_principal(request)
+        token = request.scope.get("state", {}).get("session_token")
+        csrf = web_session.csrf_token(authorizer.sessions.key, token) if token else ""
+        html = pages.get_template(name).render(
+            user=principal.username if principal else None,
+            admin=principal is not None and authorizer.is_admin(principal),
+            csrf=csrf,
+            path=request.url.path,
+            **values,
+        )
+        return HTMLResponse(html, status_code=status)
+
+    def caller(request: Request) -> Principal:
+        found = guarded_principal(request)
+        if found is None:  # the guard lets no request without a session through
+            raise ForbiddenError("Log in to see the dashboard.")
+        return found
+
+    def usable_pools(principal: Principal) -> list[str]:
+        authorizer.check(principal, "pool:List")
+        return authorizer.allowed_pools(principal, sorted(configs.state().pool_names()))
+
+    def readable_pools(principal: Principal) -> list[str]:
+        return [
+            name
+            for name in store.pools()
+            if authorizer.allows(principal, "workflow:Read", f"pool/{name}")
+        ]
+
+    def readable(principal: Principal, workflow_id: str) -> StoredWorkflow:
+        workflow = store.get(workflow_id)
+        authorizer.check(principal, "workflow:Read", f"pool/{workflow.pool}")
+        return workflow
+
+    # ------------------------------------------------------------------------ login
+
+    @router.get("/login", response_class=HTMLResponse)
+    def login_page(request: Request, next: str = "/ui", why: str = "") -> HTMLResponse:
+        return render(
+            request, "login.html", next=_local(next), why=why, oidc=authorizer.oidc_issuer
+        )
+
+    @router.post("/login", response_model=None)
+    async def login(request: Request) -> Response:
+        form = parse_qs((await request.body()).decode("utf-8", "replace"))
+        token = form.get("token", [""])[0].strip()
+        target = _local(form.get("next", ["/ui"])[0])
+        try:
+            if not token:
+                raise UserError("Paste an API token (corral user token create) to log in.")
+            principal = await run_in_threadpool(authorizer.authenticate_token, token)
+            user = await run_in_threadpool(runtime.users.require, principal.username)
+        except CorralError as err:
+            return render(request, "login.html", 401, next=target, why=err.message, oidc=None)
+        session = authorizer.sessions.mint(principal.username, user.user_id)
+        answer = RedirectResponse(target, status_code=303)
+        answer.set_cookie(
+            web_session.COOKIE,
+            session.token,
+            max_age=int(authorizer.sessions.ttl.total_seconds()),
+            path="/ui",
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+        )
+        return answer
+
+    @router.post("/logout", response_model=None)
+    def logout(request: Request) -> Response:
+        # htmx follows a redirect inside its request: it is told where to go instead.
+        if request.headers.get("hx-request"):
+            answer: Response = Response(headers={"HX-Redirect": "/ui/login"})
+        else:
+            answer = RedirectResponse("/ui/login", status_code=303)
+        answer.delete_cookie(web_session.COOKIE, path="/ui")
+        return answer
+
+    @router.get("/static/{name}")
+    def static(name: str) -> Response:
+        found = STATIC / name
+        if "/" in name or name.startswith(".") or not found.is_file():
+            raise NotFoundError(f"No static file {name}.")
+        kind = STATIC_TYPES.get(found.suffix, "application/octet-stream")
+        return Response(
+            found.read_bytes(),
+            media_type=kind,
+            headers={"Cache-Control": "public, max-age=3600"},
+        )
+
+    # --------------------------------------------------------------------- overview
+
+    @router.get("", response_class=HTMLResponse)
+    def overview(request: Request) -> HTMLResponse:
+        principal = caller(request)
+        authorizer.check(principal, "workflow:List")
+        now = utc_now()
+        counts = store.status_counts(
+            now - RECENT, visible_to=(principal.username, readable_pools(principal))
+        )
+        state = configs.state()
+        names = usable_pools(principal)
+        usage = pool_usage(state, runtime.capacity(state), names, runtime.recently_preempted())
+        return render(
+            request,
+            "overview.html",
+            topic="workflows",
+            running=counts.get("RUNNING", 0),
+            waiting=sum(counts.get(status, 0) for status in QUEUED),
+            failed=sum(n for status, n in counts.items() if status.startswith("FAILED")),
+            completed=counts.get("COMPLETED", 0),
+            node_sets=usage.report.node_sets,
+            controller=_controller(runtime),
+        )
+
+    # ------------------------------------------------------------------------ pools
+
+    @router.get("/pools", response_class=HTMLResponse)
+    def pools(request: Request, pool: str | None = None, platform: str | None = None) -> Any:
+        principal = caller(request)
+        state = configs.state()
+        names = usable_pools(principal)
+        usage = pool_usage(state, runtime.capacity(state), names, runtime.recently_preempted())
+        quotas = {
+            quota.name: quota.usage
+            for node_set in usage.report.node_sets
+            for quota in node_set.pools
+        }
+        chosen = pool if pool in names else (names[0] if names else None)
+        rendered, refused = None, None
+        if chosen is not None:
+            try:
+                authorizer.check(principal, "config:Read", "config/pool")
+                check_template_reads(authorizer, principal)
+                rendered = sandbox.run(
+                    "render_pool",
+                    state,
+                    chosen,
+                    platform=platform,
+                    set_values={},
+                    user=principal.username,
+                    workflow_config=state.workflow,
+                    what="Rendering the pool's templates",
+                )
+            except ForbiddenError as err:
+                refused = err.message
+        return render(
+            request,
+            "pools.html",
+            pools=[state.pool(name) for name in names],
+            quotas=quotas,
+            chosen=chosen,
+            rendered=rendered,
+            refused=refused,
+        )
+
+    # --------------------------------------------------------------------- topology
+
+    @router.get("/topology", response_class=HTMLResponse)
+    def topology(
+        request: Request,
+        pool: str | None = None,
+        domain: str | None = None,
+        ghost: str | None = None,
+    ) -> HTMLResponse:
+        principal = caller(request)
+        authorizer.check(principal, "resources:Read")
+        names = usable_pools(principal)
+        if pool is not None and pool not in names:
+            raise NotFoundError(f"Pool {pool} does not exist, or you may not use it.")
+        chosen = pool or next(iter(names), None)
+        if chosen is None:
+            return render(request, "topology.html", chosen=None, pools=names, topic="workflows")
+        state = configs.state()
+        cluster = _cluster_of(runtime.capacity(state), chosen)
+        within = _domain(domain)
+        levels = tuple(Level(key.key, key.label) for key in state.pool(chosen).topology_keys)
+        queued = [w for w in store.list(pools=[chosen], statuses=QUEUED, limit=PAGE_SIZE)]
+        ghost_of, placement = None, None
+        if ghost and cluster is not None:
+            ghost_of = readable(principal, ghost)
+            placement = _ghost(state, ghost_of, cluster)
+        drawn = _picture(state, cluster, chosen, levels, placement, within)
+        return render(
+            request,
+            "topology.html",
+            topic="workflows",
+            pools=names,
+            chosen=chosen,
+            levels=levels,
+            within=within,
+            picture=drawn,
+            queued=queued,
+            ghost=ghost_of,
+            placement=placement,
+            query=lambda **changes: _query(
+                {"pool": chosen, "domain": domain, "ghost": ghost}, changes
+            ),
+        )
+
+    # -------------------------------------------------------------------- workflows
+
+    @router.get("/workflows", response_class=HTMLResponse)
+    def workflows(
+        request: Request,
+        status: str = "",
+        pool: str = "",
+        user: str = "",
+        page: int = 0,
+    ) -> HTMLResponse:
+        principal = caller(request)
+        authorizer.check(principal, "workflow:List")
+        readable_names = readable_pools(principal)
+        statuses = _statuses(status)
+        rows = store.list(
+            users=[user] if user else None,
+            pools=[pool] if pool else None,
+            statuses=statuses,
+            limit=PAGE_SIZE + 1,
+            offset=max(page, 0) * PAGE_SIZE,
+            visible_to=(principal.username, readable_names),
+        )
+        positions = _queue_positions(store.queued(sorted({r["pool"] for r in rows})))
+        filters = {"status": status, "pool": pool, "user": user}
+        return render(
+            request,
+            "workflows.html",
+            topic="workflows",
+            rows=rows[:PAGE_SIZE],
+            more=len(rows) > PAGE_SIZE,
+            page=max(page, 0),
+            positions=positions,
+            filters=filters,
+            tabs=list(STATUS_TABS),
+            pools=sorted(set(readable_names) | set(usable_pools(principal))),
+            now=utc_now(),
+            query=lambda **changes: _query(filters, changes),
+        )
+
+    @router.get("/workflows/{workflow_id}", response_class=HTMLResponse)
+    def workflow(request: Request, workflow_id: str, task: str = "") -> HTMLResponse:
+        principal = caller(request)
+        found = readable(principal, workflow_id)
+        pool = configs.state().find_pool(found.pool)
+        explained = explain_workflow(
+            found, utc_now(), pool_in_maintenance=pool is not None and pool.enable_maintenance
+        )
+        tasks = [t for group in found.groups for t in group.tasks]
+        shown = next((t for t in tasks if t.name == task), tasks[0] if tasks else None)
+        log = ""
+        if shown is not None and shown.started_at is not None:
+            log = runtime.task_logs(found, shown)[-LOG_TAIL_BYTES:]
+        manifests = store.manifests([group.uuid for group in found.groups])
+        may_cancel = found.status in ALIVE and (
+            principal.username == found.submitted_by
+            or authorizer.allows(principal, "workflow:Cancel", f"pool/{found.pool}")
+        )
+        return render(
+            request,
+            "workflow.html",
+            topic=f"workflow:{workflow_id}",
+            workflow=found,
+            explained=explained,
+            dag=dag_svg(found),
+            shown=shown,
+            log=log,
+            manifests=manifests,
+            may_cancel=may_cancel,
+            alive=found.status in ALIVE,
+        )
+
+    @router.get("/workflows/{workflow_id}/log", response_class=PlainTextResponse)
+    def workflow_log(request: Request, workflow_id: str, task: str) -> PlainTextResponse:
+        found = readable(caller(request), workflow_id)
+        for candidate in (t for group in found.groups for t in group.tasks):
+            if candidate.name == task:
+                text = runtime.task_logs(found, candidate) if candidate.started_at else ""
+                return PlainTextResponse(text[-LOG_TAIL_BYTES:])
+        raise NotFoundError(f"Workflow {workflow_id} has no task {task}.")
+
+    @router.post("/workflows/{workflow_id}/cancel", response_class=HTMLResponse)
+    def cancel(request: Request, workflow_id: str) -> HTMLResponse:
+        principal = caller(request)
+        found = store.get(workflow_id)
+        if principal.username != found.submitted_by:
+            authorizer.check(principal, "workflow:Cancel", f"pool/{found.pool}")
+        if not store.request_cancel(workflow_id, principal.username):
+            raise ConflictError(f"Workflow {workflow_id} is finished or already being canceled.")
+        return render(
+            request,
+            "notice.html",
+            message=f"Cancel requested for {workflow_id}; its tasks are being stopped.",
+        )
+
+    # ----------------------------------------------------------------------- config
+
+    @router.get("/config", response_class=HTMLResponse)
+    def config(
+        request: Request,
+        type: str = "POOL",
+        first: int | None = None,
+        second: int | None = None,
+    ) -> HTMLResponse:
+        principal = caller(request)
+        types = [
+            t
+            for t in ConfigType
+            if authorizer.allows(principal, "config:Read", f"config/{t.url_segment}")
+        ]
+        if not types:
+            authorizer.check(principal, "config:Read", "config/*")
+        chosen = ConfigType.parse(type)
+        authorizer.check(principal, "config:Read", f"config/{chosen.url_segment}")
+        data, head = configs.snapshot(chosen)
+        history = configs.history(
+            HistoryQuery(config_types=[chosen], limit=HISTORY_SHOWN, order="DESC"),
+            with_data=False,
+        )
+        diff = None
+        if first is not None:
+            diff = configs.diff(chosen, first, second)
+        return render(
+            request,
+            "config.html",
+            types=types,
+            chosen=chosen,
+            data=data,
+            head=head,
+            history=history,
+            diff=diff,
+            first=first,
+            second=second,
+            may_update=authorizer.allows(
+                principal, "config:Update", f"config/{chosen.url_segment}"
+            ),
+        )
+
+    @router.post("/config/{segment}/rollback", response_class=HTMLResponse)
+    async def rollback(request: Request, segment: str) -> HTMLResponse:
+        principal = caller(request)
+        chosen = ConfigType.parse(segment)
+        authorizer.check(principal, "config:Update", f"config/{chosen.url_segment}")
+        form = parse_qs((await request.body()).decode("utf-8", "replace"))
+        revision = _number(form, "revision")
+        base = _number(form, "base")
+        meta = WriteMeta(
+            principal.username,
+            description=f"Rolled back from the dashboard to r{revision}",
+            base_revision=base,
+        )
+        result = await run_in_threadpool(configs.rollback, chosen, revision, meta)
+        made = ", ".join(f"r{r.revision}" for r in result.revisions) or "nothing changed"
+        return render(request, "notice.html", message=f"Rolled back to r{revision}: {made}.")
+
+    return router
+
+
+def _controller(runtime: Runtime) -> dict[str, Any]:
+    """What the overview says of the lifecycle controller: this server's part, the lease."""
+    lease = runtime.controller_lease()
+    return {
+        "role": runtime.controller_role(),
+        "database": "ok" if runtime.database_ok() else "down",
+        "holder": lease.holder if lease else None,
+        "epoch": lease.epoch if lease else None,
+        "renewals": lease.renewals if lease else None,
+    }
+
+
+def _cluster_of(clusters: Sequence[ClusterCapacity], pool: str) -> ClusterCapacity | None:
+    return next((cluster for cluster in clusters if pool in cluster.pools), None)
+
+
+def _picture(
+    state: Any,
+    cluster: ClusterCapacity | None,
+    pool: str,
+    levels: tuple[Level, ...],
+    placement: GroupPlacement | None,
+    within: tuple[str, str] | None,
+) -> TopologyPicture:
+    if cluster is None:
+        return picture([], levels, {}, {})
+    layout = pool_layout(state, cluster.nodes, [pool])
+    nodes = [node for node in cluster.nodes if pool in layout.pools_of(node.name)]
+    owners: dict[str, set[str]] = {}
+    for pod in cluster.pods:
+        owners.setdefault(pod.node, set()).add(pod.labels.get(WORKFLOW_ID, "(not corral's)"))
+    ghost = frozenset(placement.nodes.values()) if placement is not None else frozenset()
+    return picture(
+        nodes,
+        levels,
+        gpus_per_node(cluster.pods),
+        {node: sorted(found) for node, found in owners.items()},
+        ghost,
+        within,
+    )
+
+
+def _ghost(state: Any, workflow: StoredWorkflow, cluster: ClusterCapacity) -> GroupPlacement:
+    """Where the workflow's first group that waits to start would land now, or why not."""
+    waiting = [
+        g
+        for g in workflow.groups
+        if g.status in UNPLACED and all(task.node is None for task in g.tasks)
+    ]
+    if workflow.status not in ALIVE or not waiting:
+        return GroupPlacement("", reason=f"{workflow.workflow_id} has no group waiting to start")
+    # The group the scheduler has tried (it has a reason), else the first to be offered.
+    group = next((g for g in waiting if g.pending_reason), waiting[0])
+    offered = [OfferedGroup(group.uuid, group.name, list(group.manifests or []))]
+    placed = groups_placed_now(state, workflow.pool, workflow.priority, offered, cluster, utc_now())
+    return placed[0]
+
+
+def _domain(text: str | None) -> tuple[str, str] | None:
+    if not text:
+        return None
+    label, sep, value = text.partition("=")
+    if not sep:
+        raise UserError(f"domain={text!r}: give it as LABEL=VALUE, e.g. nvidia.com/gpu-clique=a.")
+    return label, value
+
+
+def _statuses(tab: str) -> list[str] | None:
+    if not tab:
+        return None
+    if tab not in STATUS_TABS:
+        raise UserError(f"status={tab!r}: choose one of {', '.join(STATUS_TABS)}.")
+    chosen = STATUS_TABS[tab]
+    if chosen is None:
+        from corral.domain.workflows.statuses import WorkflowStatus
+
+        return [s.value for s in WorkflowStatus if s.failed]
+    return list(chosen)
+
+
+def _queue_positions(queued: Sequence[tuple[str, str, str, datetime]]) -> dict[str, int]:
+    """Each waiting workflow's place in its pool's queue: by priority, then age (the order the
+    scheduler offers them in, before fair share and fit)."""
+    ordered = sorted(queued, key=lambda row: (row[1], PRIORITY_ORDER.get(row[2], 1), row[3]))
+    positions: dict[str, int] = {}
+    counters: dict[str, int] = {}
+    for workflow_id, pool, _, _ in ordered:
+        counters[pool] = counters.get(pool, 0) + 1
+        positions[workflow_id] = counters[pool]
+    return positions
+
+
+def _query(current: Mapping[str, Any], changes: Mapping[str, Any]) -> str:
+    merged = {**current, **changes}
+    return urlencode({key: value for key, value in merged.items() if value not in (None, "")})
+
+
+def _local(target: str) -> str:
+    """A redirect target kept on this site's dashboard."""
+    return target if target.startswith("/ui") and "//" not in target else "/ui"
+
+
+def _number(form: Mapping[str, list[str]], name: str) -> int:
+    text = form.get(name, [""])[0]
+    if not text.isdigit():
+        raise UserError(f"{name}: give a revision number (got {text!r}).")
+    return int(text)
+
+
+def age(moment: datetime | None, now: datetime | None = None) -> str:
+    """``3m``, ``2h``, ``4d``: how long ago."""
+    if moment is None:
+        return ""
+    if moment.tzinfo is None:  # SQLite hands back naive UTC
+        moment = moment.replace(tzinfo=UTC)
+    seconds = int(((now or datetime.now(UTC)) - moment).total_seconds())
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{max(seconds, 0)}s"
+
+
+BOX_WIDTH = 300
+COLUMN_WIDTH = 350
+
+
+def domain_lines(domains: Mapping[str, str] | None) -> list[str]:
+    """Where a group landed, one line per subgroup (else for the group): its finest domain."""
+    found = sorted((domains or {}).items())
+    named = [f"{name}: {path.rsplit('.', 1)[-1]}" for name, path in found if name]
+    whole = dict(found).get("")
+    return named or ([f"in {whole.rsplit('.', 1)[-1]}"] if whole else [])
+
+
+def dag_svg(workflow: StoredWorkflow) -> dict[str, Any]:
+    """The group DAG laid out in columns by depth: boxes and upstream edges for the SVG."""
+    by_name = {group.name: group for group in workflow.groups}
+    depth: dict[str, int] = {}
+
+    def depth_of(name: str, seen: frozenset[str] = frozenset()) -> int:
+        if name not in depth:
+            ups = [u for u in by_name[name].upstream if u in by_name and u not in seen]
+            depth[name] = 1 + max((depth_of(u, seen | {name}) for u in ups), default=-1)
+        return depth[name]
+
+    bottoms: dict[int, int] = {}
+    boxes = []
+    for group in workflow.groups:
+        column = depth_of(group.name)
+        lines = domain_lines(group.domains)
+        top = bottoms.get(column, 10)
+        height = 48 + 16 * len(lines)
+        bottoms[column] = top + height + 20
+        boxes.append(
+            {
+                "name": group.name,
+                "status": group.status,
+                "lines": lines,
+                "x": 10 + column * COLUMN_WIDTH,
+                "y": top,
+                "height": height,
+            }
+        )
+    at = {box["name"]: box for box in boxes}
+    edges = [
+        {"from": at[up], "to": at[group.name]}
+        for group in workflow.groups
+        for up in group.upstream
+        if up in at
+    ]
+    width = 20 + (max(bottoms, default=0) + 1) * COLUMN_WIDTH
+    height = max(bottoms.values(), default=30)
+    return {"boxes": boxes, "edges": edges, "width": width, "height": height, "box": BOX_WIDTH}
+
+
+_ERROR_PAGES = templates()
+
+
+def error_page(request: Request, err: CorralError) -> HTMLResponse:
+    """A dashboard page's user error (a pool not found, a 403) as a page, not JSON."""
+    principal = guarded_principal(request)
+    html = _ERROR_PAGES.get_template("error.html").render(
+        user=principal.username if principal else None,
+        admin=False,
+        csrf="",
+        path=request.url.path,
+        status=err.status_code,
+        message=err.message,
+    )
+    return HTMLResponse(html, status_code=err.status_code)

@@ -1,0 +1,182 @@
+"""The topology page's picture of a pool: panels per zone and spine, in each the racks or cliques
+(the pool's finest topology level) as grids of nodes, coloured by free GPUs (docs/dashboard.md).
+
+Pure: it takes the nodes, what is used on them and who owns it, and returns what the template
+draws. A pool with more than :data:`AGGREGATE_ABOVE` nodes is drawn one cell per finest domain
+instead of one per node, so that the page stays readable (and small) at thousands of nodes; a
+domain's link narrows the page to it, where its nodes are drawn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from corral.domain.platform.nodes import Node
+from corral.scheduler.resources import capacity as capacity_of_node
+
+#: Above this many nodes (after a drill-down), each finest domain is one cell.
+AGGREGATE_ABOVE = 400
+#: The label of a node that lacks a topology label.
+UNLABELLED = "(none)"
+
+
+@dataclass(frozen=True)
+class NodeCell:
+    name: str
+    gpus: int
+    free: int
+    #: The workflows with pods on the node, sorted.
+    owners: tuple[str, ...]
+    #: Where a pending group would put one of its pods (the ghost overlay).
+    ghost: bool = False
+
+    @property
+    def shade(self) -> str:
+        """The CSS class of the node's colour: how much of it is free."""
+        return shade(self.free, self.gpus)
+
+    @property
+    def label(self) -> str:
+        """What the cell says, so that colour is never the only cue."""
+        return f"{self.free}/{self.gpus}" if self.gpus else "cpu"
+
+    @property
+    def title(self) -> str:
+        owners = ", ".join(self.owners) if self.owners else "no workflow"
+        ghost = "; the pending group would land here" if self.ghost else ""
+        return f"{self.name}: {self.free} of {self.gpus} GPUs free; {owners}{ghost}"
+
+
+@dataclass
+class Block:
+    """One domain of the finest level (a rack or clique), or one group of unlabelled nodes."""
+
+    #: The node label of the level ("" without topology keys).
+    level: str
+    value: str
+    nodes: list[NodeCell] = field(default_factory=list)
+
+    @property
+    def gpus(self) -> int:
+        return sum(node.gpus for node in self.nodes)
+
+    @property
+    def free(self) -> int:
+        return sum(node.free for node in self.nodes)
+
+    @property
+    def shade(self) -> str:
+        return shade(self.free, self.gpus)
+
+    @property
+    def task_gpus(self) -> int:
+        """The GPUs of a whole-node task here: the most any node of the domain has."""
+        return max((node.gpus for node in self.nodes), default=0)
+
+    @property
+    def largest_gang(self) -> int:
+        """How many whole-node tasks (:attr:`task_gpus` GPUs each) fit in the domain now."""
+        size = self.task_gpus
+        return sum(node.free // size for node in self.nodes) if size else 0
+
+    @property
+    def owners(self) -> tuple[str, ...]:
+        return tuple(sorted({owner for node in self.nodes for owner in node.owners}))
+
+    @property
+    def ghosts(self) -> int:
+        return sum(node.ghost for node in self.nodes)
+
+
+@dataclass
+class Panel:
+    """The nodes under one zone and spine (the two coarsest levels that are not the finest)."""
+
+    title: str
+    blocks: list[Block] = field(default_factory=list)
+
+    @property
+    def gpus(self) -> int:
+        return sum(block.gpus for block in self.blocks)
+
+    @property
+    def free(self) -> int:
+        return sum(block.free for block in self.blocks)
+
+
+@dataclass(frozen=True)
+class Level:
+    """A pool's topology level: the name workflows use and the node label behind it."""
+
+    key: str
+    label: str
+
+
+@dataclass(frozen=True)
+class TopologyPicture:
+    levels: tuple[Level, ...]
+    panels: tuple[Panel, ...]
+    #: One cell per finest domain instead of one per node.
+    aggregated: bool
+    nodes: int
+    gpus: int
+    free: int
+
+
+def shade(free: int, gpus: int) -> str:
+    if gpus == 0:
+        return "shade-none"
+    if free == 0:
+        return "shade-full"
+    if free == gpus:
+        return "shade-free"
+    return "shade-part"
+
+
+def picture(
+    nodes: Sequence[Node],
+    levels: Sequence[Level],
+    used_gpus: Mapping[str, int],
+    owners: Mapping[str, Sequence[str]],
+    ghost: frozenset[str] = frozenset(),
+    within: tuple[str, str] | None = None,
+) -> TopologyPicture:
+    """``nodes`` (a pool's) grouped by ``levels`` (coarsest first);
+    ``within=(label, value)`` keeps the nodes with that label value."""
+    if within is not None:
+        label, value = within
+        nodes = [node for node in nodes if node.labels.get(label, UNLABELLED) == value]
+    finest = levels[-1].label if levels else ""
+    outer = levels[:-1][:2]
+    panels: dict[tuple[str, ...], Panel] = {}
+    blocks: dict[tuple[str, ...], Block] = {}
+    total = free = 0
+    for node in nodes:
+        gpus = capacity_of_node(node.allocatable).gpu
+        cell = NodeCell(
+            node.name,
+            gpus,
+            max(gpus - used_gpus.get(node.name, 0), 0),
+            tuple(sorted(owners.get(node.name, ()))),
+            node.name in ghost,
+        )
+        total += cell.gpus
+        free += cell.free
+        path = tuple(node.labels.get(level.label, UNLABELLED) for level in outer)
+        panel = panels.get(path)
+        if panel is None:
+            title = " / ".join(f"{lv.key} {value}" for lv, value in zip(outer, path, strict=True))
+            panel = panels[path] = Panel(title or "all nodes")
+        value = node.labels.get(finest, UNLABELLED) if finest else UNLABELLED
+        block = blocks.get((*path, value))
+        if block is None:
+            block = blocks[(*path, value)] = Block(finest, value)
+            panel.blocks.append(block)
+        block.nodes.append(cell)
+    ordered = tuple(panels[key] for key in sorted(panels))
+    for panel in ordered:
+        panel.blocks.sort(key=lambda block: block.value)
+    return TopologyPicture(
+        tuple(levels), ordered, len(nodes) > AGGREGATE_ABOVE, len(nodes), total, free
+    )

@@ -1,0 +1,238 @@
+"""The dashboard in a real browser (Playwright driving Debian's chromium, headless) against a
+real ``corral server --demo``: log in, the seed-003 placements on every page, cancel, a user
+who may not use a pool, live updates. ``CORRAL_SCREENSHOTS=docs/images`` keeps the screenshots
+docs/dashboard.md shows."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.conftest import REPO, LiveServer, start_server
+from tests.web.browser import chromium
+
+SCREENSHOTS_ENV = "CORRAL_SCREENSHOTS"
+HELD_SECONDS = 900  # longer than this module runs: the held workflows run until canceled
+
+
+def example(name: str, sleep: int, new_name: str) -> str:
+    """A seed-003 example workflow whose tasks sleep ``sleep`` seconds, renamed."""
+    text = (REPO / "examples" / "workflows" / name).read_text()
+    name_line = next(line for line in text.splitlines() if line.startswith("  name: "))
+    return text.replace("sleep 5", f"sleep {sleep}").replace(name_line, f"  name: {new_name}", 1)
+
+
+class Cluster:
+    """The server, an admin client, and the workflows held running for the checks."""
+
+    def __init__(self, server: LiveServer) -> None:
+        self.server = server
+        self.api = httpx.Client(
+            base_url=server.url,
+            headers={"Authorization": f"Bearer {server.token}"},
+            timeout=30,
+        )
+
+    def submit(self, file: str, pool: str = "nvl72") -> str:
+        answer = self.api.post(f"/api/pool/{pool}/workflow", json={"file": file})
+        assert answer.status_code == 200, answer.text
+        return str(answer.json()["name"])
+
+    def workflow(self, workflow_id: str) -> dict[str, Any]:
+        answer = self.api.get(f"/api/workflow/{workflow_id}")
+        assert answer.status_code == 200, answer.text
+        return dict(answer.json())
+
+    def wait_placed(self, workflow_id: str) -> dict[str, str]:
+        """Each task's node once every task of the workflow is running."""
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            tasks = [t for g in self.workflow(workflow_id)["groups"] for t in g["tasks"]]
+            if all(t["status"] == "RUNNING" and t["node"] for t in tasks):
+                return {t["name"]: t["node"] for t in tasks}
+            time.sleep(0.3)
+        raise AssertionError(f"{workflow_id} did not start: {self.workflow(workflow_id)}")
+
+    def clique_of(self, node: str) -> str:
+        answer = self.api.get(f"/api/resources/{node}")
+        return str(answer.json()["labels"]["nvidia.com/gpu-clique"])
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    server = start_server(tmp_path_factory.mktemp("dashboard"), "--demo")
+    found = Cluster(server)
+    yield found
+    for row in found.api.get("/api/workflow", params={"all_users": True}).json()["workflows"]:
+        found.api.post(f"/api/workflow/{row['workflow_id']}/cancel")
+    found.api.close()
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def held(cluster: Cluster) -> dict[str, dict[str, str]]:
+    """Seed 003's use cases 1 and 2, running: workflow -> task -> node."""
+    rack = cluster.submit(example("nvl72-single-rack.yaml", HELD_SECONDS, "held-rack"))
+    pair = cluster.submit(example("nvl72-two-instances.yaml", HELD_SECONDS, "held-pair"))
+    return {rack: cluster.wait_placed(rack), pair: cluster.wait_placed(pair)}
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with chromium() as found:
+        yield found
+
+
+def log_in(browser: Any, server: LiveServer, token: str, start: str = "/ui") -> Any:
+    page = browser.new_page(viewport={"width": 1300, "height": 900})
+    page.set_default_timeout(20_000)
+    page.goto(server.url + start)
+    assert "/ui/login" in page.url  # no session yet: the login page
+    page.fill("#token", token)
+    page.click("button[type=submit]")
+    page.wait_for_url(server.url + start)
+    return page
+
+
+def screenshot(page: Any, name: str, tmp_path: Path) -> None:
+    folder = Path(os.environ.get(SCREENSHOTS_ENV) or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(folder / f"dashboard-{name}.png"), full_page=True)
+
+
+def test_log_in_and_out(cluster: Cluster, browser: Any, tmp_path: Path) -> None:
+    page = browser.new_page()
+    page.goto(cluster.server.url + "/ui/workflows")
+    page.fill("#token", "corral_not-a-token")
+    page.click("button[type=submit]")
+    assert page.locator("[role=alert]").inner_text() == "The bearer token is unknown or revoked."
+    screenshot(page, "login", tmp_path)
+    page.fill("#token", cluster.server.token)
+    page.click("button[type=submit]")
+    page.wait_for_url(cluster.server.url + "/ui/workflows")
+    assert page.locator("#user").inner_text() == "admin (admin)"
+    page.click("text=Log out")
+    page.wait_for_url("**/ui/login")
+    page.goto(cluster.server.url + "/ui")
+    assert "/ui/login" in page.url
+    page.close()
+
+
+def test_every_page_shows_the_seed_003_placements(
+    cluster: Cluster, held: dict[str, dict[str, str]], browser: Any, tmp_path: Path
+) -> None:
+    rack, pair = held
+    page = log_in(browser, cluster.server, cluster.server.token)
+
+    # Overview: the two workflows run, and pool nvl72 uses their 12 trays' 48 GPUs.
+    assert int(page.locator("#count-running").inner_text()) >= 2
+    row = page.locator("#pool-gpus tr", has_text="nvl72")
+    assert row.locator("td").nth(1).inner_text() == "48"
+    screenshot(page, "overview", tmp_path)
+
+    # Pools: nvl72's used GPUs and its topology keys; the rendered template's provenance.
+    page.goto(cluster.server.url + "/ui/pools?pool=nvl72")
+    cells = page.locator("#pools tr", has_text="nvl72").locator("td")
+    assert (
+        cells.nth(4).inner_text() == "zone=topology.kubernetes.io/zone \u203a spine="
+        "topology.kubernetes.io/spine \u203a rack=topology.kubernetes.io/rack \u203a "
+        "gpu-clique=nvidia.com/gpu-clique"
+    )
+    assert cells.nth(7).inner_text() == "48"
+    assert page.locator("#provenance tbody tr").count() > 5
+    screenshot(page, "pools", tmp_path)
+
+    # Topology: each held task's node sits in its clique's block, owned by its workflow;
+    # use case 1's four tasks share one clique, and each model of use case 2 shares one.
+    page.goto(cluster.server.url + "/ui/topology?pool=nvl72")
+    for workflow_id, nodes in held.items():
+        for node in nodes.values():
+            cell = page.locator(f'[data-node="{node}"]')
+            assert workflow_id in cell.get_attribute("data-owners").split()
+            block = cell.locator("xpath=ancestor::div[@data-domain]")
+            assert block.get_attribute("data-domain") == cluster.clique_of(node)
+            assert cell.inner_text() == "0/4"
+    assert len({cluster.clique_of(node) for node in held[rack].values()}) == 1
+    for model in ("model1", "model2"):
+        shards = [n for task, n in held[pair].items() if task.startswith(model)]
+        assert len({cluster.clique_of(node) for node in shards}) == 1
+    owned = page.locator(f'[data-owners~="{rack}"]')
+    assert owned.count() == 4
+    owned.first.hover()  # highlights every node of the workflow
+    assert page.locator(".same-owner").count() == 4
+    screenshot(page, "topology", tmp_path)
+
+    # Workflows: both listed as running; the detail page names each task's node and the
+    # clique its group landed in.
+    page.goto(cluster.server.url + "/ui/workflows?status=running")
+    for workflow_id in held:
+        assert (
+            page.locator(f'tr[data-workflow="{workflow_id}"]').locator("td").nth(1).inner_text()
+            == "RUNNING"
+        )
+    page.goto(cluster.server.url + f"/ui/workflows/{rack}")
+    for task, node in held[rack].items():
+        assert page.locator(f'#tasks tr[data-task="{task}"] td').nth(3).inner_text() == node
+    clique = cluster.clique_of(next(iter(held[rack].values())))
+    assert clique in page.locator('svg.dag [data-group="group1"]').text_content()
+    screenshot(page, "workflow", tmp_path)
+    page.close()
+
+
+def test_cancel_from_the_workflow_page(cluster: Cluster, browser: Any, tmp_path: Path) -> None:
+    doomed = cluster.submit(example("nvl72-single-rack.yaml", HELD_SECONDS, "doomed"))
+    cluster.wait_placed(doomed)
+    page = log_in(browser, cluster.server, cluster.server.token, f"/ui/workflows/{doomed}")
+    page.on("dialog", lambda dialog: dialog.accept())
+    page.click("text=Cancel workflow")
+    assert page.locator("[role=status]").inner_text() == (
+        f"Cancel requested for {doomed}; its tasks are being stopped."
+    )
+    page.locator("#workflow-status", has_text="FAILED_CANCELED").wait_for(timeout=60_000)
+    assert cluster.workflow(doomed)["cancel_requested_by"] == "admin"
+    page.close()
+
+
+def test_a_user_without_access_to_a_pool_does_not_see_it(
+    cluster: Cluster, browser: Any, tmp_path: Path
+) -> None:
+    made = cluster.api.post("/api/auth/user", json={"username": "alice", "roles": ["osmo-user"]})
+    assert made.status_code == 201, made.text
+    token = cluster.api.post("/api/auth/user/alice/token").json()["token"]
+    page = log_in(browser, cluster.server, token)
+    assert page.locator("#user").inner_text() == "alice"
+    assert page.locator("#pool-gpus tbody td:first-child").all_inner_texts() == ["default"]
+    page.goto(cluster.server.url + "/ui/pools")
+    assert page.locator("#pools tbody td:first-child").all_inner_texts() == ["default"]
+    page.goto(cluster.server.url + "/ui/topology")
+    assert "nvl72" not in page.locator("p.pools").inner_text()
+    answer = page.goto(cluster.server.url + "/ui/topology?pool=nvl72")
+    assert answer.status == 404
+    assert page.locator("[role=alert]").inner_text() == (
+        "Pool nvl72 does not exist, or you may not use it."
+    )
+    assert page.goto(cluster.server.url + "/ui/config").status == 403  # no config:Read
+    page.close()
+
+
+def test_the_page_updates_live_when_a_workflow_finishes(
+    cluster: Cluster, browser: Any, tmp_path: Path
+) -> None:
+    quick = cluster.submit(example("nvl72-single-rack.yaml", 3, "quick"))
+    page = log_in(browser, cluster.server, cluster.server.token, f"/ui/workflows/{quick}")
+    page.evaluate("window.notReloaded = true")
+    page.locator("#workflow-status", has_text="COMPLETED").wait_for(timeout=60_000)
+    assert page.evaluate("window.notReloaded") is True  # redrawn in place, not reloaded
+    assert page.locator('#tasks tr[data-task="model1-shard1"] td').nth(4).inner_text() == "0"
+    page.goto(cluster.server.url + "/ui/workflows")
+    page.evaluate("window.notReloaded = true")
+    later = cluster.submit(example("nvl72-single-rack.yaml", 1, "later"))
+    page.locator(f'tr[data-workflow="{later}"]').wait_for(timeout=30_000)
+    assert page.evaluate("window.notReloaded") is True
+    page.close()
