@@ -1,0 +1,204 @@
+"""The dashboard's pages over HTTP (in process): login, sessions, CSRF, authorization, errors,
+rollback, and the live-update stream."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from fastapi.testclient import TestClient
+
+from corral.web import live
+from corral.web.pages import _local, _queue_positions, age
+from corral.web.session import COOKIE, csrf_ok, csrf_token
+from tests.conftest import Api
+
+PAGES = ["/ui", "/ui/pools", "/ui/topology", "/ui/workflows", "/ui/config"]
+
+
+def logged_in(api: Api, token: str | None = None) -> TestClient:
+    client = TestClient(api.client.app, raise_server_exceptions=False)
+    answer = client.post(
+        "/ui/login", data={"token": token or api.token, "next": "/ui"}, follow_redirects=False
+    )
+    assert answer.status_code == 303, answer.text
+    assert answer.headers["location"] == "/ui"
+    cookie = answer.headers["set-cookie"]
+    assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/ui" in cookie
+    return client
+
+
+def csrf_of(client: TestClient, path: str = "/ui") -> str:
+    found = re.search(r'"X-Corral-CSRF": "([0-9a-f]+)"', client.get(path).text)
+    assert found is not None
+    return found.group(1)
+
+
+def test_a_page_without_a_session_redirects_to_the_login(examples: Api) -> None:
+    client = TestClient(examples.client.app)
+    answer = client.get("/ui/workflows", follow_redirects=False)
+    assert answer.status_code == 303
+    assert answer.headers["location"] == (
+        "/ui/login?next=%2Fui%2Fworkflows&why=Log+in+to+see+the+dashboard."
+    )
+    assert client.get("/ui/static/htmx.min.js").status_code == 200  # public
+
+
+def test_a_wrong_token_is_refused_on_the_login_page(examples: Api) -> None:
+    client = TestClient(examples.client.app)
+    answer = client.post("/ui/login", data={"token": "corral_nope"})
+    assert answer.status_code == 401
+    assert "The bearer token is unknown or revoked." in answer.text
+    assert COOKIE not in answer.headers.get("set-cookie", "")
+    empty = client.post("/ui/login", data={"token": ""})
+    assert "Paste an API token (corral user token create) to log in." in empty.text
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_every_page_answers_a_logged_in_admin(examples: Api, path: str) -> None:
+    answer = logged_in(examples).get(path)
+    assert answer.status_code == 200, answer.text
+    assert answer.headers["content-type"].startswith("text/html")
+    assert '<span id="user">admin (admin)</span>' in answer.text
+
+
+def test_the_rest_api_does_not_take_the_session_cookie(examples: Api) -> None:
+    client = logged_in(examples)
+    answer = client.get("/api/workflow")
+    assert answer.status_code == 401  # bearer tokens only: no cross-site request can use it
+
+
+def test_a_change_without_the_pages_csrf_token_is_refused(examples: Api) -> None:
+    client = logged_in(examples)
+    answer = client.post("/ui/config/pool/rollback", data={"revision": "1", "base": "2"})
+    assert answer.status_code == 403
+    assert answer.json()["message"] == (
+        "The request lacks this page's CSRF token; reload the page and try again."
+    )
+    forged = client.post(
+        "/ui/config/pool/rollback",
+        data={"revision": "1", "base": "2"},
+        headers={"X-Corral-CSRF": "0" * 40},
+    )
+    assert forged.status_code == 403
+
+
+def test_rollback_refuses_a_stale_base_and_rolls_back_from_the_current_one(
+    examples: Api,
+) -> None:
+    client = logged_in(examples)
+    headers = {"X-Corral-CSRF": csrf_of(client, "/ui/config?type=POOL")}
+    _, head = examples.call("GET", "/api/configs/history?config_types=POOL&order=DESC&limit=1")
+    current = head["configs"][0]["revision"]
+    stale = client.post(
+        "/ui/config/pool/rollback",
+        data={"revision": "1", "base": str(current - 1)},
+        headers=headers,
+    )
+    assert stale.status_code == 409, stale.text
+    done = client.post(
+        "/ui/config/pool/rollback", data={"revision": "1", "base": str(current)}, headers=headers
+    )
+    assert done.status_code == 200, done.text
+    assert f"Rolled back to r1: r{current + 1}." in done.text
+    page = client.get("/ui/config?type=POOL").text
+    assert f"POOL at r{current + 1}" in page
+    assert "Rolled back from the dashboard to r1" in page
+
+
+def test_a_user_may_not_roll_back_or_read_what_its_roles_do_not_allow(examples: Api) -> None:
+    examples.call("POST", "/api/auth/user", json={"username": "bob", "roles": ["osmo-user"]})
+    _, minted = examples.call("POST", "/api/auth/user/bob/token")
+    client = logged_in(examples, minted["token"])
+    config = client.get("/ui/config")
+    assert config.status_code == 403
+    assert "bob may not config:Read on config/*" in config.text
+    headers = {"X-Corral-CSRF": csrf_of(client)}
+    refused = client.post(
+        "/ui/config/pool/rollback", data={"revision": "1", "base": "1"}, headers=headers
+    )
+    assert refused.status_code == 403
+    assert refused.json()["message"].startswith("bob may not config:Update on config/pool")
+    assert client.get("/ui/topology?pool=nvl72").status_code == 404
+
+
+def test_bad_query_values_are_user_errors_drawn_as_pages(examples: Api) -> None:
+    client = logged_in(examples)
+    domain = client.get("/ui/topology?pool=nvl72&domain=rack")
+    assert domain.status_code == 400
+    assert "domain=&#39;rack&#39;: give it as LABEL=VALUE" in domain.text
+    status = client.get("/ui/workflows?status=sleepy")
+    assert status.status_code == 400
+    assert "status=&#39;sleepy&#39;: choose one of running, waiting, failed, completed." in (
+        status.text
+    )
+    missing = client.get("/ui/workflows/nope-1")
+    assert missing.status_code == 404
+    assert "Workflow nope-1 not found." in missing.text
+    assert client.get("/ui/static/..%2Fpages.py").status_code == 404
+    assert client.get("/ui/static/.hidden").status_code == 404
+    assert client.get("/ui/events?topic=everything").status_code == 400
+
+
+def test_the_login_goes_back_only_to_the_dashboard() -> None:
+    assert _local("/ui/workflows?status=failed") == "/ui/workflows?status=failed"
+    assert _local("https://evil.example/ui") == "/ui"
+    assert _local("//evil.example/ui") == "/ui"
+    assert _local("/ui//evil.example") == "/ui"
+
+
+def test_csrf_tokens_are_bound_to_the_session() -> None:
+    key = b"k" * 32
+    token = csrf_token(key, "session-a")
+    assert csrf_ok(key, "session-a", token)
+    assert not csrf_ok(key, "session-b", token)
+    assert not csrf_ok(b"x" * 32, "session-a", token)
+
+
+def test_queue_positions_follow_priority_then_age_per_pool() -> None:
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    queued = [
+        ("old-normal", "a", "NORMAL", start),
+        ("new-high", "a", "HIGH", start + timedelta(minutes=5)),
+        ("low", "a", "LOW", start - timedelta(hours=1)),
+        ("other-pool", "b", "LOW", start),
+    ]
+    assert _queue_positions(queued) == {"new-high": 1, "old-normal": 2, "low": 3, "other-pool": 1}
+
+
+def test_age_reads_naive_times_as_utc() -> None:
+    now = datetime(2026, 1, 2, tzinfo=UTC)
+    assert age(datetime(2026, 1, 1), now) == "1d"
+    assert age(now - timedelta(seconds=90), now) == "1m"
+    assert age(now - timedelta(seconds=5), now) == "5s"
+    assert age(None, now) == ""
+
+
+def test_a_stream_says_changed_when_its_marker_moves_and_ends_on_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    markers = iter([1, 1, 2, 2, 3])
+    monkeypatch.setattr(live, "STREAM_SECONDS", 0.3)
+    open_streams = [0]
+
+    async def collect() -> list[str]:
+        sent: list[str] = []
+        async for chunk in live._stream(lambda: next(markers, 3), open_streams, 0.05):
+            sent.append(chunk)
+            assert open_streams == [1]
+        return sent
+
+    sent = asyncio.run(collect())
+    assert sent == ["retry: 2000\n\n", "event: changed\ndata: 1\n\n", "event: changed\ndata: 1\n\n"]
+    assert open_streams == [0]
+
+
+def test_a_workflows_stream_answers_as_an_event_stream(examples: Api) -> None:
+    client = logged_in(examples)
+    with client.stream("GET", "/ui/events?topic=workflows") as answer:
+        assert answer.status_code == 200
+        assert answer.headers["content-type"].startswith("text/event-stream")
+        first = next(answer.iter_text())
+    assert first == "retry: 2000\n\n"
