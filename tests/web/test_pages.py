@@ -11,7 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from corral.web import live
-from corral.web.pages import _local, _queue_positions, age
+from corral.web.pages import _local, _owner_names, _queue_positions, age
 from corral.web.session import COOKIE, csrf_ok, csrf_token
 from tests.conftest import Api
 
@@ -202,3 +202,14 @@ def test_a_workflows_stream_answers_as_an_event_stream(examples: Api) -> None:
         assert answer.headers["content-type"].startswith("text/event-stream")
         first = next(answer.iter_text())
     assert first == "retry: 2000\n\n"
+
+
+def test_a_user_who_may_not_read_a_pools_workflows_sees_tags_not_their_ids() -> None:
+    key = b"k" * 32
+    everyone = _owner_names(key, None)
+    assert everyone("train-3") == "train-3"
+    limited = _owner_names(key, frozenset({"mine-1"}))
+    assert limited("mine-1") == "mine-1"
+    tag = limited("theirs-2")
+    assert tag.startswith("workflow-") and "theirs" not in tag
+    assert limited("theirs-2") == tag != limited("theirs-3")

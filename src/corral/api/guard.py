@@ -91,9 +91,7 @@ class RequestGuard:
                 target = "/ui/login?" + urlencode({"next": path, "why": err.message})
                 await RedirectResponse(target, status_code=303)(scope, receive, send)
             else:
-                await JSONResponse(err.to_dict(), status_code=err.status_code)(
-                    scope, receive, send
-                )
+                await JSONResponse(err.to_dict(), status_code=err.status_code)(scope, receive, send)
             return
         if scope["method"] not in ("GET", "HEAD"):
             sent = request.headers.get(web_session.CSRF_HEADER, "")
@@ -114,9 +112,7 @@ class RequestGuard:
             try:
                 body = await self._read_body(scope, receive)
             except CorralError as err:
-                await JSONResponse(err.to_dict(), status_code=err.status_code)(
-                    scope, receive, send
-                )
+                await JSONResponse(err.to_dict(), status_code=err.status_code)(scope, receive, send)
                 return
             receive = _replay(body, receive)
         await self.app(scope, receive, send)

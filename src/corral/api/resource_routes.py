@@ -26,14 +26,12 @@ from corral.domain.views.pool_quota import (
 from corral.domain.views.resource_listing import (
     list_resources,
     node_info_json,
-    pool_layout,
     resources_json,
 )
 from corral.errors import NotFoundError
-from corral.scheduler.resources import pod_demand
 from corral.services.capacity import ClusterCapacity
 from corral.services.config_service import ConfigService
-from corral.services.pool_usage import demand_per_node, pool_usage
+from corral.services.pool_usage import demand_per_node, layout_of, pool_usage
 
 Names = Annotated[list[str], Query()]
 
@@ -88,7 +86,7 @@ def build_resource_router(
         for cluster in capacity(state):
             listed.extend(
                 list_resources(
-                    pool_layout(state, cluster.nodes, cluster.pools),
+                    layout_of(state, cluster.nodes, cluster.pools),
                     cluster.nodes,
                     demand_per_node(cluster.pods),
                     pools=names,
@@ -99,7 +97,7 @@ def build_resource_router(
             for pod in cluster.pods:
                 pool = cluster.pool_of(pod)
                 if pool in used:
-                    used[pool] += pod_demand(pod.spec).gpu
+                    used[pool] += pod.demand.gpu
         answer = resources_json(sorted(listed, key=lambda node: node.name))
         recent = preempted()
         answer["pool_queues"] = [
@@ -123,7 +121,7 @@ def build_resource_router(
             if node is None:
                 continue
             demand = demand_per_node(cluster.pods).get(name)
-            layout = pool_layout(state, cluster.nodes, cluster.pools)
+            layout = layout_of(state, cluster.nodes, cluster.pools)
             found.append(node_info_json(layout, node, demand, shown))
         if not found:
             raise NotFoundError(

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Protocol
 
 import yaml
 
 from corral.backends.execution import TaskExecutor
 from corral.domain.platform.nodes import Node
+from corral.scheduler.resources import Demand, pod_demand
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,11 @@ class BoundPod:
     def spec(self) -> Mapping[str, Any]:
         spec = self.body.get("spec")
         return spec if isinstance(spec, Mapping) else {}
+
+    @cached_property
+    def demand(self) -> Demand:
+        """What the pod requests (computed once: a pod's spec does not change)."""
+        return pod_demand(self.spec)
 
 
 @dataclass(frozen=True)

@@ -10,11 +10,13 @@ from corral.backends.port import BoundPod
 from corral.domain.configs.models import Pool
 from corral.domain.configs.snapshot import State, as_configs
 from corral.domain.labels import PRIORITY as PRIORITY_LABEL
+from corral.domain.platform.nodes import Node
 from corral.domain.views.pool_quota import NodeGpus, QuotaReport, RunningTask, calculate_pool_quotas
-from corral.domain.views.resource_listing import pool_layout
-from corral.scheduler.resources import Demand, pod_demand
+from corral.domain.views.resource_listing import PoolLayout, pool_layout
+from corral.scheduler.resources import Demand
 from corral.scheduler.resources import capacity as capacity_of_node
 from corral.services.capacity import ClusterCapacity
+from corral.services.memo import SameInputs
 
 
 @dataclass(frozen=True)
@@ -28,24 +30,36 @@ class PoolUsage:
 
 def pool_usage(
     state: State,
-    clusters: Iterable[ClusterCapacity],
+    clusters: Sequence[ClusterCapacity],
     names: Sequence[str],
     preempted: Mapping[str, int],
 ) -> PoolUsage:
     """The quota report of the pools ``names`` (each a configured pool)."""
+    key = (tuple(names), tuple(sorted(preempted.items())))
+    inputs = (state, *(part for c in clusters for part in (c.nodes, c.pods)))
+    return _usages.get(key, inputs, lambda: _pool_usage(state, clusters, names, preempted))
+
+
+def _pool_usage(
+    state: State,
+    clusters: Sequence[ClusterCapacity],
+    names: Sequence[str],
+    preempted: Mapping[str, int],
+) -> PoolUsage:
     configured = as_configs(state).pools()
     nodes: list[NodeGpus] = []
     tasks: list[RunningTask] = []
     mounts: dict[str, Mapping[str, list[str]]] = {}
     for cluster in clusters:
-        layout = pool_layout(state, cluster.nodes, cluster.pools)
+        layout = layout_of(state, cluster.nodes, cluster.pools)
         mounts.update(layout.default_mounts)
         gpus = gpus_per_node(cluster.pods)
+        capacity = node_gpus(cluster.nodes)
         nodes.extend(
             # Qualified by cluster: a node name of two clusters is two nodes.
             NodeGpus(
                 f"{cluster.backend}/{node.name}",
-                capacity_of_node(node.allocatable).gpu,
+                capacity[node.name],
                 gpus.get(node.name, 0),
                 pools_of,
             )
@@ -55,7 +69,7 @@ def pool_usage(
         tasks.extend(
             RunningTask(
                 cluster.pool_of(pod),
-                pod_demand(pod.spec).gpu,
+                pod.demand.gpu,
                 pod.labels.get(PRIORITY_LABEL, "NORMAL"),
             )
             for pod in cluster.pods
@@ -64,12 +78,37 @@ def pool_usage(
     return PoolUsage(calculate_pool_quotas(selected, tasks, nodes, preempted), selected, mounts)
 
 
+# Which nodes serve which pools, each node's GPUs and the quota report are kept while the
+# configuration, the nodes and the bound pods are the same objects: matching every platform
+# against 5,000 nodes took a third of a second per request, the report a tenth.
+_layouts: SameInputs[PoolLayout] = SameInputs()
+_capacities: SameInputs[Mapping[str, int]] = SameInputs()
+_usages: SameInputs[PoolUsage] = SameInputs()
+
+
+def layout_of(state: State, nodes: Sequence[Node], pools: Sequence[str]) -> PoolLayout:
+    """:func:`pool_layout`, remembered for the same state, nodes and pools."""
+    return _layouts.get(tuple(pools), (state, nodes), lambda: pool_layout(state, nodes, pools))
+
+
+def node_gpus(nodes: Sequence[Node]) -> Mapping[str, int]:
+    """Each node's allocatable GPUs, remembered for the same nodes."""
+    return _capacities.get(
+        len(nodes),
+        (nodes,),
+        lambda: {node.name: capacity_of_node(node.allocatable).gpu for node in nodes},
+    )
+
+
 def demand_per_node(bound: Iterable[BoundPod]) -> dict[str, Demand]:
     found: dict[str, Demand] = {}
     for pod in bound:
-        found[pod.node] = found.get(pod.node, Demand()) + pod_demand(pod.spec)
+        found[pod.node] = found.get(pod.node, Demand()) + pod.demand
     return found
 
 
 def gpus_per_node(bound: Iterable[BoundPod]) -> dict[str, int]:
-    return {node: demand.gpu for node, demand in demand_per_node(bound).items()}
+    found: dict[str, int] = {}
+    for pod in bound:
+        found[pod.node] = found.get(pod.node, 0) + pod.demand.gpu
+    return found

@@ -24,7 +24,12 @@ from corral.domain.platform.nodes import Node
 from corral.domain.workflows.plan import WorkflowPlan
 from corral.errors import UserError
 from corral.files import read_bundle_directory
-from corral.services.capacity import ClusterCapacity, backend_nodes, read_capacity
+from corral.services.capacity import (
+    BoundPodCache,
+    ClusterCapacity,
+    backend_nodes,
+    read_capacity,
+)
 from corral.services.config_service import ConfigService, WriteMeta, WriteResult
 from corral.services.leadership import Leadership
 from corral.services.lifecycle import LifecycleController
@@ -65,6 +70,8 @@ class Runtime:
     private: tuple[Path, ...] = ()
     #: The cluster behind each BACKEND config (embedded, or a connected Kubernetes cluster).
     backends: Backends = field(init=False)
+    #: The embedded cluster's bound pods, read incrementally for the pool views.
+    bound_pods: BoundPodCache = field(init=False)
     #: This server's part in the controller lease when the controller runs in this process
     #: (``corral server`` on SQLite); None: not here.
     leadership: Leadership | None = None
@@ -74,6 +81,7 @@ class Runtime:
 
     def __post_init__(self) -> None:
         self.backends = Backends(self.configs.state, self.objects, self.embedded_executor)
+        self.bound_pods = BoundPodCache(self.objects)
 
     def executor(self, backend: str) -> TaskExecutor:
         return self.backends.get(backend).executor()
@@ -139,7 +147,7 @@ class Runtime:
 
     def capacity(self, state: State) -> list[ClusterCapacity]:
         """Per cluster of ``state``: its nodes, the pods holding resources and its pools."""
-        return read_capacity(state, self.cluster, self.objects, self.backends)
+        return read_capacity(state, self.cluster, self.objects, self.backends, self.bound_pods)
 
     def recently_preempted(self) -> dict[str, int]:
         """Per pool, the GPUs of its groups evicted by preemption or reclaim in the last 24

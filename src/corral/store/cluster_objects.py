@@ -148,6 +148,25 @@ class ClusterObjectStore:
         """Every pod bound to a node, in creation order."""
         return self._select(cluster_objects.c.node.is_not(None))
 
+    def bound_pod_nodes(self) -> list[tuple[int, str]]:
+        """(id, node) of every pod bound to a node, in creation order: what changes of the
+        bound pods (an object's other columns never change once it is made)."""
+        # "node > ''" (no node name is empty) rather than IS NOT NULL: SQLite then reads the
+        # node index alone (9 ms for 9,000 pods) instead of every row's body (50 ms).
+        # Sorted here: ORDER BY id made SQLite scan the table again.
+        query = select(cluster_objects.c.id, cluster_objects.c.node).where(
+            cluster_objects.c.node > ""
+        )
+        with self._engine.connect() as connection:
+            return sorted((row[0], row[1]) for row in connection.execute(query))
+
+    def by_ids(self, ids: Sequence[int]) -> list[ClusterObject]:
+        """The objects with these ids (those that still exist)."""
+        found: list[ClusterObject] = []
+        for start in range(0, len(ids), 1000):
+            found.extend(self._select(cluster_objects.c.id.in_(list(ids[start : start + 1000]))))
+        return found
+
     def all(self) -> list[ClusterObject]:
         return self._select()
 

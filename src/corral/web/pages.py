@@ -8,8 +8,10 @@ use is not shown, a workflow of a pool it may not read answers 403, and a rollba
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -25,15 +27,15 @@ from corral.api.auth import Authorizer, Principal
 from corral.api.config_routes import check_template_reads
 from corral.api.guard import guarded_principal
 from corral.domain.configs.types import ConfigType
-from corral.domain.labels import WORKFLOW_ID
+from corral.domain.labels import SUBMITTED_BY, WORKFLOW_ID
 from corral.domain.views.explain import explain_workflow
-from corral.domain.views.resource_listing import pool_layout
 from corral.errors import ConflictError, CorralError, ForbiddenError, NotFoundError, UserError
 from corral.services import sandbox
 from corral.services.capacity import ClusterCapacity
 from corral.services.config_service import WriteMeta
+from corral.services.memo import SameInputs
 from corral.services.placement_now import GroupPlacement, OfferedGroup, groups_placed_now
-from corral.services.pool_usage import gpus_per_node, pool_usage
+from corral.services.pool_usage import gpus_per_node, layout_of, node_gpus, pool_usage
 from corral.services.runtime import Runtime, utc_now
 from corral.store.config_store import HistoryQuery
 from corral.store.workflows import ALIVE, QUEUED, StoredWorkflow
@@ -69,6 +71,7 @@ def templates() -> Environment:
         lstrip_blocks=True,
     )
     environment.filters["age"] = age
+    environment.filters["names"] = lambda values, name: [name(value) for value in values]
     environment.filters["pretty"] = lambda value: json.dumps(value, indent=2, sort_keys=False)
     environment.globals["version"] = __version__
     return environment
@@ -263,9 +266,14 @@ def build_dashboard(runtime: Runtime, authorizer: Authorizer) -> APIRouter:
             ghost_of = readable(principal, ghost)
             placement = _ghost(state, ghost_of, cluster)
         drawn = _picture(state, cluster, chosen, levels, placement, within)
+        readable_pool = authorizer.allows(principal, "workflow:Read", f"pool/{chosen}")
         return render(
             request,
             "topology.html",
+            owner=_owner_names(
+                authorizer.sessions.key,
+                None if readable_pool or cluster is None else _own(cluster, principal.username),
+            ),
             topic="workflows",
             pools=names,
             chosen=chosen,
@@ -462,20 +470,63 @@ def _picture(
     within: tuple[str, str] | None,
 ) -> TopologyPicture:
     if cluster is None:
-        return picture([], levels, {}, {})
-    layout = pool_layout(state, cluster.nodes, [pool])
+        return picture([], levels, {}, {}, {})
+    ghost = frozenset(placement.nodes.values()) if placement is not None else frozenset()
+    return _pictures.get(
+        (pool, levels, ghost, within),
+        (state, cluster.nodes, cluster.pods),
+        lambda: _draw(state, cluster, pool, levels, ghost, within),
+    )
+
+
+#: The topology pictures, kept while the configuration, the nodes and the bound pods are the
+#: same objects (services/memo.py): a page of 5,000 nodes is drawn once per change.
+_pictures: SameInputs[TopologyPicture] = SameInputs()
+
+
+def _draw(
+    state: Any,
+    cluster: ClusterCapacity,
+    pool: str,
+    levels: tuple[Level, ...],
+    ghost: frozenset[str],
+    within: tuple[str, str] | None,
+) -> TopologyPicture:
+    layout = layout_of(state, cluster.nodes, [pool])
     nodes = [node for node in cluster.nodes if pool in layout.pools_of(node.name)]
     owners: dict[str, set[str]] = {}
     for pod in cluster.pods:
         owners.setdefault(pod.node, set()).add(pod.labels.get(WORKFLOW_ID, "(not corral's)"))
-    ghost = frozenset(placement.nodes.values()) if placement is not None else frozenset()
     return picture(
         nodes,
         levels,
+        node_gpus(cluster.nodes),
         gpus_per_node(cluster.pods),
         {node: sorted(found) for node, found in owners.items()},
         ghost,
         within,
+    )
+
+
+def _owner_names(key: bytes, own: frozenset[str] | None) -> Callable[[str], str]:
+    """How the page names a node's workflow: by its id when the caller may read the pool's
+    workflows (``own`` is None) or submitted it, else by an opaque tag (one workflow, one tag:
+    hovering still shows which nodes a workflow holds, not which workflow it is)."""
+
+    def name(workflow_id: str) -> str:
+        if own is None or workflow_id in own:
+            return workflow_id
+        digest = hmac.new(key, workflow_id.encode(), hashlib.sha256).hexdigest()[:8]
+        return f"workflow-{digest}"
+
+    return name
+
+
+def _own(cluster: ClusterCapacity, username: str) -> frozenset[str]:
+    return frozenset(
+        pod.labels.get(WORKFLOW_ID, "")
+        for pod in cluster.pods
+        if pod.labels.get(SUBMITTED_BY) == username
     )
 
 

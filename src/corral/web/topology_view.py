@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from corral.domain.platform.nodes import Node
-from corral.scheduler.resources import capacity as capacity_of_node
 
 #: Above this many nodes (after a drill-down), each finest domain is one cell.
 AGGREGATE_ABOVE = 400
@@ -40,12 +39,6 @@ class NodeCell:
     def label(self) -> str:
         """What the cell says, so that colour is never the only cue."""
         return f"{self.free}/{self.gpus}" if self.gpus else "cpu"
-
-    @property
-    def title(self) -> str:
-        owners = ", ".join(self.owners) if self.owners else "no workflow"
-        ghost = "; the pending group would land here" if self.ghost else ""
-        return f"{self.name}: {self.free} of {self.gpus} GPUs free; {owners}{ghost}"
 
 
 @dataclass
@@ -137,12 +130,13 @@ def shade(free: int, gpus: int) -> str:
 def picture(
     nodes: Sequence[Node],
     levels: Sequence[Level],
+    gpus: Mapping[str, int],
     used_gpus: Mapping[str, int],
     owners: Mapping[str, Sequence[str]],
     ghost: frozenset[str] = frozenset(),
     within: tuple[str, str] | None = None,
 ) -> TopologyPicture:
-    """``nodes`` (a pool's) grouped by ``levels`` (coarsest first);
+    """``nodes`` (a pool's, with their ``gpus``) grouped by ``levels`` (coarsest first);
     ``within=(label, value)`` keeps the nodes with that label value."""
     if within is not None:
         label, value = within
@@ -153,11 +147,11 @@ def picture(
     blocks: dict[tuple[str, ...], Block] = {}
     total = free = 0
     for node in nodes:
-        gpus = capacity_of_node(node.allocatable).gpu
+        has = gpus.get(node.name, 0)
         cell = NodeCell(
             node.name,
-            gpus,
-            max(gpus - used_gpus.get(node.name, 0), 0),
+            has,
+            max(has - used_gpus.get(node.name, 0), 0),
             tuple(sorted(owners.get(node.name, ()))),
             node.name in ghost,
         )

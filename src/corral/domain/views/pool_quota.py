@@ -199,32 +199,47 @@ def calculate_pool_quotas(
         used[task.pool] += task.gpu
         if task.priority.upper() != PREEMPTIBLE:
             quota_used[task.pool] += task.gpu
+    # One pass over the nodes: what each pool owns, and each node set's capacity and use (a
+    # node counts once per set: its pools are all in the set).
+    sets = node_sets(names, by_name.values())
+    set_of = {pool: index for index, members in enumerate(sets) for pool in members}
+    set_capacity = [0] * len(sets)
+    set_usage = [0] * len(sets)
+    own_capacity = dict.fromkeys(names, 0)
+    own_usage = dict.fromkeys(names, 0)
+    for node in by_name.values():
+        served = [pool for pool in dict.fromkeys(node.pools) if pool in set_of]
+        if not served:
+            continue
+        index = set_of[served[0]]
+        set_capacity[index] += node.allocatable
+        set_usage[index] += node.usage
+        for pool in served:
+            own_capacity[pool] += node.allocatable
+            own_usage[pool] += node.usage
     found: list[NodeSet] = []
-    for members in node_sets(names, by_name.values()):
-        member_set = set(members)
-        set_nodes = [n for n in by_name.values() if member_set.intersection(n.pools)]
-        capacity = sum(node.allocatable for node in set_nodes)
-        free = capacity - sum(node.usage for node in set_nodes)
+    for index, members in enumerate(sets):
         quotas = []
         for name in members:
-            own = [n for n in set_nodes if name in n.pools]
-            own_capacity = sum(node.allocatable for node in own)
+            capacity = own_capacity[name]
             quota = gpu_quota(pools[name])
             guarantee, maximum = quota["guarantee"], quota["maximum"]
-            limit = own_capacity if guarantee == UNLIMITED else guarantee
+            limit = capacity if guarantee == UNLIMITED else guarantee
             usage = ResourceUsage(
                 quota_used=quota_used[name],
                 quota_free=limit - quota_used[name],
                 quota_limit=limit,
                 total_usage=used[name],
-                total_capacity=own_capacity,
-                total_free=own_capacity - sum(node.usage for node in own),
-                quota_maximum=own_capacity if maximum == UNLIMITED else maximum,
+                total_capacity=capacity,
+                total_free=capacity - own_usage[name],
+                quota_maximum=capacity if maximum == UNLIMITED else maximum,
                 borrowed=borrowed_gpus(pools[name], used[name]),
                 preempted=(preempted or {}).get(name, 0),
             )
             quotas.append(PoolQuota(name, usage))
-        found.append(NodeSet(tuple(quotas), capacity, free))
+        found.append(
+            NodeSet(tuple(quotas), set_capacity[index], set_capacity[index] - set_usage[index])
+        )
     every = [pool.usage for node_set in found for pool in node_set.pools]
     total = ResourceUsage(
         quota_used=sum(u.quota_used for u in every),

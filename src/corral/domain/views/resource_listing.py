@@ -89,6 +89,7 @@ class PoolLayout:
     #: pool -> platform -> the platform's default mounts (for the pool views).
     default_mounts: Mapping[str, Mapping[str, list[str]]]
     _by_node: dict[str, list[tuple[str, str]]] = field(init=False, repr=False, compare=False)
+    _pools: dict[str, tuple[str, ...]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         by_node: dict[str, list[tuple[str, str]]] = {}
@@ -96,13 +97,17 @@ class PoolLayout:
             for name in names:
                 by_node.setdefault(name, []).append(key)
         object.__setattr__(self, "_by_node", by_node)
+        pools = {
+            node: tuple(dict.fromkeys(pool for pool, _ in keys)) for node, keys in by_node.items()
+        }
+        object.__setattr__(self, "_pools", pools)
 
     def placements(self, node: str) -> list[tuple[str, str]]:
         """The (pool, platform) pairs ``node`` serves, in config order."""
         return list(self._by_node.get(node, []))
 
     def pools_of(self, node: str) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(pool for pool, _ in self.placements(node)))
+        return self._pools.get(node, ())
 
     def node_type(self, node: str) -> str:
         served = len(self.pools_of(node))
