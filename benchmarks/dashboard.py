@@ -15,16 +15,21 @@ goal (docs/dashboard.md) is every page under 300 ms.
 from __future__ import annotations
 
 import argparse
-import http.client
+import http.client as http_client
 import json
 import re
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlencode
 
+if __package__ in (None, ""):  # run as a script: python benchmarks/dashboard.py
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 from benchmarks.control_plane import (
+    BENCH_POOL,
     Http,
     Replica,
     Sizes,
@@ -54,8 +59,6 @@ QUICK = Scale(_sizes(1, 2, 5), 60, 5)
 
 def configure(http: Http) -> None:
     """The benchmark pool (control_plane's), tasks simulated for an hour: they stay bound."""
-    from benchmarks.control_plane import BENCH_POOL
-
     http.json(
         "POST",
         "/api/configs/backend/default",
@@ -96,7 +99,7 @@ def settle(http: Http, count: int) -> dict[str, int]:
 
 def log_in(server: Replica) -> Http:
     """A client holding a dashboard session cookie, as a browser would."""
-    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+    connection = http_client.HTTPConnection("127.0.0.1", server.port, timeout=60)
     connection.request(
         "POST",
         "/ui/login",
@@ -112,15 +115,27 @@ def log_in(server: Replica) -> Http:
     return browser
 
 
-def timed(http: Http, path: str, repeats: int) -> list[float]:
-    found = []
-    for _ in range(repeats):
+def fetch(http: Http, path: str) -> float:
+    """Seconds to GET ``path`` (200 expected); a keep-alive connection the server closed while
+    idle is opened again first."""
+    for attempt in range(2):
         started = time.perf_counter()
-        status, body = http.request("GET", path)
-        found.append(time.perf_counter() - started)
+        try:
+            status, body = http.request("GET", path)
+        except (http_client.RemoteDisconnected, ConnectionResetError):
+            if attempt:
+                raise
+            continue
         if status != 200:
             raise RuntimeError(f"GET {path}: {status} {body[:300]!r}")
-    return found
+        return time.perf_counter() - started
+    raise AssertionError("unreachable")
+
+
+def timed(http: Http, path: str, repeats: int) -> tuple[float, list[float]]:
+    """The first fetch (it fills the server's caches), then ``repeats`` more."""
+    first = fetch(http, path)
+    return first, [fetch(http, path) for _ in range(repeats)]
 
 
 def run(scale: Scale, database_url: str, directory: Path) -> float:
@@ -161,6 +176,7 @@ def run(scale: Scale, database_url: str, directory: Path) -> float:
             "/ui/config?type=POOL",
             "/ui/config?type=POOL&first=1",
         ]
+        ghost = "/ui/topology/ghost?" + urlencode({"pool": "bench", "ghost": queued})
         baselines = [
             "/health",
             "/api/pool_quota",
@@ -168,22 +184,29 @@ def run(scale: Scale, database_url: str, directory: Path) -> float:
             "/api/workflow?all_users=true&limit=50",
             f"/api/workflow/{running}",
         ]
-        print(f"\n{'page':<72} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}  goal")
+        print(f"\n{'page':<64} {'first':>8} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}  goal")
         worst = 0.0
         for path in pages:
-            found = timed(browser, path, scale.repeats)
+            first, found = timed(browser, path, scale.repeats)
             worst = max(worst, max(found))
-            print(_line(path, found, goal=True))
-        print(f"\n{'baseline (REST, same server, same run)':<72}")
+            print(_line(path, first, found, goal=True))
+        print(f"\n{'fetched by the topology page once drawn (the ghost overlay)':<64}")
+        first, found = timed(browser, ghost, scale.repeats)
+        print(_line(ghost, first, found, goal=False))
+        print(f"\n{'baseline (REST, same server, same run)':<64}")
         for path in baselines:
-            print(_line(path, timed(api, path, scale.repeats), goal=False))
-        print(f"\n{'after a change (first fetch once a workflow is canceled)':<72}")
-        for path in pages[:3]:
+            print(_line(path, *timed(api, path, scale.repeats), goal=False))
+        print(f"\n{'after a change: a workflow canceled, then one fetch':<64}")
+        for path in pages[:5]:
             api.request("POST", f"/api/workflow/{next(cancelable)}/cancel", b"")
             time.sleep(1.0)  # the controller unbinds its pods
-            found = timed(browser, path, 1)
-            worst = max(worst, max(found))
-            print(_line(path, found, goal=True))
+            changed = fetch(browser, path)
+            worst = max(worst, changed)
+            print(_line(path, changed, [changed], goal=True))
+        api.request("POST", f"/api/workflow/{next(cancelable)}/cancel", b"")
+        time.sleep(1.0)
+        changed = fetch(browser, ghost)
+        print(_line(ghost + " (overlay)", changed, [changed], goal=False))
         verdict = "every page" if worst * 1000 < GOAL_MS else "NOT every page"
         print(f"\nslowest page {worst * 1000:.0f} ms: {verdict} under {GOAL_MS:.0f} ms")
         return worst
@@ -201,12 +224,14 @@ def _first_domain(browser: Http) -> str:
     return "nvidia.com/gpu-clique=" + (found.group(1).decode() if found else "none")
 
 
-def _line(path: str, seconds: list[float], *, goal: bool) -> str:
+def _line(path: str, first: float, seconds: list[float], *, goal: bool) -> str:
+    """``first`` is shown apart: the first fetch after the server started fills its caches
+    (it is warmed at start, so only a request in the first seconds pays it)."""
     p50, p99 = percentile(seconds, 0.5) * 1000, percentile(seconds, 0.99) * 1000
     worst = max(seconds) * 1000
     mark = ("ok" if worst < GOAL_MS else "OVER") if goal else ""
-    shown = path if len(path) <= 72 else path[:69] + "..."
-    return f"{shown:<72} {p50:>8.1f} {p99:>8.1f} {worst:>8.1f}  {mark}"
+    shown = path if len(path) <= 64 else path[:61] + "..."
+    return f"{shown:<64} {first * 1000:>8.1f} {p50:>8.1f} {p99:>8.1f} {worst:>8.1f}  {mark}"
 
 
 def main() -> None:
@@ -224,10 +249,12 @@ def main() -> None:
     )
     worst = 0.0
     for kind in arguments.databases.split(","):
-        with tempfile.TemporaryDirectory(prefix="corral-dashboard-bench-") as directory:
-            with databases(kind, Path(directory)) as (server_url, _):
-                print(f"\n== {kind}")
-                worst = max(worst, run(scale, server_url, Path(directory)))
+        with (
+            tempfile.TemporaryDirectory(prefix="corral-dashboard-bench-") as directory,
+            databases(kind, Path(directory)) as (server_url, _),
+        ):
+            print(f"\n== {kind}")
+            worst = max(worst, run(scale, server_url, Path(directory)))
     print(f"\nslowest page of the run: {worst * 1000:.0f} ms (goal {GOAL_MS:.0f} ms)")
 
 

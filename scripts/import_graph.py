@@ -24,6 +24,7 @@ RINGS = (
     "backends",
     "services",
     "api",
+    "web",
     "credentials",
     "cli",
     "__main__",

@@ -22,7 +22,6 @@ from sqlalchemy import Engine
 warnings.filterwarnings("ignore", message=".*httpx2.*")
 from fastapi.testclient import TestClient  # noqa: E402
 
-from corral.api.app import create_app  # noqa: E402
 from corral.files import read_bundle_directory  # noqa: E402
 from corral.services.runtime import Runtime, open_runtime  # noqa: E402
 from corral.store.database import (  # noqa: E402
@@ -30,6 +29,7 @@ from corral.store.database import (  # noqa: E402
     migrate,
     scratch_postgres_database,
 )
+from corral.web.app import create_server_app  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 POSTGRES_ENV = "CORRAL_TEST_POSTGRES_URL"
@@ -97,7 +97,7 @@ class Api:
 @pytest.fixture
 def api(runtime: Runtime) -> Api:
     token = runtime.tokens.create(name="test-admin", username="admin", roles=["osmo-admin"])
-    client = TestClient(create_app(runtime), raise_server_exceptions=False)
+    client = TestClient(create_server_app(runtime), raise_server_exceptions=False)
     return Api(client, token, runtime)
 
 

@@ -13,6 +13,7 @@ from tests.conftest import REPO
 SMALLEST = {
     "config_writes.py": ["--writes", "5", "--sizes", "10"],
     "control_plane.py": ["--quick"],
+    "dashboard.py": ["--quick", "--databases", "sqlite", "--repeats", "2"],
     "scheduler.py": ["--sizes", "200", "--baseline-seconds", "1"],
     "submission.py": ["--repeat", "1"],
     "template_engine.py": ["--tasks", "50"],

@@ -10,10 +10,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from fastapi.testclient import TestClient
 
+from corral.api.browser_session import COOKIE, csrf_ok, csrf_token
 from corral.web import live
 from corral.web.pages import _local, _owner_names, _queue_positions, age
-from corral.web.session import COOKIE, csrf_ok, csrf_token
-from tests.conftest import Api
+from tests.conftest import REPO, Api
 
 PAGES = ["/ui", "/ui/pools", "/ui/topology", "/ui/workflows", "/ui/config"]
 
@@ -53,7 +53,10 @@ def test_a_wrong_token_is_refused_on_the_login_page(examples: Api) -> None:
     assert "The bearer token is unknown or revoked." in answer.text
     assert COOKIE not in answer.headers.get("set-cookie", "")
     empty = client.post("/ui/login", data={"token": ""})
-    assert "Paste an API token (corral user token create) to log in." in empty.text
+    assert (
+        "Paste an API token to log in (an admin makes one with: corral user token USER)."
+        in empty.text
+    )
 
 
 @pytest.mark.parametrize("path", PAGES)
@@ -213,3 +216,29 @@ def test_a_user_who_may_not_read_a_pools_workflows_sees_tags_not_their_ids() -> 
     tag = limited("theirs-2")
     assert tag.startswith("workflow-") and "theirs" not in tag
     assert limited("theirs-2") == tag != limited("theirs-3")
+
+
+def test_the_ghost_of_a_waiting_workflow_is_one_clique_of_the_pool(examples: Api) -> None:
+    file = (REPO / "examples" / "workflows" / "nvl72-single-rack.yaml").read_text()
+    status, answer = examples.call("POST", "/api/pool/nvl72/workflow", json={"file": file})
+    assert status == 200, answer
+    waiting = answer["name"]  # no controller runs here: it waits
+    client = logged_in(examples)
+    page = client.get(f"/ui/topology?pool=nvl72&ghost={waiting}")
+    assert page.status_code == 200
+    assert f'hx-get="/ui/topology/ghost?pool=nvl72&amp;ghost={waiting}"' in page.text
+    ghost = client.get(f"/ui/topology/ghost?pool=nvl72&ghost={waiting}")
+    assert ghost.status_code == 200, ghost.text
+    nodes = re.search(r'data-ghost-nodes="([^"]*)"', ghost.text)
+    domains = re.search(r'data-ghost-domains="([^"]*)"', ghost.text)
+    assert nodes is not None and domains is not None
+    assert len(nodes.group(1).split()) == 4
+    (clique,) = domains.group(1).split()
+    for node in nodes.group(1).split():
+        _, info = examples.call("GET", f"/api/resources/{node}")
+        assert info["labels"]["nvidia.com/gpu-clique"] == clique
+    assert "Group <strong>group1</strong> of " + waiting + " would land now on 4 nodes" in (
+        ghost.text
+    )
+    other = client.get(f"/ui/topology/ghost?pool=default&ghost={waiting}")
+    assert f"{waiting} does not run in pool default" in other.text

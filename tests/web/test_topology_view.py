@@ -72,14 +72,6 @@ def test_a_large_pool_is_drawn_per_clique_and_a_clique_is_drilled_into() -> None
     }
 
 
-def test_the_ghost_marks_where_a_pending_group_would_land() -> None:
-    nodes = [tray("a", "z", "s", "c0"), tray("b", "z", "s", "c0"), tray("c", "z", "s", "c1")]
-    drawn = draw(nodes, LEVELS, {}, {}, ghost=frozenset({"a", "b"}))
-    blocks = drawn.panels[0].blocks
-    assert [b.ghosts for b in blocks] == [2, 0]
-    assert [n.ghost for n in blocks[0].nodes] == [True, True]
-
-
 trays = st.lists(
     st.tuples(
         st.sampled_from(["za", "zb"]),

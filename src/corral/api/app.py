@@ -30,9 +30,6 @@ from corral.domain.formats.documents import position_of
 from corral.errors import CorralError
 from corral.services.config_service import WriteResult
 from corral.services.runtime import Runtime
-from corral.web.live import build_events
-from corral.web.pages import build_dashboard, error_page
-from corral.web.session import is_ui
 
 log = structlog.get_logger("corral.api")
 
@@ -71,9 +68,6 @@ def create_app(
         build_user_router(runtime.configs, authorizer, runtime.users, runtime.tokens)
     )
 
-    app.include_router(build_dashboard(runtime, authorizer))
-    app.include_router(build_events(runtime.workflows, authorizer))
-
     @app.get(
         "/health",
         tags=["system"],
@@ -111,10 +105,8 @@ def create_app(
 
 def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(CorralError)
-    async def corral_error(request: Request, err: CorralError) -> Response:
-        if is_ui(request.url.path) and request.method == "GET":
-            return error_page(request, err)
-        return JSONResponse(err.to_dict(), status_code=err.status_code)
+    async def corral_error(_: Request, err: CorralError) -> JSONResponse:
+        return error_json(err)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, err: RequestValidationError) -> JSONResponse:
@@ -156,6 +148,11 @@ def _install_error_handlers(app: FastAPI) -> None:
             },
             status_code=500,
         )
+
+
+def error_json(err: CorralError) -> JSONResponse:
+    """A user error as every endpoint answers it: ``{"message", "error_code", ...}``."""
+    return JSONResponse(err.to_dict(), status_code=err.status_code)
 
 
 def _request_error(errors: Any, body: str) -> dict[str, Any]:

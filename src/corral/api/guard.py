@@ -23,10 +23,10 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse
 
+from corral.api import browser_session
 from corral.api.auth import Authorizer, Principal
 from corral.domain.formats.documents import check_json_limits
 from corral.errors import CorralError, ForbiddenError, PayloadTooLargeError, UnauthorizedError
-from corral.web import session as web_session
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -59,7 +59,7 @@ class RequestGuard:
         if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS:
             await self.app(scope, receive, send)
             return
-        if web_session.is_ui(scope["path"]):
+        if browser_session.is_ui(scope["path"]):
             await self._dashboard(scope, receive, send)
             return
         try:
@@ -77,11 +77,11 @@ class RequestGuard:
         """A dashboard request: authenticated by its session cookie (a page without one
         redirects to the login page); a change must carry the page's CSRF token."""
         path = scope["path"]
-        if web_session.is_public(path):
+        if browser_session.is_public(path):
             await self._with_body(scope, receive, send)
             return
         request = Request(scope)
-        token = web_session.cookie_of(request.headers.get("cookie", ""))
+        token = browser_session.cookie_of(request.headers.get("cookie", ""))
         try:
             if token is None:
                 raise UnauthorizedError("Log in to see the dashboard.")
@@ -94,8 +94,8 @@ class RequestGuard:
                 await JSONResponse(err.to_dict(), status_code=err.status_code)(scope, receive, send)
             return
         if scope["method"] not in ("GET", "HEAD"):
-            sent = request.headers.get(web_session.CSRF_HEADER, "")
-            if not web_session.csrf_ok(self.authorizer.sessions.key, token, sent):
+            sent = request.headers.get(browser_session.CSRF_HEADER, "")
+            if not browser_session.csrf_ok(self.authorizer.sessions.key, token, sent):
                 refused = ForbiddenError(
                     "The request lacks this page's CSRF token; reload the page and try again."
                 )

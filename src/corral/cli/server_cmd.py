@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from corral.credentials import read_token, server_key, store_token
+from corral.credentials import credentials_file, read_token, server_key, store_token
 from corral.services.server_logs import LogLevel, configure_logging
 
 if TYPE_CHECKING:
@@ -232,7 +232,6 @@ def server(
     # Imported here so that every other `corral` verb starts without the server stack.
     import uvicorn
 
-    from corral.api.app import create_app
     from corral.api.auth import AuthSettings
     from corral.api.guard import RequestLimits
     from corral.backends.task_sandbox import protect_server_process
@@ -242,6 +241,7 @@ def server(
     from corral.services.oidc import OidcSettings
     from corral.services.runtime import load_examples
     from corral.store.database import sqlite_url
+    from corral.web.app import create_server_app, warm_views
 
     configure_logging(log_level)
     tune_gc()
@@ -261,10 +261,14 @@ def server(
         console.print(f"Example configs loaded ({loaded or 'already up to date'}).")
     address = f"http://{host}:{port}"
     written = ensure_admin_token(runtime, address)
-    where = "SQLite in " + str(directory) if database_url is None else "PostgreSQL"
+    where = "PostgreSQL" if url.startswith("postgresql") else "SQLite in " + url.split("///", 1)[-1]
     console.print(f"corral listening on [bold]{address}[/] (database: {where})")
     if written:
         console.print(f"Admin token written to {written} (mode 0600); the CLI finds it there.")
+    console.print(
+        f"Dashboard: [bold]{address}/ui[/] (log in with an API token: the admin token is in "
+        f"{credentials_file()})"
+    )
     auth = AuthSettings.from_env(directory)
     if oidc_issuer:
         username_claim = auth.oidc.username_claim if auth.oidc else None
@@ -288,7 +292,8 @@ def server(
     )
     received = _record_exit_signals()
     try:
-        app = create_app(runtime, auth, RequestLimits(max_body_bytes=max_body_bytes))
+        app = create_server_app(runtime, auth, RequestLimits(max_body_bytes=max_body_bytes))
+        warm_views(runtime)
         uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[listening])
     finally:
         controller()  # stops ticking before the lease is given up

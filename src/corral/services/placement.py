@@ -48,7 +48,7 @@ from corral.scheduler.fair_share import PRIORITY_RANK, queue_share
 from corral.scheduler.gang import UNEXPLAINED, place_pod_set
 from corral.scheduler.podgroup import GroupError, PodSet, read_pod_group, shape_of
 from corral.scheduler.preemption import PREEMPTIBLE, Preemption, Running, preempt
-from corral.scheduler.resources import pod_demand
+from corral.scheduler.resources import Demand, pod_demand
 
 log = structlog.get_logger("corral.placement")
 
@@ -103,6 +103,8 @@ class BoundPodOnNode:
     group_uuid: str | None  # None: not a task group's (no osmo.group_uuid label)
     labels: Mapping[str, str]
     spec: Mapping[str, Any]
+    #: What ``spec`` requests, when the caller computed it already.
+    demand: Demand | None = None
 
 
 @dataclass
@@ -230,7 +232,7 @@ class Placements:
         if pod.node not in self._index:
             log.warning("bound pod on an unknown node ignored", pod=pod.name, node=pod.node)
             return
-        demand = pod_demand(pod.spec)
+        demand = pod.demand or pod_demand(pod.spec)
         binding = Binding(pod.name, pod.node, demand)
         queue = pod.labels.get(QUEUE_LABEL, "")
         preemptible = pod.labels.get(PRIORITY_LABEL, "").upper() == PREEMPTIBLE

@@ -77,7 +77,9 @@ def groups_placed_now(
     pool = configs.pool(pool_name)
     levels = tuple(key.label for key in pool.topology_keys)
     bound = [
-        BoundPodOnNode(pod.name, pod.node, pod.labels.get(GROUP_UUID), pod.labels, pod.spec)
+        BoundPodOnNode(
+            pod.name, pod.node, pod.labels.get(GROUP_UUID), pod.labels, pod.spec, pod.demand
+        )
         for pod in cluster.pods
     ]
     owners = {

@@ -23,6 +23,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.concurrency import run_in_threadpool
 
 from corral import __version__
+from corral.api import browser_session
 from corral.api.auth import Authorizer, Principal
 from corral.api.config_routes import check_template_reads
 from corral.api.guard import guarded_principal
@@ -39,8 +40,7 @@ from corral.services.pool_usage import gpus_per_node, layout_of, node_gpus, pool
 from corral.services.runtime import Runtime, utc_now
 from corral.store.config_store import HistoryQuery
 from corral.store.workflows import ALIVE, QUEUED, StoredWorkflow
-from corral.web import session as web_session
-from corral.web.topology_view import Level, TopologyPicture, picture
+from corral.web.topology_view import UNLABELLED, Level, TopologyPicture, picture
 
 TEMPLATES = Path(__file__).parent / "templates"
 STATIC = Path(__file__).parent / "static"
@@ -86,7 +86,7 @@ def build_dashboard(runtime: Runtime, authorizer: Authorizer) -> APIRouter:
     def render(request: Request, name: str, status: int = 200, **values: Any) -> HTMLResponse:
         principal = guarded_principal(request)
         token = request.scope.get("state", {}).get("session_token")
-        csrf = web_session.csrf_token(authorizer.sessions.key, token) if token else ""
+        csrf = browser_session.csrf_token(authorizer.sessions.key, token) if token else ""
         html = pages.get_template(name).render(
             user=principal.username if principal else None,
             admin=principal is not None and authorizer.is_admin(principal),
@@ -133,7 +133,10 @@ def build_dashboard(runtime: Runtime, authorizer: Authorizer) -> APIRouter:
         target = _local(form.get("next", ["/ui"])[0])
         try:
             if not token:
-                raise UserError("Paste an API token (corral user token create) to log in.")
+                raise UserError(
+                    "Paste an API token to log in "
+                    "(an admin makes one with: corral user token USER)."
+                )
             principal = await run_in_threadpool(authorizer.authenticate_token, token)
             user = await run_in_threadpool(runtime.users.require, principal.username)
         except CorralError as err:
@@ -141,7 +144,7 @@ def build_dashboard(runtime: Runtime, authorizer: Authorizer) -> APIRouter:
         session = authorizer.sessions.mint(principal.username, user.user_id)
         answer = RedirectResponse(target, status_code=303)
         answer.set_cookie(
-            web_session.COOKIE,
+            browser_session.COOKIE,
             session.token,
             max_age=int(authorizer.sessions.ttl.total_seconds()),
             path="/ui",
@@ -158,7 +161,7 @@ def build_dashboard(runtime: Runtime, authorizer: Authorizer) -> APIRouter:
             answer: Response = Response(headers={"HX-Redirect": "/ui/login"})
         else:
             answer = RedirectResponse("/ui/login", status_code=303)
-        answer.delete_cookie(web_session.COOKIE, path="/ui")
+        answer.delete_cookie(browser_session.COOKIE, path="/ui")
         return answer
 
     @router.get("/static/{name}")
@@ -260,12 +263,9 @@ def build_dashboard(runtime: Runtime, authorizer: Authorizer) -> APIRouter:
         cluster = _cluster_of(runtime.capacity(state), chosen)
         within = _domain(domain)
         levels = tuple(Level(key.key, key.label) for key in state.pool(chosen).topology_keys)
-        queued = [w for w in store.list(pools=[chosen], statuses=QUEUED, limit=PAGE_SIZE)]
-        ghost_of, placement = None, None
-        if ghost and cluster is not None:
-            ghost_of = readable(principal, ghost)
-            placement = _ghost(state, ghost_of, cluster)
-        drawn = _picture(state, cluster, chosen, levels, placement, within)
+        queued = store.list(pools=[chosen], statuses=QUEUED, limit=PAGE_SIZE)
+        ghost_of = readable(principal, ghost) if ghost else None
+        drawn = _picture(state, cluster, chosen, levels, within)
         readable_pool = authorizer.allows(principal, "workflow:Read", f"pool/{chosen}")
         return render(
             request,
@@ -282,10 +282,43 @@ def build_dashboard(runtime: Runtime, authorizer: Authorizer) -> APIRouter:
             picture=drawn,
             queued=queued,
             ghost=ghost_of,
-            placement=placement,
             query=lambda **changes: _query(
                 {"pool": chosen, "domain": domain, "ghost": ghost}, changes
             ),
+        )
+
+    @router.get("/topology/ghost", response_class=HTMLResponse)
+    def topology_ghost(request: Request, pool: str, ghost: str) -> HTMLResponse:
+        """Where a waiting workflow's group would land now: the topology page fetches this
+        after it is drawn (placing a group on 5,000 nodes takes longer than drawing them)."""
+        principal = caller(request)
+        authorizer.check(principal, "resources:Read")
+        if pool not in usable_pools(principal):
+            raise NotFoundError(f"Pool {pool} does not exist, or you may not use it.")
+        workflow = readable(principal, ghost)
+        state = configs.state()
+        cluster = _cluster_of(runtime.capacity(state), pool)
+        if cluster is None or workflow.pool != pool:
+            placement = GroupPlacement("", reason=f"{ghost} does not run in pool {pool}")
+        else:
+            placement = _ghost(state, workflow, cluster)
+        keys = state.pool(pool).topology_keys
+        landed = [cluster.node(name) for name in placement.nodes.values()] if cluster else []
+        domains = sorted(
+            {
+                node.labels.get(keys[-1].label, UNLABELLED) if keys else UNLABELLED
+                for node in landed
+                if node is not None
+            }
+        )
+        return render(
+            request,
+            "ghost.html",
+            ghost=workflow,
+            placement=placement,
+            nodes=sorted(set(placement.nodes.values())),
+            domains=domains,
+            hide="/ui/topology?" + _query({"pool": pool}, {}),
         )
 
     # -------------------------------------------------------------------- workflows
@@ -466,16 +499,14 @@ def _picture(
     cluster: ClusterCapacity | None,
     pool: str,
     levels: tuple[Level, ...],
-    placement: GroupPlacement | None,
     within: tuple[str, str] | None,
 ) -> TopologyPicture:
     if cluster is None:
         return picture([], levels, {}, {}, {})
-    ghost = frozenset(placement.nodes.values()) if placement is not None else frozenset()
     return _pictures.get(
-        (pool, levels, ghost, within),
+        (pool, levels, within),
         (state, cluster.nodes, cluster.pods),
-        lambda: _draw(state, cluster, pool, levels, ghost, within),
+        lambda: _draw(state, cluster, pool, levels, within),
     )
 
 
@@ -489,7 +520,6 @@ def _draw(
     cluster: ClusterCapacity,
     pool: str,
     levels: tuple[Level, ...],
-    ghost: frozenset[str],
     within: tuple[str, str] | None,
 ) -> TopologyPicture:
     layout = layout_of(state, cluster.nodes, [pool])
@@ -503,7 +533,6 @@ def _draw(
         node_gpus(cluster.nodes),
         gpus_per_node(cluster.pods),
         {node: sorted(found) for node, found in owners.items()},
-        ghost,
         within,
     )
 
@@ -542,8 +571,17 @@ def _ghost(state: Any, workflow: StoredWorkflow, cluster: ClusterCapacity) -> Gr
     # The group the scheduler has tried (it has a reason), else the first to be offered.
     group = next((g for g in waiting if g.pending_reason), waiting[0])
     offered = [OfferedGroup(group.uuid, group.name, list(group.manifests or []))]
-    placed = groups_placed_now(state, workflow.pool, workflow.priority, offered, cluster, utc_now())
-    return placed[0]
+    return _ghosts.get(
+        group.uuid,
+        (state, cluster.nodes, cluster.pods),
+        lambda: groups_placed_now(
+            state, workflow.pool, workflow.priority, offered, cluster, utc_now()
+        )[0],
+    )
+
+
+#: Where a waiting group would land, kept while the cluster and configuration are unchanged.
+_ghosts: SameInputs[GroupPlacement] = SameInputs()
 
 
 def _domain(text: str | None) -> tuple[str, str] | None:

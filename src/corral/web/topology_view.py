@@ -27,8 +27,6 @@ class NodeCell:
     free: int
     #: The workflows with pods on the node, sorted.
     owners: tuple[str, ...]
-    #: Where a pending group would put one of its pods (the ghost overlay).
-    ghost: bool = False
 
     @property
     def shade(self) -> str:
@@ -76,10 +74,6 @@ class Block:
     @property
     def owners(self) -> tuple[str, ...]:
         return tuple(sorted({owner for node in self.nodes for owner in node.owners}))
-
-    @property
-    def ghosts(self) -> int:
-        return sum(node.ghost for node in self.nodes)
 
 
 @dataclass
@@ -133,7 +127,6 @@ def picture(
     gpus: Mapping[str, int],
     used_gpus: Mapping[str, int],
     owners: Mapping[str, Sequence[str]],
-    ghost: frozenset[str] = frozenset(),
     within: tuple[str, str] | None = None,
 ) -> TopologyPicture:
     """``nodes`` (a pool's, with their ``gpus``) grouped by ``levels`` (coarsest first);
@@ -153,7 +146,6 @@ def picture(
             has,
             max(has - used_gpus.get(node.name, 0), 0),
             tuple(sorted(owners.get(node.name, ()))),
-            node.name in ghost,
         )
         total += cell.gpus
         free += cell.free

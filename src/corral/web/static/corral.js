@@ -44,6 +44,18 @@ function highlight(event) {
   });
 }
 
+// Outline where a waiting group would land: nodes by name, and (a large pool drawn one cell
+// per domain) the domains' cells.
+function outlineGhost(root) {
+  const note = root.querySelector ? (root.matches("[data-ghost-nodes]") ? root : root.querySelector("[data-ghost-nodes]")) : null;
+  if (!note) return;
+  const mark = (selector) => document.querySelectorAll(selector).forEach((cell) => cell.classList.add("ghost"));
+  note.dataset.ghostNodes.split(" ").filter(Boolean).forEach((name) => mark(`[data-node="${CSS.escape(name)}"]`));
+  note.dataset.ghostDomains.split(" ").filter(Boolean).forEach((name) => mark(`[data-domain-cell="${CSS.escape(name)}"]`));
+}
+
+document.addEventListener("htmx:load", (event) => outlineGhost(event.detail.elt));
+
 document.addEventListener("DOMContentLoaded", () => {
   listen();
   for (const kind of ["mouseover", "mouseout", "focusin", "focusout"]) {
