@@ -30,6 +30,7 @@ from corral.api.guard import guarded_principal
 from corral.domain.configs.types import ConfigType
 from corral.domain.labels import SUBMITTED_BY, WORKFLOW_ID
 from corral.domain.views.explain import explain_workflow
+from corral.domain.views.pool_quota import gpu_quota
 from corral.errors import ConflictError, CorralError, ForbiddenError, NotFoundError, UserError
 from corral.services import sandbox
 from corral.services.capacity import ClusterCapacity
@@ -237,6 +238,7 @@ def build_dashboard(runtime: Runtime, authorizer: Authorizer) -> APIRouter:
             "pools.html",
             pools=[state.pool(name) for name in names],
             quotas=quotas,
+            limits={name: gpu_quota(state.pool(name)) for name in names},
             chosen=chosen,
             rendered=rendered,
             refused=refused,
