@@ -12,7 +12,8 @@ from fastapi.testclient import TestClient
 
 from corral.api.browser_session import COOKIE, csrf_ok, csrf_token
 from corral.web import live
-from corral.web.pages import _local, _owner_names, _queue_positions, age
+from corral.web.pages import _local, _queue_positions, age
+from corral.web.topology_data import owner_names
 from tests.conftest import REPO, Api
 
 PAGES = ["/ui", "/ui/pools", "/ui/topology", "/ui/workflows", "/ui/config"]
@@ -209,9 +210,9 @@ def test_a_workflows_stream_answers_as_an_event_stream(examples: Api) -> None:
 
 def test_a_user_who_may_not_read_a_pools_workflows_sees_tags_not_their_ids() -> None:
     key = b"k" * 32
-    everyone = _owner_names(key, None)
+    everyone = owner_names(key, None)
     assert everyone("train-3") == "train-3"
-    limited = _owner_names(key, frozenset({"mine-1"}))
+    limited = owner_names(key, frozenset({"mine-1"}))
     assert limited("mine-1") == "mine-1"
     tag = limited("theirs-2")
     assert tag.startswith("workflow-") and "theirs" not in tag

@@ -8,10 +8,8 @@ use is not shown, a workflow of a pool it may not read answers 403, and a rollba
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -28,20 +26,20 @@ from corral.api.auth import Authorizer, Principal
 from corral.api.config_routes import check_template_reads
 from corral.api.guard import guarded_principal
 from corral.domain.configs.types import ConfigType
-from corral.domain.labels import SUBMITTED_BY, WORKFLOW_ID
 from corral.domain.views.explain import explain_workflow
 from corral.domain.views.pool_quota import gpu_quota
+from corral.domain.workflows.statuses import WorkflowStatus
 from corral.errors import ConflictError, CorralError, ForbiddenError, NotFoundError, UserError
 from corral.services import sandbox
-from corral.services.capacity import ClusterCapacity
 from corral.services.config_service import WriteMeta
-from corral.services.memo import SameInputs
-from corral.services.placement_now import GroupPlacement, OfferedGroup, groups_placed_now
-from corral.services.pool_usage import gpus_per_node, layout_of, node_gpus, pool_usage
+from corral.services.placement_now import GroupPlacement
+from corral.services.pool_usage import pool_usage
 from corral.services.runtime import Runtime, utc_now
 from corral.store.config_store import HistoryQuery
 from corral.store.workflows import ALIVE, QUEUED, StoredWorkflow
-from corral.web.topology_view import UNLABELLED, Level, TopologyPicture, picture
+from corral.web.dag import dag_svg
+from corral.web.topology_data import cluster_of, ghost_of, own_workflows, owner_names, pool_picture
+from corral.web.topology_view import UNLABELLED, Level
 
 TEMPLATES = Path(__file__).parent / "templates"
 STATIC = Path(__file__).parent / "static"
@@ -53,8 +51,6 @@ PRIORITY_ORDER = {"HIGH": 0, "NORMAL": 1, "LOW": 2}
 #: The most bytes of a task's log a page shows (the tail).
 LOG_TAIL_BYTES = 64 * 1024
 HISTORY_SHOWN = 20
-#: Group statuses before its pods are bound.
-UNPLACED = frozenset({"SUBMITTING", "WAITING", "PROCESSING", "SCHEDULING"})
 STATUS_TABS = {
     "running": ("RUNNING",),
     "waiting": QUEUED,
@@ -262,19 +258,21 @@ def build_dashboard(runtime: Runtime, authorizer: Authorizer) -> APIRouter:
         if chosen is None:
             return render(request, "topology.html", chosen=None, pools=names, topic="workflows")
         state = configs.state()
-        cluster = _cluster_of(runtime.capacity(state), chosen)
+        cluster = cluster_of(runtime.capacity(state), chosen)
         within = _domain(domain)
         levels = tuple(Level(key.key, key.label) for key in state.pool(chosen).topology_keys)
         queued = store.list(pools=[chosen], statuses=QUEUED, limit=PAGE_SIZE)
         ghost_of = readable(principal, ghost) if ghost else None
-        drawn = _picture(state, cluster, chosen, levels, within)
+        drawn = pool_picture(state, cluster, chosen, levels, within)
         readable_pool = authorizer.allows(principal, "workflow:Read", f"pool/{chosen}")
         return render(
             request,
             "topology.html",
-            owner=_owner_names(
+            owner=owner_names(
                 authorizer.sessions.key,
-                None if readable_pool or cluster is None else _own(cluster, principal.username),
+                None
+                if readable_pool or cluster is None
+                else own_workflows(cluster, principal.username),
             ),
             topic="workflows",
             pools=names,
@@ -290,7 +288,7 @@ def build_dashboard(runtime: Runtime, authorizer: Authorizer) -> APIRouter:
         )
 
     @router.get("/topology/ghost", response_class=HTMLResponse)
-    def topology_ghost(request: Request, pool: str, ghost: str) -> HTMLResponse:
+    def topologyghost_of(request: Request, pool: str, ghost: str) -> HTMLResponse:
         """Where a waiting workflow's group would land now: the topology page fetches this
         after it is drawn (placing a group on 5,000 nodes takes longer than drawing them)."""
         principal = caller(request)
@@ -299,11 +297,11 @@ def build_dashboard(runtime: Runtime, authorizer: Authorizer) -> APIRouter:
             raise NotFoundError(f"Pool {pool} does not exist, or you may not use it.")
         workflow = readable(principal, ghost)
         state = configs.state()
-        cluster = _cluster_of(runtime.capacity(state), pool)
+        cluster = cluster_of(runtime.capacity(state), pool)
         if cluster is None or workflow.pool != pool:
             placement = GroupPlacement("", reason=f"{ghost} does not run in pool {pool}")
         else:
-            placement = _ghost(state, workflow, cluster)
+            placement = ghost_of(state, workflow, cluster)
         keys = state.pool(pool).topology_keys
         landed = [cluster.node(name) for name in placement.nodes.values()] if cluster else []
         domains = sorted(
@@ -492,100 +490,6 @@ def _controller(runtime: Runtime) -> dict[str, Any]:
     }
 
 
-def _cluster_of(clusters: Sequence[ClusterCapacity], pool: str) -> ClusterCapacity | None:
-    return next((cluster for cluster in clusters if pool in cluster.pools), None)
-
-
-def _picture(
-    state: Any,
-    cluster: ClusterCapacity | None,
-    pool: str,
-    levels: tuple[Level, ...],
-    within: tuple[str, str] | None,
-) -> TopologyPicture:
-    if cluster is None:
-        return picture([], levels, {}, {}, {})
-    return _pictures.get(
-        (pool, levels, within),
-        (state, cluster.nodes, cluster.pods),
-        lambda: _draw(state, cluster, pool, levels, within),
-    )
-
-
-#: The topology pictures, kept while the configuration, the nodes and the bound pods are the
-#: same objects (services/memo.py): a page of 5,000 nodes is drawn once per change.
-_pictures: SameInputs[TopologyPicture] = SameInputs()
-
-
-def _draw(
-    state: Any,
-    cluster: ClusterCapacity,
-    pool: str,
-    levels: tuple[Level, ...],
-    within: tuple[str, str] | None,
-) -> TopologyPicture:
-    layout = layout_of(state, cluster.nodes, [pool])
-    nodes = [node for node in cluster.nodes if pool in layout.pools_of(node.name)]
-    owners: dict[str, set[str]] = {}
-    for pod in cluster.pods:
-        owners.setdefault(pod.node, set()).add(pod.labels.get(WORKFLOW_ID, "(not corral's)"))
-    return picture(
-        nodes,
-        levels,
-        node_gpus(cluster.nodes),
-        gpus_per_node(cluster.pods),
-        {node: sorted(found) for node, found in owners.items()},
-        within,
-    )
-
-
-def _owner_names(key: bytes, own: frozenset[str] | None) -> Callable[[str], str]:
-    """How the page names a node's workflow: by its id when the caller may read the pool's
-    workflows (``own`` is None) or submitted it, else by an opaque tag (one workflow, one tag:
-    hovering still shows which nodes a workflow holds, not which workflow it is)."""
-
-    def name(workflow_id: str) -> str:
-        if own is None or workflow_id in own:
-            return workflow_id
-        digest = hmac.new(key, workflow_id.encode(), hashlib.sha256).hexdigest()[:8]
-        return f"workflow-{digest}"
-
-    return name
-
-
-def _own(cluster: ClusterCapacity, username: str) -> frozenset[str]:
-    return frozenset(
-        pod.labels.get(WORKFLOW_ID, "")
-        for pod in cluster.pods
-        if pod.labels.get(SUBMITTED_BY) == username
-    )
-
-
-def _ghost(state: Any, workflow: StoredWorkflow, cluster: ClusterCapacity) -> GroupPlacement:
-    """Where the workflow's first group that waits to start would land now, or why not."""
-    waiting = [
-        g
-        for g in workflow.groups
-        if g.status in UNPLACED and all(task.node is None for task in g.tasks)
-    ]
-    if workflow.status not in ALIVE or not waiting:
-        return GroupPlacement("", reason=f"{workflow.workflow_id} has no group waiting to start")
-    # The group the scheduler has tried (it has a reason), else the first to be offered.
-    group = next((g for g in waiting if g.pending_reason), waiting[0])
-    offered = [OfferedGroup(group.uuid, group.name, list(group.manifests or []))]
-    return _ghosts.get(
-        group.uuid,
-        (state, cluster.nodes, cluster.pods),
-        lambda: groups_placed_now(
-            state, workflow.pool, workflow.priority, offered, cluster, utc_now()
-        )[0],
-    )
-
-
-#: Where a waiting group would land, kept while the cluster and configuration are unchanged.
-_ghosts: SameInputs[GroupPlacement] = SameInputs()
-
-
 def _domain(text: str | None) -> tuple[str, str] | None:
     if not text:
         return None
@@ -602,9 +506,7 @@ def _statuses(tab: str) -> list[str] | None:
         raise UserError(f"status={tab!r}: choose one of {', '.join(STATUS_TABS)}.")
     chosen = STATUS_TABS[tab]
     if chosen is None:
-        from corral.domain.workflows.statuses import WorkflowStatus
-
-        return [s.value for s in WorkflowStatus if s.failed]
+        return [status.value for status in WorkflowStatus if status.failed]
     return list(chosen)
 
 
@@ -648,59 +550,6 @@ def age(moment: datetime | None, now: datetime | None = None) -> str:
         if seconds >= size:
             return f"{seconds // size}{unit}"
     return f"{max(seconds, 0)}s"
-
-
-BOX_WIDTH = 300
-COLUMN_WIDTH = 350
-
-
-def domain_lines(domains: Mapping[str, str] | None) -> list[str]:
-    """Where a group landed, one line per subgroup (else for the group): its finest domain."""
-    found = sorted((domains or {}).items())
-    named = [f"{name}: {path.rsplit('.', 1)[-1]}" for name, path in found if name]
-    whole = dict(found).get("")
-    return named or ([f"in {whole.rsplit('.', 1)[-1]}"] if whole else [])
-
-
-def dag_svg(workflow: StoredWorkflow) -> dict[str, Any]:
-    """The group DAG laid out in columns by depth: boxes and upstream edges for the SVG."""
-    by_name = {group.name: group for group in workflow.groups}
-    depth: dict[str, int] = {}
-
-    def depth_of(name: str, seen: frozenset[str] = frozenset()) -> int:
-        if name not in depth:
-            ups = [u for u in by_name[name].upstream if u in by_name and u not in seen]
-            depth[name] = 1 + max((depth_of(u, seen | {name}) for u in ups), default=-1)
-        return depth[name]
-
-    bottoms: dict[int, int] = {}
-    boxes = []
-    for group in workflow.groups:
-        column = depth_of(group.name)
-        lines = domain_lines(group.domains)
-        top = bottoms.get(column, 10)
-        height = 48 + 16 * len(lines)
-        bottoms[column] = top + height + 20
-        boxes.append(
-            {
-                "name": group.name,
-                "status": group.status,
-                "lines": lines,
-                "x": 10 + column * COLUMN_WIDTH,
-                "y": top,
-                "height": height,
-            }
-        )
-    at = {box["name"]: box for box in boxes}
-    edges = [
-        {"from": at[up], "to": at[group.name]}
-        for group in workflow.groups
-        for up in group.upstream
-        if up in at
-    ]
-    width = 20 + (max(bottoms, default=0) + 1) * COLUMN_WIDTH
-    height = max(bottoms.values(), default=30)
-    return {"boxes": boxes, "edges": edges, "width": width, "height": height, "box": BOX_WIDTH}
 
 
 _ERROR_PAGES = templates()
