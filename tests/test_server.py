@@ -41,6 +41,10 @@ def test_demo_server_start_token_file_and_examples(live_server: LiveServer) -> N
     assert f"corral listening on {live_server.url}" in log
     assert "Admin token written to" in log
     assert live_server.token not in log  # the secret itself is never printed
+    assert " ".join(log.split()).count(f"Dashboard: {live_server.url}/ui (log in with") == 1
+    login = httpx.get(f"{live_server.url}/ui", follow_redirects=True)
+    assert login.status_code == 200 and "Log in to corral" in login.text
+    assert "(database: SQLite in" in log
     metrics = httpx.get(f"{live_server.url}/metrics").text
     assert "corral_http_requests_total" in metrics
 
