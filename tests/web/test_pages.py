@@ -66,6 +66,7 @@ def test_every_page_answers_a_logged_in_admin(examples: Api, path: str) -> None:
     assert answer.status_code == 200, answer.text
     assert answer.headers["content-type"].startswith("text/html")
     assert '<span id="user">admin (admin)</span>' in answer.text
+    assert "frame-ancestors 'none'" in answer.headers["content-security-policy"]
 
 
 def test_the_rest_api_does_not_take_the_session_cookie(examples: Api) -> None:

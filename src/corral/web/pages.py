@@ -45,6 +45,14 @@ TEMPLATES = Path(__file__).parent / "templates"
 STATIC = Path(__file__).parent / "static"
 STATIC_TYPES = {".js": "text/javascript", ".css": "text/css", ".txt": "text/plain"}
 PAGE_SIZE = 50
+#: Every page: scripts and styles only from /ui/static (htmx adds its own indicator styles),
+#: never inside another site's frame.
+PAGE_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; style-src 'self' 'unsafe-inline'; "
+    "frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+}
 #: How far back the overview counts finished workflows.
 RECENT = timedelta(hours=24)
 PRIORITY_ORDER = {"HIGH": 0, "NORMAL": 1, "LOW": 2}
@@ -91,7 +99,7 @@ def build_dashboard(runtime: Runtime, authorizer: Authorizer) -> APIRouter:
             path=request.url.path,
             **values,
         )
-        return HTMLResponse(html, status_code=status)
+        return HTMLResponse(html, status_code=status, headers=PAGE_HEADERS)
 
     def caller(request: Request) -> Principal:
         found = guarded_principal(request)
@@ -566,4 +574,4 @@ def error_page(request: Request, err: CorralError) -> HTMLResponse:
         status=err.status_code,
         message=err.message,
     )
-    return HTMLResponse(html, status_code=err.status_code)
+    return HTMLResponse(html, status_code=err.status_code, headers=PAGE_HEADERS)
