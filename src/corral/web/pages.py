@@ -363,7 +363,7 @@ def build_dashboard(runtime: Runtime, authorizer: Authorizer) -> APIRouter:
             positions=positions,
             filters=filters,
             tabs=list(STATUS_TABS),
-            pools=sorted(set(readable_names) | set(usable_pools(principal))),
+            pools=sorted({*readable_names, *(row["pool"] for row in rows)}),
             now=utc_now(),
             query=lambda **changes: _query(filters, changes),
         )
@@ -381,7 +381,7 @@ def build_dashboard(runtime: Runtime, authorizer: Authorizer) -> APIRouter:
         log = ""
         if shown is not None and shown.started_at is not None:
             log = runtime.task_logs(found, shown)[-LOG_TAIL_BYTES:]
-        manifests = store.manifests([group.uuid for group in found.groups])
+        manifests = {group.uuid: group.manifests or [] for group in found.groups}
         may_cancel = found.status in ALIVE and (
             principal.username == found.submitted_by
             or authorizer.allows(principal, "workflow:Cancel", f"pool/{found.pool}")
