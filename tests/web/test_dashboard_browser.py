@@ -18,7 +18,7 @@ from tests.conftest import REPO, LiveServer, start_server
 from tests.web.browser import chromium
 
 SCREENSHOTS_ENV = "CORRAL_SCREENSHOTS"
-HELD_SECONDS = 900  # longer than this module runs: the held workflows run until canceled
+HELD_SECONDS = 300  # longer than this module runs: the held workflows run until canceled
 
 
 def example(name: str, sleep: int, new_name: str) -> str:
@@ -59,6 +59,20 @@ class Cluster:
             time.sleep(0.3)
         raise AssertionError(f"{workflow_id} did not start: {self.workflow(workflow_id)}")
 
+    def cancel_all(self) -> None:
+        """Cancel every workflow and wait until they ended: local tasks outlive their server
+        (as pods do), so a held task left running would sleep on after the test."""
+        rows = self.api.get("/api/workflow", params={"all_users": True}).json()["workflows"]
+        for row in rows:
+            self.api.post(f"/api/workflow/{row['workflow_id']}/cancel")
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            rows = self.api.get("/api/workflow", params={"all_users": True}).json()["workflows"]
+            if all(row["status"] not in ("PENDING", "RUNNING", "WAITING") for row in rows):
+                return
+            time.sleep(0.3)
+        raise AssertionError(f"workflows still alive after cancel: {rows}")
+
     def clique_of(self, node: str) -> str:
         answer = self.api.get(f"/api/resources/{node}")
         return str(answer.json()["labels"]["nvidia.com/gpu-clique"])
@@ -69,8 +83,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     server = start_server(tmp_path_factory.mktemp("dashboard"), "--demo")
     found = Cluster(server)
     yield found
-    for row in found.api.get("/api/workflow", params={"all_users": True}).json()["workflows"]:
-        found.api.post(f"/api/workflow/{row['workflow_id']}/cancel")
+    found.cancel_all()
     found.api.close()
     server.stop()
 
