@@ -182,11 +182,7 @@ def build_workflow_router(
     def cancel(caller: Caller, workflow_id: str) -> dict[str, Any]:
         """Ask the lifecycle controller to cancel: the submitter, or whoever may
         ``workflow:Cancel`` on the workflow's pool. 409 once finished or already canceling."""
-        workflow = store.get(workflow_id)
-        if caller.username != workflow.submitted_by:
-            authorizer.check(caller, "workflow:Cancel", f"pool/{workflow.pool}")
-        if not store.request_cancel(workflow_id, caller.username):
-            raise ConflictError(_not_cancelable(store.get(workflow_id)))
+        request_cancel(store, authorizer, caller, workflow_id)
         return {
             "workflow_id": workflow_id,
             "message": f"Cancel requested for workflow {workflow_id}; its tasks will be "
@@ -254,6 +250,18 @@ def _submitted(outcome: SubmitOutcome, mode: Mode, response: Response) -> dict[s
         "dashboard_url": "",
         "warnings": list(outcome.warnings),
     }
+
+
+def request_cancel(
+    store: WorkflowStore, authorizer: Authorizer, caller: Principal, workflow_id: str
+) -> None:
+    """Ask the controller to cancel: the submitter may, or whoever may ``workflow:Cancel`` on
+    the workflow's pool (403); 409 once finished or already canceling."""
+    workflow = store.get(workflow_id)
+    if caller.username != workflow.submitted_by:
+        authorizer.check(caller, "workflow:Cancel", f"pool/{workflow.pool}")
+    if not store.request_cancel(workflow_id, caller.username):
+        raise ConflictError(_not_cancelable(store.get(workflow_id)))
 
 
 def _not_cancelable(workflow: StoredWorkflow) -> str:

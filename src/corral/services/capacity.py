@@ -78,25 +78,22 @@ class BoundPodCache:
         self._objects = objects
         self._known: dict[int, BoundPod] = {}
         self._placed: list[tuple[int, str]] = []
-        self._on: dict[int, tuple[Sequence[Node], tuple[BoundPod, ...]]] = {}
+        #: The last answer: the nodes asked about and their pods.
+        self._last: tuple[Sequence[Node], tuple[BoundPod, ...]] | None = None
         self._lock = threading.Lock()
 
     def on(self, nodes: Sequence[Node]) -> tuple[BoundPod, ...]:
         """The bound pods on ``nodes``: the same tuple while neither changes."""
         placed = self._objects.bound_pod_nodes()
         with self._lock:
-            unchanged = placed == self._placed
-            kept = self._on.get(len(nodes))
-        if unchanged and kept is not None and kept[0] is nodes:
-            return kept[1]
+            last = self._last if placed == self._placed else None
+        if last is not None and last[0] is nodes:
+            return last[1]
         known = {node.name for node in nodes}
         found = tuple(pod for pod in self._read(placed) if pod.node in known)
         with self._lock:
-            self._on = {len(nodes): (nodes, found)}
+            self._last = (nodes, found)
         return found
-
-    def read(self) -> list[BoundPod]:
-        return self._read(self._objects.bound_pod_nodes())
 
     def _read(self, placed: list[tuple[int, str]]) -> list[BoundPod]:
         with self._lock:
@@ -120,24 +117,15 @@ class BoundPodCache:
         return list(result.values())
 
 
-def _all_bound(objects: ClusterObjectStore) -> list[BoundPod]:
-    return [
-        BoundPod(pod.name, pod.namespace, pod.node, pod.labels, pod.body)
-        for pod in objects.bound_pods()
-        if pod.node is not None
-    ]
-
-
 def read_capacity(
     state: State,
     cluster: Cluster,
-    objects: ClusterObjectStore,
     backends: Backends,
-    bound_pods: BoundPodCache | None = None,
+    bound_pods: BoundPodCache,
 ) -> list[ClusterCapacity]:
     """Every cluster the configuration uses: the embedded one first (left out when every
     configured backend is a Kubernetes one and no pool runs on it), then the Kubernetes
-    backends by name. ``bound_pods`` reads the embedded cluster's pods (default: all anew)."""
+    backends by name. ``bound_pods`` reads the embedded cluster's pods."""
     configs = as_configs(state)
     kubernetes = kubernetes_backends(configs)
     pools: dict[str, list[str]] = {}
@@ -147,11 +135,7 @@ def read_capacity(
     found = []
     configured = set(configs.backend_names())
     if EMBEDDED in pools or not configured or configured - kubernetes:
-        if bound_pods is not None:
-            bound = bound_pods.on(cluster.nodes)
-        else:
-            known = {node.name for node in cluster.nodes}
-            bound = tuple(pod for pod in _all_bound(objects) if pod.node in known)
+        bound = bound_pods.on(cluster.nodes)
         found.append(
             ClusterCapacity(EMBEDDED, cluster.nodes, bound, tuple(pools.get(EMBEDDED, ())))
         )

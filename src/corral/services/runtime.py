@@ -147,7 +147,7 @@ class Runtime:
 
     def capacity(self, state: State) -> list[ClusterCapacity]:
         """Per cluster of ``state``: its nodes, the pods holding resources and its pools."""
-        return read_capacity(state, self.cluster, self.objects, self.backends, self.bound_pods)
+        return read_capacity(state, self.cluster, self.backends, self.bound_pods)
 
     def recently_preempted(self) -> dict[str, int]:
         """Per pool, the GPUs of its groups evicted by preemption or reclaim in the last 24

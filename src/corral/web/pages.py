@@ -25,11 +25,12 @@ from corral.api import browser_session
 from corral.api.auth import Authorizer, Principal
 from corral.api.config_routes import check_template_reads
 from corral.api.guard import guarded_principal
+from corral.api.workflow_routes import request_cancel
 from corral.domain.configs.types import ConfigType
 from corral.domain.views.explain import explain_workflow
 from corral.domain.views.pool_quota import gpu_quota
 from corral.domain.workflows.statuses import WorkflowStatus
-from corral.errors import ConflictError, CorralError, ForbiddenError, NotFoundError, UserError
+from corral.errors import CorralError, ForbiddenError, NotFoundError, UserError
 from corral.services import sandbox
 from corral.services.config_service import WriteMeta
 from corral.services.placement_now import GroupPlacement
@@ -84,7 +85,6 @@ def templates() -> Environment:
 
 def build_dashboard(runtime: Runtime, authorizer: Authorizer) -> APIRouter:
     router = APIRouter(prefix="/ui", include_in_schema=False)
-    pages = templates()
     store = runtime.workflows
     configs = runtime.configs
 
@@ -92,14 +92,8 @@ def build_dashboard(runtime: Runtime, authorizer: Authorizer) -> APIRouter:
         principal = guarded_principal(request)
         token = request.scope.get("state", {}).get("session_token")
         csrf = browser_session.csrf_token(authorizer.sessions.key, token) if token else ""
-        html = pages.get_template(name).render(
-            user=principal.username if principal else None,
-            admin=principal is not None and authorizer.is_admin(principal),
-            csrf=csrf,
-            path=request.url.path,
-            **values,
-        )
-        return HTMLResponse(html, status_code=status, headers=PAGE_HEADERS)
+        admin = principal is not None and authorizer.is_admin(principal)
+        return draw(request, name, status, admin=admin, csrf=csrf, **values)
 
     def caller(request: Request) -> Principal:
         found = guarded_principal(request)
@@ -411,12 +405,7 @@ def build_dashboard(runtime: Runtime, authorizer: Authorizer) -> APIRouter:
 
     @router.post("/workflows/{workflow_id}/cancel", response_class=HTMLResponse)
     def cancel(request: Request, workflow_id: str) -> HTMLResponse:
-        principal = caller(request)
-        found = store.get(workflow_id)
-        if principal.username != found.submitted_by:
-            authorizer.check(principal, "workflow:Cancel", f"pool/{found.pool}")
-        if not store.request_cancel(workflow_id, principal.username):
-            raise ConflictError(f"Workflow {workflow_id} is finished or already being canceled.")
+        request_cancel(store, authorizer, caller(request), workflow_id)
         return render(
             request,
             "notice.html",
@@ -560,18 +549,31 @@ def age(moment: datetime | None, now: datetime | None = None) -> str:
     return f"{max(seconds, 0)}s"
 
 
-_ERROR_PAGES = templates()
+# After ``age``: the environment names it as a filter.
+PAGES = templates()
+
+
+def draw(
+    request: Request,
+    name: str,
+    code: int = 200,
+    *,
+    admin: bool = False,
+    csrf: str = "",
+    **values: Any,
+) -> HTMLResponse:
+    """The page ``name`` for the caller the guard found (the header's user name)."""
+    principal = guarded_principal(request)
+    html = PAGES.get_template(name).render(
+        user=principal.username if principal else None,
+        admin=admin,
+        csrf=csrf,
+        path=request.url.path,
+        **values,
+    )
+    return HTMLResponse(html, status_code=code, headers=PAGE_HEADERS)
 
 
 def error_page(request: Request, err: CorralError) -> HTMLResponse:
     """A dashboard page's user error (a pool not found, a 403) as a page, not JSON."""
-    principal = guarded_principal(request)
-    html = _ERROR_PAGES.get_template("error.html").render(
-        user=principal.username if principal else None,
-        admin=False,
-        csrf="",
-        path=request.url.path,
-        status=err.status_code,
-        message=err.message,
-    )
-    return HTMLResponse(html, status_code=err.status_code, headers=PAGE_HEADERS)
+    return draw(request, "error.html", err.status_code, status=err.status_code, message=err.message)
