@@ -204,5 +204,6 @@ def test_missing_priority_classes_are_refused_before_any_object(kube_world: Kube
     )
     assert [j for j in w.fake.journal if j.kind in GROUP_KINDS] == []
     normal = w.submit_example("nvl72-single-rack.yaml")
+    w.settle()  # the watches have seen the fake's writes before the tick reads them
     w.controller.tick()
     assert w.workflow(normal).groups[0].status in ("SCHEDULING", "INITIALIZING")
