@@ -250,7 +250,12 @@ class Replica:
         self.home = home
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        env = {**os.environ, "CORRAL_CONFIG_DIR": str(home / "config"), "CORRAL_URL": self.url}
+        env = {
+            **os.environ,
+            "CORRAL_CONFIG_DIR": str(home / "config"),
+            "CORRAL_URL": self.url,
+            "CORRAL_DATABASE_URL": database_url,
+        }
         env.pop("CORRAL_TOKEN", None)
         command = [
             sys.executable,
@@ -261,8 +266,6 @@ class Replica:
             str(self.port),
             "--data-dir",
             str(home / "data"),
-            "--database-url",
-            database_url,
             "--cluster",
             str(cluster),
             "--demo",

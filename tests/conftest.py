@@ -163,6 +163,7 @@ def start_server(
         "COLUMNS": "200",
     }
     env.pop("CORRAL_TOKEN", None)
+    env.pop("CORRAL_DATABASE_URL", None)
     command = [
         sys.executable,
         "-m",
@@ -174,8 +175,8 @@ def start_server(
         str(home / "data"),
         *extra,
     ]
-    if database_url:
-        command += ["--database-url", database_url]
+    if database_url:  # in the environment: a command line is anybody's to read
+        env["CORRAL_DATABASE_URL"] = database_url
     log = open(home / "server.log", "ab")  # noqa: SIM115 - closed with the process
     process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
     server = LiveServer(f"http://127.0.0.1:{port}", home, process, env)

@@ -10,7 +10,9 @@ at start with the file, line and column.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -276,9 +278,21 @@ def send(client: httpx.Client, server: LiveServer, case: Hostile) -> httpx.Respo
         return client.request(case.method, case.path, content=b"{}", headers=headers)
 
 
+#: The module's server answers slow clients sooner than the defaults (10 s and 30 s).
+HEADER_TIMEOUT = 2.0
+BODY_TIMEOUT = 2.0
+CONNECTIONS_PER_CLIENT = 8
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    live = start_server(tmp_path_factory.mktemp("hostile"), "--demo")
+    live = start_server(
+        tmp_path_factory.mktemp("hostile"),
+        "--demo",
+        f"--header-timeout={HEADER_TIMEOUT}",
+        f"--body-timeout={BODY_TIMEOUT}",
+        f"--max-connections-per-client={CONNECTIONS_PER_CLIENT}",
+    )
     yield live
     live.stop()
 
@@ -354,3 +368,112 @@ def test_a_cluster_file_nested_too_deep_stops_the_server_at_start(tmp_path: Path
     with pytest.raises(RuntimeError) as failed:
         start_server(tmp_path, "--cluster", str(cluster))
     assert f"{cluster}:1:71: lists and mappings are {DEEP}" in str(failed.value)
+
+
+# -- connections: sizes and timeouts before authentication (issue 25, item 1) ------------------
+
+
+def connect(server: LiveServer) -> socket.socket:
+    host, port = server.url.removeprefix("http://").split(":")
+    found = socket.create_connection((host, int(port)), timeout=30)
+    return found
+
+
+def answer(connection: socket.socket) -> tuple[int, dict[str, Any]]:
+    """The status and JSON body of the one answer the server sends before closing."""
+    received = b""
+    while chunk := connection.recv(65536):
+        received += chunk
+    head, _, body = received.partition(b"\r\n\r\n")
+    return int(head.split()[1]), json.loads(body)
+
+
+def test_twenty_32_mib_headers_get_431_and_the_memory_stays(
+    server: LiveServer, baseline_rss: int
+) -> None:
+    """Each request, without a token, sends one 32 MiB header a MiB at a time: each is
+    answered 431 once the head passes 64 KiB, and the server keeps none of it."""
+    before = rss(server)
+    for _ in range(20):
+        with connect(server) as connection:
+            connection.sendall(b"GET /api/pool HTTP/1.1\r\nHost: corral\r\nX-Big: ")
+            with contextlib.suppress(OSError):  # the server may close before all is sent
+                for _ in range(32):
+                    connection.sendall(b"a" * MiB)
+                connection.sendall(b"\r\n\r\n")
+            status, body = answer(connection)
+        assert (status, body["error_code"]) == (431, "REQUEST_HEADER_FIELDS_TOO_LARGE")
+        assert body["message"] == (
+            "The request's headers are larger than this server's limit of 65,536 bytes; "
+            "send fewer or shorter headers (corral server --max-header-bytes)."
+        )
+    growth = rss(server) - before
+    print(f"\nserver RSS: {before / MiB:.0f} MiB, then +{growth / MiB:.1f} MiB")
+    assert growth < 50 * MiB
+    assert health_seconds(server) < 1
+
+
+def test_a_head_sent_a_line_at_a_time_is_cut_off_at_the_header_timeout(
+    server: LiveServer,
+) -> None:
+    started = time.monotonic()
+    with connect(server) as connection:
+        connection.sendall(b"GET /health HTTP/1.1\r\n")
+        connection.setblocking(False)
+        closed_after = None
+        while closed_after is None:
+            with contextlib.suppress(BlockingIOError):
+                connection.sendall(b"X-Slow: 1\r\n")
+                if connection.recv(1, socket.MSG_PEEK):
+                    closed_after = time.monotonic() - started
+            time.sleep(0.1)
+        connection.setblocking(True)
+        status, body = answer(connection)
+    assert (status, body["message"]) == (
+        408,
+        "The request's headers did not arrive within 2 s (corral server --header-timeout).",
+    )
+    assert HEADER_TIMEOUT <= closed_after < HEADER_TIMEOUT + 1
+
+
+def test_a_connection_that_says_nothing_is_closed_at_the_header_timeout(
+    server: LiveServer,
+) -> None:
+    started = time.monotonic()
+    with connect(server) as connection:
+        assert connection.recv(1) == b""  # closed without an answer
+    assert HEADER_TIMEOUT <= time.monotonic() - started < HEADER_TIMEOUT + 1
+
+
+def test_a_body_that_stops_arriving_gets_408_at_the_body_timeout(server: LiveServer) -> None:
+    started = time.monotonic()
+    with connect(server) as connection:
+        connection.sendall(
+            f"PUT {PUT_POOL} HTTP/1.1\r\nHost: corral\r\nAuthorization: Bearer {server.token}\r\n"
+            'Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"configs"'.encode()
+        )
+        status, body = answer(connection)
+    assert (status, body["message"]) == (
+        408,
+        "No part of the request body arrived for 2 s (corral server --body-timeout).",
+    )
+    assert BODY_TIMEOUT <= time.monotonic() - started < BODY_TIMEOUT + 1
+    admin = {"Authorization": f"Bearer {server.token}"}
+    assert httpx.get(f"{server.url}{PUT_POOL}", headers=admin).status_code == 404
+
+
+def test_connections_beyond_the_bound_per_client_get_429(server: LiveServer) -> None:
+    held = [connect(server) for _ in range(CONNECTIONS_PER_CLIENT)]
+    try:
+        with connect(server) as refused:
+            status, body = answer(refused)
+        assert (status, body["message"]) == (
+            429,
+            f"Too many open connections from 127.0.0.1 (this server allows "
+            f"{CONNECTIONS_PER_CLIENT} per address); reuse or close the ones you have.",
+        )
+    finally:
+        for connection in held:
+            connection.close()
+    time.sleep(0.2)  # the server sees them closed
+    assert health_seconds(server) < 1

@@ -135,6 +135,36 @@ def test_server_refuses_bad_database_url(tmp_path: Path, url: str, message: str)
     assert message in str(caught.value)
 
 
+def test_a_database_password_on_the_command_line_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError) as caught:
+        start_server(tmp_path, "--database-url", "postgresql+psycopg://corral:s3cret@db/corral")
+    assert " ".join(str(caught.value).split()).endswith(
+        "error: --database-url holds a password, and every user of this machine can read a "
+        "command line (ps, /proc/PID/cmdline); put the URL in the environment "
+        "(CORRAL_DATABASE_URL) or in a file only you can read (--database-url-file FILE, "
+        "chmod 600 FILE)."
+    )
+
+
+def test_the_database_url_is_read_from_a_file_only_its_owner_may_read(tmp_path: Path) -> None:
+    url_file = tmp_path / "database-url"
+    url_file.write_text(f"sqlite:///{tmp_path / 'elsewhere.db'}\n")
+    url_file.chmod(0o644)
+    with pytest.raises(RuntimeError) as caught:
+        start_server(tmp_path, "--database-url-file", str(url_file))
+    assert " ".join(str(caught.value).split()).endswith(
+        f"error: --database-url-file {url_file} may be read by other users (mode 644); make "
+        f"it yours alone: chmod 600 {url_file}."
+    )
+    url_file.chmod(0o600)
+    server = start_server(tmp_path, "--database-url-file", str(url_file))
+    try:
+        assert (tmp_path / "elsewhere.db").exists()
+        assert str(tmp_path / "elsewhere.db") not in " ".join(server.process.args)
+    finally:
+        server.stop()
+
+
 def test_credentials_file_is_keyed_by_server(live_server: LiveServer) -> None:
     data = json.loads((live_server.home / "config" / "credentials.json").read_text())
     assert list(data["servers"]) == [live_server.url]

@@ -49,6 +49,10 @@ class RequestLimits:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
 
 
+class ClientLeft(Exception):
+    """The client went away before its body was read whole."""
+
+
 class RequestGuard:
     def __init__(self, app: App, authorizer: Authorizer, limits: RequestLimits) -> None:
         self.app = app
@@ -70,6 +74,8 @@ class RequestGuard:
                 receive = _replay(body, receive)
         except CorralError as err:
             await JSONResponse(err.to_dict(), status_code=err.status_code)(scope, receive, send)
+            return
+        except ClientLeft:
             return
         await self.app(scope, receive, send)
 
@@ -114,6 +120,8 @@ class RequestGuard:
             except CorralError as err:
                 await JSONResponse(err.to_dict(), status_code=err.status_code)(scope, receive, send)
                 return
+            except ClientLeft:
+                return
             receive = _replay(body, receive)
         await self.app(scope, receive, send)
 
@@ -127,7 +135,7 @@ class RequestGuard:
         while True:
             message = await receive()
             if message["type"] != "http.request":
-                break  # the client went away; the route sees an empty body
+                raise ClientLeft  # nobody to answer: the route does not run on half a body
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > limit:

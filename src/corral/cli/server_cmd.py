@@ -10,13 +10,14 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import platformdirs
 import typer
 from rich.console import Console
 from rich.markup import escape
 
+from corral.api.connection_limits import ConnectionLimits
 from corral.credentials import credentials_file, read_token, server_key, store_token
 from corral.services.server_logs import LogLevel, configure_logging
 
@@ -117,6 +118,57 @@ def _start_controller(runtime: Runtime, settings: ControllerSettings) -> Callabl
     return stop_thread
 
 
+def _given_database_url(ctx: typer.Context, flag: str | None, file: Path | None) -> str | None:
+    """The database URL from CORRAL_DATABASE_URL, --database-url-file or --database-url; a
+    password on the command line, or a URL file others may read, stops the server here."""
+    source = ctx.get_parameter_source("database_url")
+    on_command_line = flag is not None and source is not None and source.name == "COMMANDLINE"
+    if file is not None:
+        if on_command_line:
+            _exit_with("give the database URL once: --database-url or --database-url-file")
+        return _read_url_file(file)
+    if on_command_line and flag is not None and _has_password(flag):
+        _exit_with(
+            "--database-url holds a password, and every user of this machine can read a "
+            "command line (ps, /proc/PID/cmdline); put the URL in the environment "
+            "(CORRAL_DATABASE_URL) or in a file only you can read (--database-url-file FILE, "
+            "chmod 600 FILE)"
+        )
+    return flag
+
+
+def _has_password(url: str) -> bool:
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return False  # not a URL: refused as such when it is opened
+    return parsed.password is not None or "password" in parsed.query
+
+
+def _read_url_file(file: Path) -> str:
+    try:
+        mode = file.stat().st_mode
+        text = file.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as err:
+        _exit_with(f"cannot read --database-url-file {file}: {getattr(err, 'strerror', err)}")
+    if mode & 0o077:
+        _exit_with(
+            f"--database-url-file {file} may be read by other users (mode {mode & 0o777:o}); "
+            f"make it yours alone: chmod 600 {file}"
+        )
+    if not text:
+        _exit_with(f"--database-url-file {file} is empty; write the database URL in it")
+    return text
+
+
+def _exit_with(reason: str) -> NoReturn:
+    console.print(f"[red]error:[/] {escape(reason)}.", highlight=False)
+    raise typer.Exit(2)
+
+
 def _open_or_exit(url: str, cluster_file: Path | None, work_dir: Path, data_dir: Path) -> Runtime:
     """Open the database, or explain in one line why not (no traceback for a bad URL)."""
     from sqlalchemy.exc import SQLAlchemyError
@@ -149,6 +201,7 @@ def _open_or_exit(url: str, cluster_file: Path | None, work_dir: Path, data_dir:
 
 
 def server(
+    ctx: typer.Context,
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
     data_dir: Annotated[
@@ -159,7 +212,16 @@ def server(
         str | None,
         typer.Option(
             envvar="CORRAL_DATABASE_URL",
-            help="Use this database instead of SQLite, e.g. postgresql+psycopg://user@host/db.",
+            help="Use this database instead of SQLite, e.g. postgresql+psycopg://user@host/db. "
+            "A URL with a password must come from CORRAL_DATABASE_URL or --database-url-file: "
+            "every user of the machine can read a command line.",
+        ),
+    ] = None,
+    database_url_file: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="FILE",
+            help="Read the database URL from FILE, which only its owner may read (mode 0600).",
         ),
     ] = None,
     task_dir: Annotated[
@@ -227,12 +289,48 @@ def server(
             help="Largest request body accepted, in bytes; larger ones get 413.",
         ),
     ] = 10 * 2**20,
+    max_header_bytes: Annotated[
+        int,
+        typer.Option(
+            envvar="CORRAL_MAX_HEADER_BYTES",
+            min=1024,
+            help="Largest request head (request line and headers) accepted, in bytes; a larger "
+            "one gets 431 before the rest is read.",
+        ),
+    ] = ConnectionLimits.max_header_bytes,
+    header_timeout: Annotated[
+        float,
+        typer.Option(
+            envvar="CORRAL_HEADER_TIMEOUT",
+            min=0.1,
+            help="Seconds a client has to send a request's headers (from its first byte, or "
+            "from connecting); then 408 and the connection closes.",
+        ),
+    ] = ConnectionLimits.header_timeout,
+    body_timeout: Annotated[
+        float,
+        typer.Option(
+            envvar="CORRAL_BODY_TIMEOUT",
+            min=0.1,
+            help="Seconds a request body may pause between two parts; then 408.",
+        ),
+    ] = ConnectionLimits.body_timeout,
+    max_connections_per_client: Annotated[
+        int,
+        typer.Option(
+            envvar="CORRAL_MAX_CONNECTIONS_PER_CLIENT",
+            min=1,
+            help="Open connections allowed from one client address; more get 429 (raise it "
+            "behind a proxy, whose connections all come from one address).",
+        ),
+    ] = ConnectionLimits.max_connections_per_client,
 ) -> None:
     """Start the control plane (API on HOST:PORT)."""
     # Imported here so that every other `corral` verb starts without the server stack.
     import uvicorn
 
     from corral.api.auth import AuthSettings
+    from corral.api.connections import bounded_protocol
     from corral.api.guard import RequestLimits
     from corral.backends.task_sandbox import protect_server_process
     from corral.services.controller_process import ControllerSettings
@@ -250,9 +348,10 @@ def server(
     # switch interval, a dozen times per submission.
     sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
     listening = _listen_or_exit(host, port)  # before anything is opened or written
+    given_url = _given_database_url(ctx, database_url, database_url_file)
     directory = data_dir or Path(platformdirs.user_data_dir("corral"))
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-    url = database_url or sqlite_url(directory)
+    url = given_url or sqlite_url(directory)
     protect_server_process()  # no process of this user can read our memory or environment
     runtime = _open_or_exit(url, cluster, task_dir or directory / "tasks", directory)
     if demo:
@@ -294,7 +393,11 @@ def server(
     try:
         app = create_server_app(runtime, auth, RequestLimits(max_body_bytes=max_body_bytes))
         warm_views(runtime)
-        uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[listening])
+        limits = ConnectionLimits(
+            max_header_bytes, header_timeout, body_timeout, max_connections_per_client
+        )
+        config = uvicorn.Config(app, log_level="warning", http=bounded_protocol(limits))
+        uvicorn.Server(config).run(sockets=[listening])
     finally:
         controller()  # stops ticking before the lease is given up
         runtime.backends.close()  # Kubernetes watches and clients
