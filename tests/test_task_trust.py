@@ -15,9 +15,10 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
+from sqlalchemy.engine import make_url
 
 from corral.backends import landlock
-from tests.conftest import LiveServer, start_server
+from tests.conftest import POSTGRES_ENV, LiveServer, _postgres_database, start_server
 
 CANARY = "canary-7f3a9"
 
@@ -111,3 +112,73 @@ def test_a_task_reaches_none_of_the_servers_secrets(tmp_path: Path) -> None:
         assert not (server.home / "data" / "planted").exists()
     finally:
         server.stop()
+
+
+# -- what a task can reach (issue 25, item 2) ---------------------------------------------------
+
+
+def reach_task(name: str, ports: dict[str, int], secret: str, *, host_network: bool) -> str:
+    """A task that tries a TCP connection to each port on the host's 127.0.0.1, and looks for
+    ``secret`` in every process's command line and environment it can read."""
+    checks = "".join(
+        f"if (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null; then echo '{what}: reached'; "
+        f"else echo '{what}: unreachable'; fi; "
+        for what, port in ports.items()
+    )
+    half = len(secret) // 2  # written in two parts: no command line of the task holds it
+    script = (
+        f"{checks}printf '%s%s' '{secret[:half]}' '{secret[half:]}' > pattern; "
+        "if grep -qsF -f pattern /proc/[0-9]*/cmdline /proc/[0-9]*/environ; "
+        "then echo 'url: found'; else echo 'url: not found'; fi"
+    )
+    task: dict[str, object] = {
+        "name": "reach",
+        "image": "busybox",
+        "command": ["bash", "-c", script],
+    }
+    if host_network:
+        task["hostNetwork"] = True
+    return yaml.safe_dump({"workflow": {"name": name, "tasks": [task]}})
+
+
+def run_to_completion(http: httpx.Client, file: str) -> str:
+    response = http.post("/api/pool/default/workflow", json={"file": file})
+    assert response.status_code == 200, response.text
+    workflow_id = response.json()["name"]
+    deadline = time.monotonic() + 60
+    while http.get(f"/api/workflow/{workflow_id}").json()["status"] != "COMPLETED":
+        assert time.monotonic() < deadline, http.get(f"/api/workflow/{workflow_id}").json()
+        time.sleep(0.2)
+    return http.get(f"/api/workflow/{workflow_id}/logs", params={"task": "reach"}).text
+
+
+def test_a_task_reaches_neither_the_api_nor_postgresql_and_cannot_read_the_url(
+    tmp_path: Path,
+) -> None:
+    if not os.environ.get(POSTGRES_ENV):
+        pytest.skip(f"PostgreSQL not configured: set {POSTGRES_ENV} (./scripts/test does)")
+    if not landlock.abi_version() and os.geteuid() != 0:
+        pytest.skip("this machine can confine no local task (no Landlock, not root)")
+    database = _postgres_database()
+    url = next(database)
+    server = start_server(tmp_path, "--demo", "--tick-seconds", "0.1", database_url=url)
+    try:
+        ports = {"api": int(server.url.rsplit(":", 1)[1]), "postgres": make_url(url).port or 5432}
+        headers = {"Authorization": f"Bearer {server.token}"}
+        with httpx.Client(base_url=server.url, headers=headers, timeout=10) as http:
+            log = run_to_completion(http, reach_task("isolated", ports, url, host_network=False))
+            assert log.splitlines() == [
+                "api: unreachable",
+                "postgres: unreachable",
+                "url: not found",
+            ]
+            # What isolates it is the network namespace: a platform that allows the host's
+            # network lets a task that asks for it through.
+            allow = {"platforms": {"default": {"host_network_allowed": True}}}
+            patched = http.patch("/api/configs/pool/default", json={"configs_dict": allow})
+            assert patched.status_code == 200, patched.text
+            log = run_to_completion(http, reach_task("host", ports, url, host_network=True))
+            assert log.splitlines()[:2] == ["api: reached", "postgres: reached"]
+    finally:
+        server.stop()
+        database.close()

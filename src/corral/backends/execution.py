@@ -17,6 +17,8 @@ from corral.domain.labels import CONTROL_CONTAINER
 
 DURATION_ENV = "CORRAL_SIMULATED_DURATION"
 EXIT_CODE_ENV = "CORRAL_SIMULATED_EXIT_CODE"
+#: OSMO's exit code for a failure of the backend rather than of the task.
+BACKEND_ERROR = 3001
 #: ``logs`` returns at most the end of a task's log, this long.
 LOG_TAIL_BYTES = 1 << 20
 

@@ -27,8 +27,8 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from corral.backends.execution import LOG_TAIL_BYTES, Exit, TaskRun
-from corral.backends.local_processes import process_spec
+from corral.backends.execution import BACKEND_ERROR, LOG_TAIL_BYTES, Exit, TaskRun
+from corral.backends.local_processes import INHERITED, process_spec
 from corral.backends.task_runner import (
     EXIT_CODE,
     LOCK,
@@ -44,9 +44,10 @@ from corral.backends.task_runner import (
 )
 from corral.backends.task_sandbox import Confinement
 
-#: OSMO's exit code for a failure of the backend rather than of the task.
-BACKEND_ERROR = 3001
 RUNNER_DIED = "the task's runner process ended without an exit code"
+#: What the runner keeps of the server's environment (which may hold the database's URL):
+#: the task's own inherited variables, and where Python finds corral.
+RUNNER_ENVIRONMENT = (*INHERITED, "PYTHONPATH")
 #: The runner forks into the background at once; its first process exits within this.
 _SPAWN_TIMEOUT = 10.0
 _TICK = 0.02
@@ -151,6 +152,7 @@ def spawn_runner(attempt: Path) -> None:
     argv = [sys.executable, "-P", "-m", "corral.backends.task_runner", str(attempt)]
     runner = subprocess.Popen(
         argv,
+        env={name: os.environ[name] for name in RUNNER_ENVIRONMENT if name in os.environ},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -46,6 +46,9 @@ class ProcessSpec:
     workdir: Path | None
     log_path: Path
     confinement: Confinement = UNCONFINED
+    #: The pod's ``hostNetwork``: keep the host's network instead of one of its own
+    #: (``task_network``).
+    host_network: bool = False
 
 
 def process_spec(
@@ -63,7 +66,9 @@ def process_spec(
         if "value" in entry:  # valueFrom (secrets, field refs) has no local meaning
             env[entry["name"]] = str(entry["value"])
     home = None if confinement.user is not None else workdir
-    return ProcessSpec(tuple(str(part) for part in argv), env, home, log_path, confinement)
+    host_network = pod.get("spec", {}).get("hostNetwork") is True
+    argv_text = tuple(str(part) for part in argv)
+    return ProcessSpec(argv_text, env, home, log_path, confinement, host_network)
 
 
 class LocalProcess:

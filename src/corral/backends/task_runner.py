@@ -21,8 +21,9 @@ keeps the attempt's whole state in its directory:
     the task's home and working directory (in the temporary directory when the task runs as
     another user, removed when it ends).
 ``refused``
-    written by the server instead of spawning a runner when the task may not run here (it
-    cannot be confined as the backend asks); ``exit_code`` then says 3001.
+    why the task may not run here: written by the server instead of spawning a runner (it
+    cannot be confined as the backend asks), or by the runner (no network namespace of the
+    task's own could be made); ``exit_code`` then says 3001.
 
 The runner forks once and lets its first process exit, so it is reparented away from the
 server (no zombies there) and runs in a session of its own.
@@ -41,6 +42,8 @@ import time
 from pathlib import Path
 from types import FrameType
 
+from corral.backends import task_network
+from corral.backends.execution import BACKEND_ERROR
 from corral.backends.local_processes import LocalProcess, ProcessSpec
 from corral.backends.task_sandbox import Confinement, TaskUser
 
@@ -99,6 +102,7 @@ def spec_to_json(spec: ProcessSpec) -> str:
             "user": None if user is None else [user.uid, user.gid, user.name],
             "landlock": confinement.landlock,
             "private": list(confinement.private),
+            "host_network": spec.host_network,
         }
     )
 
@@ -118,6 +122,7 @@ def spec_from_json(text: str) -> ProcessSpec:
         None if workdir is None else Path(workdir),
         Path(data["log_path"]),
         confinement,
+        bool(data.get("host_network", False)),
     )
 
 
@@ -148,12 +153,28 @@ def _run(spec: ProcessSpec, attempt: Path, stopping: _Stopping) -> int:
     if stopping.requested or (attempt / STOP).exists():
         _note(spec, "stopped before the task started")
         return STOPPED
+    if not spec.host_network:
+        try:
+            task_network.isolate()
+        except task_network.NetworkIsolationError as err:
+            write_atomic(attempt / REFUSED, _no_network_namespace(err))
+            return BACKEND_ERROR
     process = LocalProcess(spec)
     write_atomic(attempt / HOME, f"{process.home}\n")
     while (code := process.wait(_TICK)) is None:
         if stopping.requested or (attempt / STOP).exists():
             return process.stop(_grace(attempt))
     return code
+
+
+def _no_network_namespace(err: OSError) -> str:
+    return (
+        f"this machine cannot give the task a network namespace of its own ({err.strerror}), "
+        "and without one it could reach every service on the host's loopback. Run the server "
+        "as root or where unprivileged user namespaces are allowed, or, if this platform's "
+        "tasks may reach the host's services, set hostNetwork: true in the task (the platform "
+        "needs host_network_allowed) (docs/lifecycle.md#what-a-task-can-reach)."
+    )
 
 
 def _grace(attempt: Path) -> float:
