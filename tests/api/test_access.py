@@ -635,3 +635,24 @@ def test_a_jwt_from_an_untrusted_issuer_is_refused_without_oidc(world: World) ->
 
 def test_a_garbage_jwt_is_refused(world: World) -> None:
     assert as_bearer(world, "a.b.c") == (401, {"message": REFUSED, "error_code": "UNAUTHORIZED"})
+
+
+def test_the_last_admin_can_neither_delete_itself_nor_lose_its_admin_role(world: World) -> None:
+    world.ok("DELETE", "/api/auth/user/gina")  # another admin: admin is left
+    last = (
+        "would leave no user who may administer corral: admin is the last one, and every "
+        "admin token would stop working. Give another user an admin role first (corral user "
+        "roles add NAME osmo-admin)."
+    )
+    status, body = world.call("admin", "DELETE", "/api/auth/user/admin/roles/osmo-admin")
+    assert (status, body) == (
+        409,
+        {"message": f"Taking osmo-admin from admin {last}", "error_code": "CONFLICT"},
+    )
+    status, body = world.call("admin", "DELETE", "/api/auth/user/admin")
+    assert (status, body) == (409, {"message": f"Deleting admin {last}", "error_code": "CONFLICT"})
+    assert world.call("admin", "GET", "/api/auth/user/admin")[1]["roles"] == ["osmo-admin"]
+    # With a second admin, the first may go.
+    world.ok("POST", "/api/auth/user/bob/roles", json={"roles": ["osmo-admin"]})
+    world.ok("DELETE", "/api/auth/user/admin/roles/osmo-admin")
+    assert world.call("bob", "DELETE", "/api/auth/user/bob")[0] == 409

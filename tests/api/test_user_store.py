@@ -17,6 +17,15 @@ from corral.store.database import MIGRATIONS, make_engine
 from corral.store.users import UserStore
 
 
+def admins_hold_a(roles: object) -> bool:
+    """The store's admin test in these tests: holding role ``a``."""
+    return "a" in roles  # type: ignore[operator]
+
+
+def nobody_is_admin(roles: object) -> bool:
+    return False
+
+
 def test_create_read_list_delete(runtime: Runtime) -> None:
     users = runtime.users
     made = users.create("bob", roles=["osmo-user", "a", "a"], default_pool="default", by="admin")
@@ -30,24 +39,49 @@ def test_create_read_list_delete(runtime: Runtime) -> None:
     users.create("alice", roles=[], default_pool=None, by="admin")
     assert [u.username for u in users.all()] == ["alice", "bob"]
     assert users.get("bob") == made
-    assert users.delete("bob") == 0
+    assert users.delete("bob", nobody_is_admin) == 0
     assert users.get("bob") is None
     with pytest.raises(NotFoundError, match=r"^User bob does not exist\.$"):
-        users.delete("bob")
+        users.delete("bob", nobody_is_admin)
 
 
 def test_role_changes(runtime: Runtime) -> None:
     users = runtime.users
     users.create("bob", roles=["x"], default_pool=None, by="admin")
     assert users.add_roles("bob", ["z", "y", "x"]).roles == ["x", "y", "z"]
-    assert users.remove_role("bob", "y").roles == ["x", "z"]
+    assert users.remove_role("bob", "y", nobody_is_admin).roles == ["x", "z"]
     with pytest.raises(NotFoundError, match=r"^User bob does not have role y\.$"):
-        users.remove_role("bob", "y")
+        users.remove_role("bob", "y", nobody_is_admin)
     assert users.set_roles("bob", ["q"]).roles == ["q"]
     assert users.set_roles("new", ["r"]).created_by == "oidc"
     assert users.set_default_pool("bob", "p").default_pool == "p"
     with pytest.raises(NotFoundError):
         users.add_roles("ghost", ["x"])
+
+
+LAST_ADMIN = (
+    "would leave no user who may administer corral: ann is the last one, and every admin "
+    "token would stop working. Give another user an admin role first (corral user roles add "
+    "NAME osmo-admin)."
+)
+
+
+def test_the_last_admin_can_neither_be_deleted_nor_lose_its_admin_role(runtime: Runtime) -> None:
+    users = runtime.users
+    users.create("ann", roles=["a", "x"], default_pool=None, by="admin")
+    users.create("bob", roles=["a"], default_pool=None, by="admin")
+    assert users.delete("bob", admins_hold_a) == 0  # ann still administers
+    with pytest.raises(ConflictError) as deleting:
+        users.delete("ann", admins_hold_a)
+    assert str(deleting.value) == f"Deleting ann {LAST_ADMIN}"
+    with pytest.raises(ConflictError) as taking:
+        users.remove_role("ann", "a", admins_hold_a)
+    assert str(taking.value) == f"Taking a from ann {LAST_ADMIN}"
+    assert users.remove_role("ann", "x", admins_hold_a).roles == ["a"]  # not an admin role
+    assert users.require("ann").roles == ["a"]
+    # Where nobody administered before, nothing is guarded.
+    users.create("carl", roles=["z"], default_pool=None, by="admin")
+    assert users.remove_role("carl", "z", nobody_is_admin).roles == []
 
 
 def test_tokens_belong_to_users_and_follow_their_roles(runtime: Runtime) -> None:
@@ -60,7 +94,7 @@ def test_tokens_belong_to_users_and_follow_their_roles(runtime: Runtime) -> None
     # minting again for an existing user only adds missing roles
     runtime.tokens.create(name="t2", username="carl", roles=["osmo-user"])
     assert runtime.users.require("carl").roles == ["extra", "osmo-user"]
-    assert runtime.users.delete("carl") == 2
+    assert runtime.users.delete("carl", nobody_is_admin) == 2
     assert runtime.tokens.owner(token) is None
 
 

@@ -211,6 +211,11 @@ class Authorizer:
         """The pools ``principal`` may submit to (``workflow:Create`` on ``pool/<name>``)."""
         return allowed_pools(self.roles_of(principal), pool_names)
 
+    def grants_admin(self, role_names: Sequence[str]) -> bool:
+        """Whether a user holding ``role_names`` may administer corral (users, roles: the
+        admin-only requests), as the roles are defined now."""
+        return evaluate(roles_for_request(self._roles(), role_names), ADMIN_ONLY).allowed
+
     def is_admin(self, principal: Principal) -> bool:
         """Whether the caller holds ``osmo-admin`` (e.g. to submit to a pool in maintenance)."""
         return ADMIN_ROLE in principal.roles

@@ -120,7 +120,7 @@ def build_user_router(
     @router.delete("/api/auth/user/{username}", response_model=R.Message)
     def delete_user(caller: Caller, username: str) -> dict[str, Any]:
         admin(caller, f"delete user {username}")
-        revoked = users.delete(username)
+        revoked = users.delete(username, authorizer.grants_admin)
         plural = "" if revoked == 1 else "s"
         return {"message": f"Deleted user {username} and revoked {revoked} token{plural}."}
 
@@ -133,7 +133,7 @@ def build_user_router(
     @router.delete("/api/auth/user/{username}/roles/{role}", response_model=R.UserView)
     def remove_role(caller: Caller, username: str, role: str) -> dict[str, Any]:
         admin(caller, f"remove roles from {username}")
-        return user_json(users.remove_role(username, role))
+        return user_json(users.remove_role(username, role, authorizer.grants_admin))
 
     @router.post(
         "/api/auth/user/{username}/token",

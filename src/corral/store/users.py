@@ -9,7 +9,7 @@ lose each other.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -22,6 +22,8 @@ from corral.store.database import writing
 from corral.store.tables import api_tokens, users
 
 Clock = Callable[[], datetime]
+#: Whether a user holding these role names may administer corral (the authorizer decides).
+AdminTest = Callable[[Sequence[str]], bool]
 
 
 @dataclass(frozen=True)
@@ -104,6 +106,30 @@ def ensure_user(
     return _required(read_user(connection, username), username)
 
 
+def _would_leave_an_admin(
+    connection: Connection, is_admin: AdminTest, after: Mapping[str, Sequence[str] | None]
+) -> bool:
+    """Whether some user still administers corral once each user in ``after`` holds its roles
+    (None: deleted), or none did before. Every user's row is locked first (PostgreSQL; SQLite's
+    write lock is already held), so two admins cannot each take the other's role at once."""
+    rows = connection.execute(select(users.c.username, users.c.roles).with_for_update()).all()
+    if not any(is_admin(roles) for _, roles in rows):
+        return True
+    for username, roles in rows:
+        kept = after.get(username, roles)
+        if kept is not None and is_admin(kept):
+            return True
+    return False
+
+
+def _last_admin(username: str, change: str) -> ConflictError:
+    return ConflictError(
+        f"{change} would leave no user who may administer corral: {username} is the last one, "
+        "and every admin token would stop working. Give another user an admin role first "
+        "(corral user roles add NAME osmo-admin)."
+    )
+
+
 def _required(user: User | None, username: str) -> User:
     if user is None:
         raise missing(username)
@@ -152,10 +178,13 @@ class UserStore:
         with writing(self._engine) as connection:
             return ensure_user(connection, username, roles, by, self._clock())
 
-    def delete(self, username: str) -> int:
-        """Remove the user and revoke their tokens; returns how many tokens were revoked."""
+    def delete(self, username: str, is_admin: AdminTest) -> int:
+        """Remove the user and revoke their tokens; returns how many tokens were revoked.
+        409 if it is the last user who may administer corral."""
         with writing(self._engine) as connection:
             _lock(connection, username)
+            if not _would_leave_an_admin(connection, is_admin, {username: None}):
+                raise _last_admin(username, f"Deleting {username}")
             revoked = connection.execute(
                 update(api_tokens)
                 .where(api_tokens.c.username == username, api_tokens.c.revoked_at.is_(None))
@@ -167,13 +196,19 @@ class UserStore:
     def add_roles(self, username: str, roles: Iterable[str]) -> User:
         return self._change_roles(username, lambda current: current | set(roles))
 
-    def remove_role(self, username: str, role: str) -> User:
+    def remove_role(self, username: str, role: str, is_admin: AdminTest) -> User:
+        """Take ``role`` away; 409 if that leaves no user who may administer corral."""
+
         def without(current: set[str]) -> set[str]:
             if role not in current:
                 raise NotFoundError(f"User {username} does not have role {role}.")
             return current - {role}
 
-        return self._change_roles(username, without)
+        def keeps_an_admin(connection: Connection, roles: list[str]) -> None:
+            if not _would_leave_an_admin(connection, is_admin, {username: roles}):
+                raise _last_admin(username, f"Taking {role} from {username}")
+
+        return self._change_roles(username, without, keeps_an_admin)
 
     def set_roles(self, username: str, roles: Iterable[str]) -> User:
         """Replace the user's roles (IdP sync); creates the user if missing."""
@@ -194,10 +229,17 @@ class UserStore:
             )
             return _required(read_user(connection, username), username)
 
-    def _change_roles(self, username: str, change: Callable[[set[str]], set[str]]) -> User:
+    def _change_roles(
+        self,
+        username: str,
+        change: Callable[[set[str]], set[str]],
+        check: Callable[[Connection, list[str]], None] | None = None,
+    ) -> User:
         with writing(self._engine) as connection:
             found = _lock(connection, username)
             roles = sorted(change(set(found.roles)))
+            if check is not None:
+                check(connection, roles)
             if roles != found.roles:
                 connection.execute(
                     update(users).where(users.c.username == username).values(roles=roles)
