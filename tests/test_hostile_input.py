@@ -15,6 +15,7 @@ import json
 import socket
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -281,7 +282,7 @@ def send(client: httpx.Client, server: LiveServer, case: Hostile) -> httpx.Respo
 #: The module's server answers slow clients sooner than the defaults (10 s and 30 s).
 HEADER_TIMEOUT = 2.0
 BODY_TIMEOUT = 2.0
-CONNECTIONS_PER_CLIENT = 8
+CONNECTIONS_PER_CLIENT = 16
 
 
 @pytest.fixture(scope="module")
@@ -477,3 +478,61 @@ def test_connections_beyond_the_bound_per_client_get_429(server: LiveServer) -> 
             connection.close()
     time.sleep(0.2)  # the server sees them closed
     assert health_seconds(server) < 1
+
+
+# -- live-update streams (issue 25, item 4) -----------------------------------------------------
+
+
+def session_cookie(server: LiveServer, username: str, roles: list[str]) -> str:
+    """A dashboard session of a new user holding ``roles``."""
+    admin = {"Authorization": f"Bearer {server.token}"}
+    made = httpx.post(
+        f"{server.url}/api/auth/user", json={"username": username, "roles": roles}, headers=admin
+    )
+    assert made.status_code == 201, made.text
+    token = httpx.post(f"{server.url}/api/auth/user/{username}/token", json={}, headers=admin)
+    login = httpx.post(f"{server.url}/ui/login", data={"token": token.json()["token"]})
+    assert login.status_code == 303, login.text
+    return f"corral_session={login.cookies['corral_session']}"
+
+
+def open_stream(server: LiveServer, cookie: str) -> tuple[int, socket.socket]:
+    """A ``/ui/events`` request; its status, and the connection (open while it streams)."""
+    connection = connect(server)
+    connection.sendall(
+        f"GET /ui/events?topic=workflows HTTP/1.1\r\nHost: corral\r\nCookie: {cookie}\r\n\r\n".encode()
+    )
+    head = b""
+    while b"\r\n" not in head:
+        head += connection.recv(1)
+    return int(head.split()[1]), connection
+
+
+def test_live_streams_need_the_topics_permission_and_are_capped_per_user(
+    server: LiveServer,
+) -> None:
+    """``nobody`` (no roles) may open none; a user opening 12 at once gets exactly 8 (counted
+    atomically), and the admin still gets one."""
+    status, connection = open_stream(server, session_cookie(server, "nobody", []))
+    connection.close()
+    assert status == 403
+    reader = session_cookie(server, "reader", ["osmo-user"])
+    with ThreadPoolExecutor(12) as pool:
+        opened = list(pool.map(lambda _: open_stream(server, reader), range(12)))
+    try:
+        assert sorted(status for status, _ in opened) == [200] * 8 + [429] * 4
+        admin_cookie = session_cookie(server, "streamer", ["osmo-admin"])
+        status, admin_stream = open_stream(server, admin_cookie)
+        admin_stream.close()
+        assert status == 200
+    finally:
+        for _, connection in opened:
+            connection.close()
+    deadline = time.monotonic() + 5  # slots come back when their streams end
+    while True:
+        status, connection = open_stream(server, reader)
+        connection.close()
+        if status == 200:
+            break
+        assert time.monotonic() < deadline
+        time.sleep(0.1)

@@ -86,6 +86,13 @@ class PayloadTooLargeError(CorralError):
     error_code = "TOO_LARGE"
 
 
+class TooManyRequestsError(CorralError):
+    """The caller holds as much of something as one caller may; it must give some back."""
+
+    status_code = 429
+    error_code = "TOO_MANY_REQUESTS"
+
+
 class UnavailableError(CorralError):
     """The server is at a limit for now; the same request may succeed later."""
 

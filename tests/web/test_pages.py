@@ -11,6 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from corral.api.browser_session import COOKIE, csrf_ok, csrf_token
+from corral.errors import TooManyRequestsError, UnavailableError
 from corral.web import live
 from corral.web.pages import _local, _queue_positions, age
 from corral.web.topology_data import owner_names
@@ -186,18 +187,31 @@ def test_a_stream_says_changed_when_its_marker_moves_and_ends_on_time(
 ) -> None:
     markers = iter([1, 1, 2, 2, 3])
     monkeypatch.setattr(live, "STREAM_SECONDS", 0.3)
-    open_streams = [0]
 
     async def collect() -> list[str]:
-        sent: list[str] = []
-        async for chunk in live._stream(lambda: next(markers, 3), open_streams, 0.05):
-            sent.append(chunk)
-            assert open_streams == [1]
-        return sent
+        return [chunk async for chunk in live._stream(lambda: next(markers, 3), 0.05)]
 
     sent = asyncio.run(collect())
     assert sent == ["retry: 2000\n\n", "event: changed\ndata: 1\n\n", "event: changed\ndata: 1\n\n"]
-    assert open_streams == [0]
+
+
+def test_stream_slots_are_bounded_per_user_and_per_server() -> None:
+    slots = live.StreamSlots(per_server=3, per_user=2)
+    slots.take("ann")
+    slots.take("ann")
+    with pytest.raises(TooManyRequestsError) as per_user:
+        slots.take("ann")
+    assert str(per_user.value) == (
+        "ann already has 2 live pages open; close some (a page that is not live still shows "
+        "the state it was loaded in)."
+    )
+    slots.take("bob")
+    with pytest.raises(UnavailableError) as per_server:
+        slots.take("carl")
+    assert str(per_server.value) == "This server already streams 3 live pages; the page retries."
+    slots.release("ann")
+    slots.take("carl")
+    assert slots.open == {"ann": 1, "bob": 1, "carl": 1}
 
 
 def test_a_workflows_stream_answers_as_an_event_stream(examples: Api) -> None:

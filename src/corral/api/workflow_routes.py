@@ -18,10 +18,11 @@ from corral.api.auth import Authorizer, Principal
 from corral.api.config_routes import Caller
 from corral.api.responses import LEAN
 from corral.api.schemas import StrictBody
+from corral.api.workflow_access import read_workflow, request_cancel
 from corral.domain.views.explain import explain_workflow
 from corral.domain.workflows.plan import PlannedGroup
 from corral.domain.workflows.spec import TaskFileContents
-from corral.errors import ConflictError, NotFoundError
+from corral.errors import NotFoundError
 from corral.services.config_service import ConfigService
 from corral.services.placement_now import GroupPlacement
 from corral.services.runtime import Clock, utc_now
@@ -33,7 +34,6 @@ from corral.services.submission import (
     SubmittingUser,
 )
 from corral.store.workflows import (
-    ALIVE,
     StoredGroup,
     StoredTask,
     StoredWorkflow,
@@ -227,10 +227,7 @@ def build_workflow_router(
         }
 
     def readable(caller: Principal, workflow_id: str) -> StoredWorkflow:
-        """The workflow (404), if the caller may ``workflow:Read`` on its pool (403)."""
-        workflow = store.get(workflow_id)
-        authorizer.check(caller, "workflow:Read", f"pool/{workflow.pool}")
-        return workflow
+        return read_workflow(store, authorizer, caller, workflow_id)
 
     return router
 
@@ -250,30 +247,6 @@ def _submitted(outcome: SubmitOutcome, mode: Mode, response: Response) -> dict[s
         "dashboard_url": "",
         "warnings": list(outcome.warnings),
     }
-
-
-def request_cancel(
-    store: WorkflowStore, authorizer: Authorizer, caller: Principal, workflow_id: str
-) -> None:
-    """Ask the controller to cancel: the submitter may, or whoever may ``workflow:Cancel`` on
-    the workflow's pool (403); 409 once finished or already canceling."""
-    workflow = store.get(workflow_id)
-    if caller.username != workflow.submitted_by:
-        authorizer.check(caller, "workflow:Cancel", f"pool/{workflow.pool}")
-    if not store.request_cancel(workflow_id, caller.username):
-        raise ConflictError(_not_cancelable(store.get(workflow_id)))
-
-
-def _not_cancelable(workflow: StoredWorkflow) -> str:
-    if workflow.status in ALIVE:
-        return (
-            f"Workflow {workflow.workflow_id} is already being canceled "
-            f"(requested by {workflow.cancel_requested_by})."
-        )
-    return (
-        f"Workflow {workflow.workflow_id} already finished ({workflow.status}); "
-        "there is nothing to cancel."
-    )
 
 
 def _task_log(workflow: StoredWorkflow, task: StoredTask, task_logs: TaskLogs) -> str:

@@ -30,7 +30,7 @@ from corral.domain.workflows.spec import (
 from corral.domain.workflows.spec_reader import located_error
 from corral.domain.workflows.statuses import TaskStatus
 from corral.domain.workflows.template import Renderer, render_workflow
-from corral.errors import ConflictError, NotFoundError, UserError
+from corral.errors import ConflictError, ForbiddenError, NotFoundError, UserError
 from corral.services import sandbox
 from corral.services.config_service import ConfigService
 from corral.services.jinja_worker import render_in_subprocess
@@ -194,7 +194,10 @@ class SubmissionService:
         check_pool_open(state, pool, is_admin=caller.is_admin)
         caller.require("workflow:Create", f"pool/{pool}")
         old = self._store.get(workflow_id)
-        caller.require("workflow:Read", f"pool/{old.pool}")
+        try:
+            caller.require("workflow:Read", f"pool/{old.pool}")
+        except ForbiddenError:  # answered as if it did not exist (docs/access.md)
+            raise NotFoundError(f"Workflow {workflow_id} not found.") from None
         if not TaskStatus(old.status).failed:
             raise ConflictError(
                 f"Restart can only be used on FAILED workflows: Workflow {workflow_id} has "
@@ -302,11 +305,12 @@ class SubmissionService:
     def _previous_input_problem(self, caller: SubmittingUser, found: PreviousInput) -> str | None:
         """Why an input from an earlier workflow cannot be used (OSMO: it must be finished);
         the caller must be allowed to read that workflow."""
+        missing = f"input task {found.reference}: there is no workflow {found.workflow_id}."
         try:
             producer = self._store.get(found.workflow_id)
-        except NotFoundError:
-            return f"input task {found.reference}: there is no workflow {found.workflow_id}."
-        caller.require("workflow:Read", f"pool/{producer.pool}")
+            caller.require("workflow:Read", f"pool/{producer.pool}")
+        except (NotFoundError, ForbiddenError):  # unreadable is answered as missing
+            return missing
         tasks = [task for group in producer.groups for task in group.tasks]
         task = next((task for task in tasks if task.name == found.task), None)
         if task is None:

@@ -25,7 +25,7 @@ from corral.api import browser_session
 from corral.api.auth import Authorizer, Principal
 from corral.api.config_routes import check_template_reads
 from corral.api.guard import guarded_principal
-from corral.api.workflow_routes import request_cancel
+from corral.api.workflow_access import read_workflow, request_cancel
 from corral.domain.configs.types import ConfigType
 from corral.domain.views.explain import explain_workflow
 from corral.domain.views.pool_quota import gpu_quota
@@ -113,9 +113,7 @@ def build_dashboard(runtime: Runtime, authorizer: Authorizer) -> APIRouter:
         ]
 
     def readable(principal: Principal, workflow_id: str) -> StoredWorkflow:
-        workflow = store.get(workflow_id)
-        authorizer.check(principal, "workflow:Read", f"pool/{workflow.pool}")
-        return workflow
+        return read_workflow(store, authorizer, principal, workflow_id)
 
     # ------------------------------------------------------------------------ login
 
