@@ -48,6 +48,7 @@ class Hostile:
     content: bytes | None = None
     params: dict[str, Any] = field(default_factory=dict)
     token: str | None = None  # None: the admin's
+    dashboard: bool = False  # sent with the admin's dashboard session, answered with a page
 
 
 def workflow(file: str) -> dict[str, Any]:
@@ -240,10 +241,40 @@ TABLE = [
         content=b"x" * (20 * MiB),
         token="not-a-token",
     ),
+    Hostile(
+        "dashboard: page 2^63 - 1",
+        "GET",
+        "/ui/workflows",
+        400,
+        "page: Input should be less than or equal to 1000000",
+        params={"page": 2**63 - 1},
+        dashboard=True,
+    ),
+    Hostile(
+        "dashboard: revision -2^80",
+        "GET",
+        "/ui/config",
+        400,
+        "first: Input should be greater than or equal to 1",
+        params={"first": -(2**80)},
+        dashboard=True,
+    ),
 ]
 
 POD_TEMPLATE_BOMBS = [("pod template: nested range loops", BURN, POD_TOO_SLOW)]
 POD_TEMPLATE_BOMBS += [("pod template: doubled string", DOUBLE, TOO_BIG)]
+
+
+_sessions: dict[str, str] = {}
+
+
+def admin_session(server: LiveServer) -> str:
+    """The admin's dashboard session cookie (one login per server)."""
+    if server.url not in _sessions:
+        login = httpx.post(f"{server.url}/ui/login", data={"token": server.token})
+        assert login.status_code == 303, login.text
+        _sessions[server.url] = f"corral_session={login.cookies['corral_session']}"
+    return _sessions[server.url]
 
 
 def rss(server: LiveServer) -> int:
@@ -262,6 +293,8 @@ def health_seconds(server: LiveServer) -> float:
 
 def send(client: httpx.Client, server: LiveServer, case: Hostile) -> httpx.Response:
     headers = {"Authorization": f"Bearer {case.token or server.token}"}
+    if case.dashboard:
+        headers = {"Cookie": admin_session(server)}
     if case.content is not None:
         headers["Content-Type"] = "application/json"
     try:
@@ -320,7 +353,7 @@ def test_hostile_request_is_refused_and_the_server_lives(
 ) -> None:
     response = send(client, server, case)
     assert response.status_code == case.status, response.text[:500]
-    assert case.says in response.json()["message"]
+    assert case.says in (response.text if case.dashboard else response.json()["message"])
     assert health_seconds(server) < 1
     assert (
         client.get(

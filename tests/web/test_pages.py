@@ -258,3 +258,16 @@ def test_the_ghost_of_a_waiting_workflow_is_one_clique_of_the_pool(examples: Api
     )
     other = client.get(f"/ui/topology/ghost?pool=default&ghost={waiting}")
     assert f"{waiting} does not run in pool default" in other.text
+
+
+def test_a_page_number_beyond_any_column_is_a_400_page(examples: Api) -> None:
+    """``?page=2^63-1`` was a 500 on both databases (an offset past 64 bits)."""
+    client = logged_in(examples)
+    answer = client.get("/ui/workflows", params={"page": 2**63 - 1})
+    assert answer.status_code == 400
+    assert "page: Input should be less than or equal to 1000000" in answer.text
+    assert "<html" in answer.text  # a page, not JSON
+    answer = client.get("/ui/config", params={"first": -1})
+    assert answer.status_code == 400
+    assert "first: Input should be greater than or equal to 1" in answer.text
+    assert client.get("/ui/workflows", params={"page": 3}).status_code == 200

@@ -108,10 +108,7 @@ def _install_error_handlers(app: FastAPI) -> None:
     async def corral_error(_: Request, err: CorralError) -> JSONResponse:
         return error_json(err)
 
-    @app.exception_handler(RequestValidationError)
-    async def invalid_request(request: Request, err: RequestValidationError) -> JSONResponse:
-        body = (await request.body()).decode("utf-8", "replace")
-        return JSONResponse(_request_error(err.errors(), body), status_code=400)
+    app.add_exception_handler(RequestValidationError, invalid_request)  # type: ignore[arg-type]
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, err: StarletteHTTPException) -> JSONResponse:
@@ -148,6 +145,17 @@ def _install_error_handlers(app: FastAPI) -> None:
             },
             status_code=500,
         )
+
+
+async def invalid_request(request: Request, err: RequestValidationError) -> JSONResponse:
+    """A malformed body or query: 400 naming the field (or the body's line and column)."""
+    body = (await request.body()).decode("utf-8", "replace")
+    return JSONResponse(_request_error(err.errors(), body), status_code=400)
+
+
+def request_error_message(errors: Any) -> str:
+    """What :func:`invalid_request` says of a malformed query (no body involved)."""
+    return str(_request_error(errors, "")["message"])
 
 
 def error_json(err: CorralError) -> JSONResponse:

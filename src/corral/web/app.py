@@ -6,12 +6,13 @@ import threading
 
 import structlog
 from fastapi import FastAPI, Request, Response
+from fastapi.exceptions import RequestValidationError
 
-from corral.api.app import create_app, error_json
+from corral.api.app import create_app, error_json, invalid_request, request_error_message
 from corral.api.auth import AuthSettings
 from corral.api.browser_session import is_ui
 from corral.api.guard import RequestLimits
-from corral.errors import CorralError
+from corral.errors import CorralError, UserError
 from corral.services.pool_usage import pool_usage
 from corral.services.runtime import Runtime
 from corral.web.live import build_events
@@ -36,7 +37,15 @@ def create_server_app(
             return error_page(request, err)
         return error_json(err)
 
+    async def invalid_query(request: Request, err: Exception) -> Response:
+        """A dashboard page asked with a bad query value is a page naming the value."""
+        assert isinstance(err, RequestValidationError)
+        if is_ui(request.url.path) and request.method == "GET":
+            return error_page(request, UserError(request_error_message(err.errors())))
+        return await invalid_request(request, err)
+
     app.add_exception_handler(CorralError, corral_error)
+    app.add_exception_handler(RequestValidationError, invalid_query)
     return app
 
 

@@ -12,10 +12,10 @@ import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import parse_qs, urlencode
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.concurrency import run_in_threadpool
@@ -46,6 +46,10 @@ TEMPLATES = Path(__file__).parent / "templates"
 STATIC = Path(__file__).parent / "static"
 STATIC_TYPES = {".js": "text/javascript", ".css": "text/css", ".txt": "text/plain"}
 PAGE_SIZE = 50
+#: The last page a list may ask for (its offset stays a 32-bit integer in every database).
+MAX_PAGE = 1_000_000
+#: Revision numbers are 32-bit integers in the store.
+MAX_REVISION = 2**31 - 1
 #: Every page: scripts and styles only from /ui/static (htmx adds its own indicator styles),
 #: never inside another site's frame.
 PAGE_HEADERS = {
@@ -329,7 +333,7 @@ def build_dashboard(runtime: Runtime, authorizer: Authorizer) -> APIRouter:
         status: str = "",
         pool: str = "",
         user: str = "",
-        page: int = 0,
+        page: Annotated[int, Query(ge=0, le=MAX_PAGE)] = 0,
     ) -> HTMLResponse:
         principal = caller(request)
         authorizer.check(principal, "workflow:List")
@@ -340,7 +344,7 @@ def build_dashboard(runtime: Runtime, authorizer: Authorizer) -> APIRouter:
             pools=[pool] if pool else None,
             statuses=statuses,
             limit=PAGE_SIZE + 1,
-            offset=max(page, 0) * PAGE_SIZE,
+            offset=page * PAGE_SIZE,
             visible_to=(principal.username, readable_names),
         )
         positions = _queue_positions(store.queued(sorted({r["pool"] for r in rows})))
@@ -351,7 +355,7 @@ def build_dashboard(runtime: Runtime, authorizer: Authorizer) -> APIRouter:
             topic="workflows",
             rows=rows[:PAGE_SIZE],
             more=len(rows) > PAGE_SIZE,
-            page=max(page, 0),
+            page=page,
             positions=positions,
             filters=filters,
             tabs=list(STATUS_TABS),
@@ -416,8 +420,8 @@ def build_dashboard(runtime: Runtime, authorizer: Authorizer) -> APIRouter:
     def config(
         request: Request,
         type: str = "POOL",
-        first: int | None = None,
-        second: int | None = None,
+        first: Annotated[int | None, Query(ge=1, le=MAX_REVISION)] = None,
+        second: Annotated[int | None, Query(ge=1, le=MAX_REVISION)] = None,
     ) -> HTMLResponse:
         principal = caller(request)
         types = [
@@ -529,7 +533,7 @@ def _local(target: str) -> str:
 
 def _number(form: Mapping[str, list[str]], name: str) -> int:
     text = form.get(name, [""])[0]
-    if not text.isdigit():
+    if not text.isdigit() or not 1 <= int(text) <= MAX_REVISION:
         raise UserError(f"{name}: give a revision number (got {text!r}).")
     return int(text)
 
