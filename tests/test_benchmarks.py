@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import REPO
 
 SMALLEST = {
-    "config_writes.py": ["--writes", "5", "--sizes", "10"],
+    "config_writes.py": ["--quick"],
     "control_plane.py": ["--quick"],
     "dashboard.py": ["--quick", "--databases", "sqlite", "--repeats", "2"],
     "scheduler.py": ["--sizes", "200", "--baseline-seconds", "1"],

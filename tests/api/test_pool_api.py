@@ -60,7 +60,7 @@ def add_unchecked(api: Api, bundle: dict[str, Any]) -> None:
     """Store ``bundle`` without rendering its pools first: a pool stored before corral checked
     templates on write (issue 13) is still there to be rendered."""
     store = ConfigStore(api.runtime.engine, utc_now)
-    service = ConfigService(store, check_pools=lambda before, after: [])
+    service = ConfigService(store, check_pools=lambda before, after, pools: [])
     service.apply(bundle, WriteMeta(username="admin"), dry_run=False)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from corral.domain.configs.types import ConfigType
 from corral.services.config_service import WriteMeta
@@ -32,18 +33,18 @@ def test_a_write_is_seen_at_once_even_by_a_read_that_overlapped_it(tmp_path: Pat
     service, store = runtime.configs, runtime.configs._store
     store._monotonic = lambda: 0.0  # nothing gets old by time in this test
     service.state()
-    real_read = store._read_current
+    real_advance = store._advance
     meta = WriteMeta(username="admin")
 
-    def read_overlapping_a_write() -> object:
-        found = real_read()  # the old heads...
-        store._read_current = real_read
+    def read_overlapping_a_write(*args: Any) -> Any:
+        found = real_advance(*args)  # the old items...
+        store._advance = real_advance  # type: ignore[method-assign]
         service.patch(ConfigType.POOL, "default", {"description": "during"}, meta)
-        return found  # ...stored after the write committed
+        return found  # ...answered after the write committed
 
-    store._read_current = read_overlapping_a_write  # type: ignore[method-assign]
+    store._advance = read_overlapping_a_write  # type: ignore[method-assign]
     store._writes += 1  # make the next state() read
-    assert service.state().pool("default").description != "during"  # the overlapping read
+    service.state()  # the overlapping read
     assert service.state().pool("default").description == "during"
     other = open_runtime(f"sqlite:///{tmp_path / 'corral.db'}").configs
     other._store._monotonic = lambda: 0.0
@@ -51,4 +52,22 @@ def test_a_write_is_seen_at_once_even_by_a_read_that_overlapped_it(tmp_path: Pat
     service.patch(ConfigType.POOL, "default", {"description": "later"}, meta)
     assert other.state().pool("default").description == "during"  # within its second
     assert other.state(fresh=True).pool("default").description == "later"
+    runtime.engine.dispose()
+
+
+def test_a_write_keeps_the_models_of_every_item_it_did_not_change(tmp_path: Path) -> None:
+    """With many pools, a write of one must not rebuild the others' models."""
+    runtime = open_runtime(f"sqlite:///{tmp_path / 'corral.db'}")
+    service = runtime.configs
+    meta = WriteMeta(username="admin")
+    pool = {**service.item(ConfigType.POOL, "default")}
+    pool.pop("name", None)
+    service.put_document(ConfigType.POOL, {"pools": {"a": pool, "b": pool}}, meta)
+    before = service.state()
+    a, b = before.pool("a"), before.pool("b")
+    service.patch(ConfigType.POOL, "a", {"description": "new"}, meta)
+    after = service.state()
+    assert after.pool("b") is b  # kept
+    assert after.pool("a") is not a and after.pool("a").description == "new"
+    assert after.referrers(ConfigType.POD_TEMPLATE, "default_user") == ["a", "b", "default"]
     runtime.engine.dispose()

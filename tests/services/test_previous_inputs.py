@@ -40,7 +40,7 @@ def test_inputs_from_earlier_workflows_must_exist_and_have_finished(world: World
     assert world.submit(consumer(f"{producer}:t")) == "consumer-1"
 
 
-def test_an_input_from_a_workflow_the_submitter_may_not_read_is_refused(world: World) -> None:
+def test_an_input_from_a_workflow_the_submitter_may_not_read_is_refused_as_missing(world: World) -> None:
     producer = world.submit(workflow_yaml([{"name": "g", "tasks": [task("t", seconds=2)]}]))
     world.finish(producer)
     api = world.api
@@ -61,8 +61,8 @@ def test_an_input_from_a_workflow_the_submitter_may_not_read_is_refused(world: W
         json={"file": consumer(f"{producer}:t")},
         headers={"Authorization": f"Bearer {token}"},
     )
-    assert (response.status_code, response.json()["message"]) == (
-        403,
-        "sam may not workflow:Read on pool/nvl72: denied: no policy of osmo-default, "
-        "submit-only allows workflow:Read on pool/nvl72.",
+    where = "workflow.yaml:19:9: workflow.groups[0].tasks[0].inputs[0].task"
+    assert (response.status_code, response.json()["message"]) == (  # as if it did not exist
+        400,
+        f"{where}: input task {producer}:t: there is no workflow {producer}.",
     )

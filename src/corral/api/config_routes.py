@@ -27,7 +27,13 @@ from corral.domain.configs.references import pool_warnings
 from corral.domain.configs.types import ConfigType
 from corral.domain.platform.resolved_pool import verbose_pool
 from corral.errors import UserError
-from corral.services.config_service import ConfigService, WriteMeta, WriteResult
+from corral.services.config_service import (
+    SINGLETON,
+    ConfigService,
+    WriteMeta,
+    WriteResult,
+    type_data,
+)
 from corral.store.config_store import HistoryQuery, Revision
 
 REVISION_HEADER = "X-Corral-Revision"
@@ -295,8 +301,18 @@ def revision_json(revision: Revision, *, with_data: bool) -> dict[str, Any]:
         "tags": revision.tags,
     }
     if with_data:
-        body["data"] = wire_shape(revision.config_type, revision.data)
+        body["changed"] = [{"name": i.name, "action": i.action} for i in revision.changed]
+        body["data"] = wire_shape(revision.config_type, revision_data(revision))
     return body
+
+
+def revision_data(revision: Revision) -> Any:
+    """The type's whole config at the revision where it was read; else what the revision set."""
+    ctype = revision.config_type
+    if revision.data is not None:
+        return type_data(ctype, revision.data)
+    written = {i.name: i.data for i in revision.changed if i.data is not None}
+    return written.get(SINGLETON) if ctype.spec.singleton else written
 
 
 def write_json(result: WriteResult) -> dict[str, Any]:

@@ -42,6 +42,11 @@ class Health(Answer):
 # ---------------------------------------------------------------------------------- configs
 
 
+class ChangedItemView(Answer):
+    name: str
+    action: str
+
+
 class RevisionView(Answer):
     config_type: str
     revision: int
@@ -50,6 +55,10 @@ class RevisionView(Answer):
     created_at: str
     description: str
     tags: list[str]
+    #: The items this revision created, updated or deleted (with its data).
+    changed: list[ChangedItemView] = []
+    #: What the revision set (its created and updated items); with a ``revision`` query, the
+    #: type's whole config at that revision.
     data: Any = None
 
 

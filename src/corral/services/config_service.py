@@ -1,8 +1,10 @@
 """Config use cases: read, write, patch, delete, history, diff, rollback, tags, bundles.
 
 Every write goes through ``_commit``: inside the store's serialized write transaction it checks
-the base revision (409 on a lost update), builds the new state of all types, validates every
-cross-reference, and records one revision per changed type. So nothing half-valid is stored.
+the base revision (409 on a lost update), works out the items it changes, checks what those
+changes can break (the items themselves, and the pools that name them), and records one
+revision per changed type holding only the changed items. So nothing half-valid is stored, and
+a write costs what it changes, not what is stored (docs/architecture.md#config-storage).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 
 from corral.domain.configs import references
 from corral.domain.configs.bundles import ParsedBundle, parse_bundle
-from corral.domain.configs.snapshot import Configs, State, as_configs
+from corral.domain.configs.snapshot import Configs
 from corral.domain.configs.types import (
     ConfigType,
     Item,
@@ -24,13 +26,21 @@ from corral.domain.configs.types import (
 from corral.domain.configs.workflow_models import WorkflowConfig
 from corral.domain.formats.diff import changes
 from corral.domain.formats.patch import strategic_merge
-from corral.domain.platform.template_checks import affected_pools
 from corral.errors import ConflictError, NotFoundError, UserError
 from corral.services import sandbox
-from corral.store.config_store import ConfigStore, Heads, HistoryQuery, NewRevision, Revision
+from corral.store.config_store import (
+    ConfigStore,
+    Current,
+    Heads,
+    HistoryQuery,
+    NewRevision,
+    Revision,
+)
 
 Path = tuple[str | int, ...]
 Located = Mapping[str, Path]
+#: The item name under which a singleton type (WORKFLOW) is stored.
+SINGLETON = ""
 
 
 @dataclass(frozen=True)
@@ -63,36 +73,46 @@ class WriteResult:
 
 @dataclass
 class _Pending:
-    """The new snapshot of one type, plus where its submitted items sit in the request."""
+    """The items one type's write sets (None: deletes), plus where its submitted items sit in
+    the request."""
 
-    data: Any
+    changes: dict[str, Any]
     description: str
     name: str = ""
     located: Located = field(default_factory=dict)
 
 
-#: Computes, from the heads seen inside the write transaction, the new snapshot of each type.
-PendingFor = Callable[[Heads], dict[ConfigType, _Pending]]
+#: Computes, from the configuration seen inside the write transaction, what each type changes.
+PendingFor = Callable[[Configs, Heads], dict[ConfigType, _Pending]]
 
 
 def empty_snapshot(ctype: ConfigType) -> Any:
     return WorkflowConfig().model_dump(mode="json") if ctype.spec.singleton else {}
 
 
-#: The problems a write from one state to another makes in the pools' rendered templates.
-PoolCheck = Callable[[State, State], list[references.Problem]]
+def type_data(ctype: ConfigType, items: Mapping[str, Any]) -> Any:
+    """A type's config as readers know it: ``{name: item}``, or the WORKFLOW object."""
+    if ctype.spec.singleton:
+        return items.get(SINGLETON, empty_snapshot(ctype))
+    return items
 
 
-def sandboxed_pool_check(before: State, after: State) -> list[references.Problem]:
+#: The problems a write makes in the pools' rendered templates: (before, after, pools to check).
+PoolCheck = Callable[[Configs, Configs, list[str]], list[references.Problem]]
+
+
+def sandboxed_pool_check(
+    before: Configs, after: Configs, pools: list[str]
+) -> list[references.Problem]:
     """:func:`template_checks.new_pool_problems` in a sandbox worker (it renders templates),
-    skipped when no pool's inputs changed."""
-    if not affected_pools(before, after):
+    for ``pools`` only: the worker gets those pools and what they name, not every config."""
+    if not pools:
         return []
     found: list[references.Problem] = sandbox.run(
         "new_pool_problems",
-        before,
-        after,
-        workflow_config=as_configs(after).workflow,
+        references.closure(before, [p for p in pools if p in before.pool_names()]),
+        references.closure(after, pools),
+        workflow_config=after.workflow,
         what="Rendering the pools' templates",
     )
     return found
@@ -107,27 +127,33 @@ class ConfigService:
     # ------------------------------------------------------------------------------ reads
 
     def heads(self) -> list[Revision]:
-        return sorted(self._store.heads().values(), key=lambda r: r.config_type.value)
+        """The newest revision of every type that has one (without data)."""
+        return sorted(self._store.latest(), key=lambda r: r.config_type.value)
 
     def snapshot(self, ctype: ConfigType) -> tuple[Any, int]:
         """Current data of ``ctype`` and its revision (0 if never written)."""
         head = self._store.head(ctype)
-        return (head.data, head.revision) if head else (empty_snapshot(ctype), 0)
+        return (type_data(ctype, head.items), head.revision) if head else (empty_snapshot(ctype), 0)
 
     def state(self, fresh: bool = False) -> Configs:
         """The current data of every type, with its typed views (one value per set of
-        revisions, so each stored item is turned into its model once); at most a second old
-        unless ``fresh`` (store/config_store.py)."""
-        current = self._store.current_data(fresh)
-        key = tuple(current.get(ctype, (0, None))[0] for ctype in ConfigType)
+        revisions; a new one keeps the models of the items that did not change); at most a
+        second old unless ``fresh`` (store/config_store.py)."""
+        return self._configs_of(self._store.current(fresh))
+
+    def _configs_of(self, heads: Heads) -> Configs:
+        key = tuple(heads[ctype].revision if ctype in heads else 0 for ctype in ConfigType)
         cached = self._state
-        if cached is None or cached[0] != key:
-            data = {
-                ctype: current[ctype][1] if ctype in current else empty_snapshot(ctype)
-                for ctype in ConfigType
-            }
-            cached = self._state = (key, Configs(data))
-        return cached[1]
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        data = {
+            ctype: type_data(ctype, heads[ctype].items) if ctype in heads else empty_snapshot(ctype)
+            for ctype in ConfigType
+        }
+        made = Configs(data, previous=cached[1] if cached else None)
+        if cached is None or cached[0] < key:  # never replace a newer value with an older one
+            self._state = (key, made)
+        return made
 
     def item(self, ctype: ConfigType, name: str) -> Item:
         data, _ = self.snapshot(ctype)
@@ -136,6 +162,7 @@ class ConfigService:
         return data[name]
 
     def revision(self, ctype: ConfigType, revision: int) -> Revision:
+        """One revision, with what it changed and the type's whole config at it."""
         found = self._store.get(ctype, revision)
         if found is None or found.deleted_at is not None:
             raise NotFoundError(
@@ -159,7 +186,8 @@ class ConfigService:
     def _data_at(self, ctype: ConfigType, revision: int | None) -> Any:
         if revision is None:
             return self.snapshot(ctype)[0]
-        return self.revision(ctype, revision).data
+        found = self.revision(ctype, revision).data
+        return type_data(ctype, found or {})
 
     # ----------------------------------------------------------------------------- writes
 
@@ -167,14 +195,16 @@ class ConfigService:
         """Upsert every item of a bulk document (WORKFLOW: replace the whole object)."""
         if ctype.spec.singleton:
             item = parse_singleton(ctype, document)
-            return self._commit_one(ctype, lambda _: item, meta, f"Set {ctype.spec.label}", {})
+            return self._commit_one(
+                ctype, lambda _: {SINGLETON: item}, meta, f"Set {ctype.spec.label}", {}
+            )
         items, prefix = parse_items(ctype, document)
         if not items:
             raise UserError(f"the {ctype.value} document has no items")
         located = {name: (*prefix, name) for name in items}
         return self._commit_one(
             ctype,
-            lambda current: {**current, **items},
+            lambda _: dict(items),
             meta,
             f"Set {', '.join(items)} ({ctype.spec.label.lower()})",
             located,
@@ -193,7 +223,9 @@ class ConfigService:
         if ctype.spec.singleton:
             current, _ = self.snapshot(ctype)
             merged = parse_singleton(ctype, strategic_merge(current, patch))
-            return self._commit_one(ctype, lambda _: merged, meta, f"Patch {ctype.spec.label}", {})
+            return self._commit_one(
+                ctype, lambda _: {SINGLETON: merged}, meta, f"Patch {ctype.spec.label}", {}
+            )
         if name is None:
             raise UserError(f"name the {ctype.spec.label.lower()} to patch")
         merged = parse_item(ctype, name, strategic_merge(self.item(ctype, name), patch))
@@ -203,10 +235,10 @@ class ConfigService:
         if ctype.spec.singleton:
             raise UserError(f"{ctype.value} cannot be deleted; update it instead")
 
-        def without(current: dict[str, Any]) -> dict[str, Any]:
+        def without(current: Mapping[str, Any]) -> dict[str, Any]:
             if name not in current:
                 raise NotFoundError(f"{ctype.spec.label} {name} does not exist.")
-            return {key: value for key, value in current.items() if key != name}
+            return {name: None}
 
         return self._commit_one(
             ctype,
@@ -219,7 +251,8 @@ class ConfigService:
         )
 
     def rollback(self, ctype: ConfigType, revision: int, meta: WriteMeta) -> WriteResult:
-        """A new revision whose data equals ``revision``'s; items equal in both are untouched."""
+        """A new revision after which the type's items equal ``revision``'s; items equal in
+        both are untouched."""
         target = self._store.get(ctype, revision)
         if target is None:
             raise NotFoundError(
@@ -233,16 +266,23 @@ class ConfigService:
         description = f"Roll back {ctype.value} to r{revision}"
         if target.description:
             description += f": {target.description}"
-        located = {name: (name,) for name in target.data} if not ctype.spec.singleton else {}
-        return self._commit_one(ctype, lambda _: target.data, meta, description, located)
+        wanted = dict(target.data or {})
+        located = {name: (name,) for name in wanted} if not ctype.spec.singleton else {}
+
+        def back(current: Mapping[str, Any]) -> dict[str, Any]:
+            gone = {name: None for name in current if name not in wanted}
+            return {**gone, **wanted}
+
+        return self._commit_one(ctype, back, meta, description, located)
 
     def apply(self, bundle: Any, meta: WriteMeta, *, dry_run: bool) -> WriteResult:
         """Upsert every item of a bundle atomically (one revision per changed type)."""
         parsed = parse_bundle(bundle)
         pending_for = _bundle_pending(parsed, meta.description)
         if dry_run:
-            heads = self._store.heads()
-            return WriteResult([], _item_changes(heads, self._build(heads, pending_for)))
+            heads = self._store.current(fresh=True)
+            before = self._configs_of(heads)
+            return WriteResult([], _item_changes(before, self._build(before, heads, pending_for)))
         return self._commit(pending_for, meta)
 
     def initialize(self, bundle: Any) -> bool:
@@ -255,9 +295,9 @@ class ConfigService:
         def plan(heads: Heads) -> list[NewRevision]:
             if heads:
                 return []
-            return self._new_revisions(
-                heads, self._build(heads, _bundle_pending(parsed, None)), meta
-            )
+            before = self._configs_of(heads)
+            pending = self._build(before, heads, _bundle_pending(parsed, None))
+            return _new_revisions(pending, meta)
 
         return bool(self._store.write(plan))
 
@@ -294,7 +334,7 @@ class ConfigService:
         """Store ``item`` (already parsed) as ``name``; errors point into the item itself."""
         return self._commit_one(
             ctype,
-            lambda current: {**current, name: item},
+            lambda _: {name: item},
             meta,
             f"{verb} {ctype.spec.label.lower()} {name}",
             {name: ()},
@@ -304,7 +344,7 @@ class ConfigService:
     def _commit_one(
         self,
         ctype: ConfigType,
-        change: Callable[[Any], Any],
+        change: Callable[[Mapping[str, Any]], dict[str, Any]],
         meta: WriteMeta,
         description: str,
         located: Located,
@@ -312,21 +352,18 @@ class ConfigService:
         name: str = "",
         deleting: str | None = None,
     ) -> WriteResult:
-        """Commit ``change(current data of ctype)`` as the new snapshot of ``ctype``."""
+        """Commit the items ``change(current items of ctype)`` returns (None: delete)."""
 
-        def pending_for(heads: Heads) -> dict[ConfigType, _Pending]:
-            head = heads.get(ctype)
-            if meta.base_revision is not None:
-                current = head.revision if head else 0
-                if meta.base_revision != current:
-                    raise ConflictError(
-                        f"{ctype.value} changed since revision {meta.base_revision}: it is now "
-                        f"at revision {current}. Fetch it again and re-apply your change."
-                    )
+        def pending_for(before: Configs, heads: Heads) -> dict[ConfigType, _Pending]:
+            head = heads.get(ctype, Current(0, {}))
+            if meta.base_revision is not None and meta.base_revision != head.revision:
+                raise ConflictError(
+                    f"{ctype.value} changed since revision {meta.base_revision}: it is now "
+                    f"at revision {head.revision}. Fetch it again and re-apply your change."
+                )
             if deleting is not None:
-                _refuse_if_referenced(heads, ctype, deleting)
-            current_data = head.data if head else empty_snapshot(ctype)
-            return {ctype: _Pending(change(current_data), description, name, located)}
+                _refuse_if_referenced(before, ctype, deleting)
+            return {ctype: _Pending(change(head.items), description, name, located)}
 
         return self._commit(pending_for, meta)
 
@@ -334,79 +371,82 @@ class ConfigService:
         items: list[ItemChange] = []
 
         def plan(heads: Heads) -> list[NewRevision]:
-            pending = self._build(heads, pending_for)
-            items.extend(_item_changes(heads, pending))
-            return self._new_revisions(heads, pending, meta)
+            before = self._configs_of(heads)
+            pending = self._build(before, heads, pending_for)
+            items.extend(_item_changes(before, pending))
+            return _new_revisions(pending, meta)
 
         revisions = self._store.write(plan)
         return WriteResult(revisions, items)
 
-    def _build(self, heads: Heads, pending_for: PendingFor) -> dict[ConfigType, _Pending]:
-        """The new snapshots, validated against everything else that will be stored, and
-        every pool they touch rendered with its defaults (docs/templates.md#checked-on-write)."""
-        pending = pending_for(heads)
-        _validate(heads, pending)
-        before = {ctype: head.data for ctype, head in heads.items()}
-        for problem in self._check_pools(before, _state(heads, pending)):
+    def _build(
+        self, before: Configs, heads: Heads, pending_for: PendingFor
+    ) -> dict[ConfigType, _Pending]:
+        """What each type changes, checked against everything else that will be stored: the
+        references it makes or breaks, and every pool it touches rendered with its defaults
+        (docs/templates.md#checked-on-write)."""
+        pending = pending_for(before, heads)
+        effective = {
+            ctype: _effective(before, ctype, new.changes) for ctype, new in pending.items()
+        }
+        changed = {ctype: list(items) for ctype, items in effective.items()}
+        after = before.with_changes(effective)
+        for problem in references.new_problems(before, after, changed):
+            raise _located(problem, pending)
+        rendered = references.touched_pools(before, after, changed, references.TEMPLATE_TYPES)
+        for problem in self._check_pools(before, after, rendered):
             raise _located(problem, pending)
         return pending
 
-    @staticmethod
-    def _new_revisions(
-        heads: Heads, pending: dict[ConfigType, _Pending], meta: WriteMeta
-    ) -> list[NewRevision]:
-        revisions = []
-        for ctype, new in pending.items():
-            head = heads.get(ctype)
-            if head is not None and head.data == new.data:
-                continue  # nothing changed: no revision
-            revisions.append(
-                NewRevision(
-                    config_type=ctype,
-                    data=new.data,
-                    name=new.name,
-                    username=meta.username,
-                    description=meta.description or new.description,
-                    tags=list(meta.tags),
-                )
-            )
-        return revisions
+
+def _effective(before: Configs, ctype: ConfigType, items: Mapping[str, Any]) -> dict[str, Any]:
+    """The items of a write that change something: not those set to what they are, nor
+    deletions of what is not there (the store records no more than these)."""
+    if ctype.spec.singleton:
+        value = items.get(SINGLETON)
+        return {SINGLETON: value} if value is not None and value != before[ctype] else {}
+    current: Mapping[str, Any] = before[ctype]
+    return {
+        name: value
+        for name, value in items.items()
+        if ((name in current) if value is None else current.get(name) != value)
+    }
+
+
+def _new_revisions(pending: Mapping[ConfigType, _Pending], meta: WriteMeta) -> list[NewRevision]:
+    return [
+        NewRevision(
+            config_type=ctype,
+            changes=new.changes,
+            name=new.name,
+            username=meta.username,
+            description=meta.description or new.description,
+            tags=list(meta.tags),
+        )
+        for ctype, new in pending.items()
+        if new.changes
+    ]
 
 
 def _bundle_pending(parsed: ParsedBundle, description: str | None) -> PendingFor:
-    def pending_for(heads: Heads) -> dict[ConfigType, _Pending]:
+    def pending_for(before: Configs, heads: Heads) -> dict[ConfigType, _Pending]:
+        del before, heads
         pending: dict[ConfigType, _Pending] = {}
         for ctype, items in parsed.items.items():
-            head = heads.get(ctype)
-            current = head.data if head else {}
             pending[ctype] = _Pending(
-                {**current, **items},
+                dict(items),
                 description or f"Apply bundle: {', '.join(items)}",
                 located={name: (ctype.spec.bundle_key or "", name) for name in items},
             )
         if parsed.workflow is not None:
             pending[ConfigType.WORKFLOW] = _Pending(
-                parsed.workflow,
+                {SINGLETON: parsed.workflow},
                 description or "Apply bundle: workflow config",
-                located={"": ("workflow",)},
+                located={SINGLETON: ("workflow",)},
             )
         return pending
 
     return pending_for
-
-
-def _state(heads: Heads, pending: Mapping[ConfigType, _Pending]) -> dict[ConfigType, Any]:
-    state = {ctype: head.data for ctype, head in heads.items()}
-    state.update({ctype: new.data for ctype, new in pending.items()})
-    return state
-
-
-def _validate(heads: Heads, pending: Mapping[ConfigType, _Pending]) -> None:
-    """Raise on the first cross-reference this write breaks, located in the request if it can."""
-    before = set(references.problems({ctype: head.data for ctype, head in heads.items()}))
-    for problem in references.problems(_state(heads, pending)):
-        if problem not in before:
-            raise _located(problem, pending)
 
 
 def _located(problem: references.Problem, pending: Mapping[ConfigType, _Pending]) -> UserError:
@@ -422,8 +462,8 @@ def _located(problem: references.Problem, pending: Mapping[ConfigType, _Pending]
     )
 
 
-def _refuse_if_referenced(heads: Heads, ctype: ConfigType, name: str) -> None:
-    users = references.referrers({t: h.data for t, h in heads.items()}, ctype, name)
+def _refuse_if_referenced(state: Configs, ctype: ConfigType, name: str) -> None:
+    users = state.referrers(ctype, name)
     if users:
         raise UserError(
             f"{ctype.spec.label} {name} is used in pools {', '.join(users)}; remove it from "
@@ -431,31 +471,23 @@ def _refuse_if_referenced(heads: Heads, ctype: ConfigType, name: str) -> None:
         )
 
 
-def _item_changes(heads: Heads, pending: Mapping[ConfigType, _Pending]) -> list[ItemChange]:
+def _item_changes(before: Configs, pending: Mapping[ConfigType, _Pending]) -> list[ItemChange]:
+    """Created, updated (with the field changes), deleted or unchanged: each item written."""
     found: list[ItemChange] = []
     for ctype, new in pending.items():
-        old = heads[ctype].data if ctype in heads else empty_snapshot(ctype)
         if ctype.spec.singleton:
-            delta = changes(old, new.data)
-            found.append(
-                ItemChange(
-                    ctype, "", "updated" if delta else "unchanged", [c.to_dict() for c in delta]
-                )
-            )
+            delta = changes(before[ctype], new.changes.get(SINGLETON, before[ctype]))
+            action = "updated" if delta else "unchanged"
+            found.append(ItemChange(ctype, "", action, [c.to_dict() for c in delta]))
             continue
-        for name in [*old, *(n for n in new.data if n not in old)]:
-            if name not in new.data:
+        old: Mapping[str, Any] = before[ctype]
+        for name, value in new.changes.items():
+            if value is None:
                 found.append(ItemChange(ctype, name, "deleted", []))
             elif name not in old:
                 found.append(ItemChange(ctype, name, "created", []))
             else:
-                delta = changes(old[name], new.data[name])
-                found.append(
-                    ItemChange(
-                        ctype,
-                        name,
-                        "updated" if delta else "unchanged",
-                        [c.to_dict() for c in delta],
-                    )
-                )
+                delta = changes(old[name], value)
+                action = "updated" if delta else "unchanged"
+                found.append(ItemChange(ctype, name, action, [c.to_dict() for c in delta]))
     return found

@@ -1,9 +1,19 @@
-"""The config repository: revisions per config type, each holding a full snapshot."""
+"""The config repository: revisions per config type, each recording the items it changed.
+
+A revision row says who wrote, when, why and with which tags; ``config_items`` holds each item
+it set (its new value) or deleted. A type's config at revision N is the newest version of each
+item up to N, so a write stores what it changed and no more, whatever the number of items
+(docs/architecture.md#config-storage-one-row-per-changed-item).
+
+The newest items of every type are kept in memory and brought up to date by reading only the
+item versions written since (by this server or another one on the same database).
+"""
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -14,12 +24,24 @@ from sqlalchemy.engine import Connection, RowMapping
 
 from corral.domain.configs.types import ConfigType
 from corral.store.database import writing
-from corral.store.tables import config_revisions, config_write_lock
+from corral.store.tables import config_items, config_revisions, config_write_lock
+
+Action = Literal["created", "updated", "deleted"]
+
+
+@dataclass(frozen=True)
+class ChangedItem:
+    """One item a revision changed: its value after the revision (None: deleted)."""
+
+    name: str
+    action: Action
+    data: Any
 
 
 @dataclass(frozen=True)
 class Revision:
-    """One stored revision. ``data`` may be shared with the store's cache: treat it as read-only."""
+    """One stored revision. ``changed`` is filled where it was read with its data; ``data``,
+    the type's whole config at this revision, only where one revision was asked for."""
 
     config_type: ConfigType
     revision: int
@@ -28,21 +50,30 @@ class Revision:
     created_at: datetime
     description: str
     tags: list[str]
-    data: Any
+    changed: tuple[ChangedItem, ...] = ()
+    data: Mapping[str, Any] | None = None
     deleted_by: str | None = None
     deleted_at: datetime | None = None
 
 
 @dataclass(frozen=True)
 class NewRevision:
-    """A revision to record: the new full snapshot of ``config_type``."""
+    """A revision to record: the new value of each item it changes (None: delete it)."""
 
     config_type: ConfigType
-    data: Any
+    changes: Mapping[str, Any]
     name: str
     username: str
     description: str
     tags: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Current:
+    """A type's items at its newest revision. Shared between threads: read-only."""
+
+    revision: int
+    items: Mapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -59,12 +90,11 @@ class HistoryQuery:
     order: Literal["ASC", "DESC"] = "ASC"
 
 
-#: What a writer sees inside the write transaction: current snapshots and head revisions.
-Heads = dict[ConfigType, Revision]
+#: What a writer sees inside the write transaction: the newest items of each written type.
+Heads = dict[ConfigType, Current]
 WritePlan = Callable[[Heads], list[NewRevision]]
 
-
-#: How long the current revisions read are used before they are read again.
+#: How long the current items read are used before the database is asked again.
 CURRENT_MAX_AGE = 1.0
 
 
@@ -72,124 +102,68 @@ class ConfigStore:
     def __init__(self, engine: Engine, clock: Callable[[], datetime]) -> None:
         self._engine = engine
         self._clock = clock
-        # A revision's data never changes, so the newest one read per type can be reused for as
-        # long as it stays the newest (another server on the same database may write).
-        self._data_cache: dict[ConfigType, tuple[int, Any]] = {}
-        #: The answer of :meth:`current_data`, when it was read (monotonic seconds) and the
-        #: count of this store's writes when the read began.
-        self._current: tuple[float, dict[ConfigType, tuple[int, Any]], int] | None = None
+        #: The newest items of each type read so far; replaced, never changed in place.
+        self._cache: dict[ConfigType, Current] = {}
+        self._cache_lock = threading.Lock()
+        #: The answer of :meth:`current`, when it was asked (monotonic seconds), and the count
+        #: of this store's writes then: a write of this server is seen by its next read.
+        self._checked: tuple[float, int] | None = None
         self._monotonic = time.monotonic
-        #: Grows after each write of this store commits: an answer read before is not used
-        #: again, even if its read ended after the commit.
         self._writes = 0
 
-    def heads(self) -> Heads:
-        """The newest revision of every config type that has one."""
-        with self._engine.connect() as connection:
-            return _heads(connection)
+    # ---------------------------------------------------------------------------- reads
 
-    def head(self, ctype: ConfigType) -> Revision | None:
-        """The newest revision of ``ctype``; its data comes from the cache when still current."""
-        table = config_revisions.c
-        with self._engine.connect() as connection:
-            newest = select(func.max(table.revision)).where(table.config_type == ctype.value)
-            revision = connection.execute(newest).scalar()
-            if revision is None:
-                return None
-            cached = self._data_cache.get(ctype)
-            with_data = cached is None or cached[0] != revision
-            columns = [c for c in config_revisions.c if with_data or c.name != "data"]
-            row = (
-                connection.execute(
-                    select(*columns).where(
-                        table.config_type == ctype.value, table.revision == revision
-                    )
-                )
-                .mappings()
-                .one()
-            )
-        if with_data:
-            self._data_cache[ctype] = (revision, row["data"])
-        return _revision(row, data=self._data_cache[ctype][1])
-
-    def current_data(self, fresh: bool = False) -> dict[ConfigType, tuple[int, Any]]:
-        """The newest revision and data of every type that has a revision, read again at most
-        every :data:`CURRENT_MAX_AGE` seconds (and after this store's own writes, or when
-        ``fresh``): a request asked for it three times, a database round trip each. Another
-        server's write is seen within that time. When read: one query for the newest revision
-        numbers, one for the data that changed."""
-        kept = self._current
+    def current(self, fresh: bool = False) -> dict[ConfigType, Current]:
+        """The newest items of every type that has a revision. The database is asked for the
+        newest revision numbers at most every :data:`CURRENT_MAX_AGE` seconds (and after this
+        store's writes, or when ``fresh``); items are read only where a number moved, and
+        then only the versions written since."""
         now = self._monotonic()
+        checked = self._checked
         if (
-            not fresh
-            and kept is not None
-            and now - kept[0] < CURRENT_MAX_AGE
-            and kept[2] == self._writes
+            fresh
+            or checked is None
+            or now - checked[0] >= CURRENT_MAX_AGE
+            or checked[1] != self._writes
         ):
-            return kept[1]
-        writes = self._writes
-        found = self._read_current()
-        self._current = (now, found, writes)
-        return found
+            writes = self._writes
+            with self._engine.connect() as connection:
+                self._advance(connection, _newest(connection))
+            self._checked = (now, writes)
+        with self._cache_lock:
+            return dict(self._cache)
 
-    def _read_current(self) -> dict[ConfigType, tuple[int, Any]]:
-        table = config_revisions.c
+    def head(self, ctype: ConfigType) -> Current | None:
+        """The newest items of ``ctype`` (one query, and the versions written since)."""
         with self._engine.connect() as connection:
-            newest = dict(
-                connection.execute(
-                    select(table.config_type, func.max(table.revision)).group_by(table.config_type)
-                ).all()
-            )
-            stale = [
-                (ConfigType(name), revision)
-                for name, revision in newest.items()
-                if self._data_cache.get(ConfigType(name), (None,))[0] != revision
-            ]
-            if stale:
-                wanted = [
-                    and_(table.config_type == ctype.value, table.revision == revision)
-                    for ctype, revision in stale
-                ]
-                rows = connection.execute(
-                    select(table.config_type, table.revision, table.data).where(or_(*wanted))
-                ).all()
-                for name, revision, data in rows:
-                    self._data_cache[ConfigType(name)] = (revision, data)
-        return {ConfigType(name): self._data_cache[ConfigType(name)] for name in newest}
-
-    def write(self, plan: WritePlan) -> list[Revision]:
-        """Run ``plan`` on the current heads and record what it returns, atomically.
-
-        Writers are serialized (see ``config_write_lock``), so ``plan`` sees the heads that its
-        revisions will follow; it may raise to abort without writing anything.
-        """
-        with self._writing() as connection:
-            connection.execute(
-                update(config_write_lock)
-                .where(config_write_lock.c.id == 1)
-                .values(writes=config_write_lock.c.writes + 1)
-            )
-            heads = _heads(connection)
-            now = self._clock()
-            written = []
-            for new in plan(heads):
-                previous = heads.get(new.config_type)
-                revision = Revision(
-                    config_type=new.config_type,
-                    revision=(previous.revision if previous else 0) + 1,
-                    name=new.name,
-                    username=new.username,
-                    created_at=now,
-                    description=new.description,
-                    tags=list(new.tags),
-                    data=new.data,
+            newest = connection.execute(
+                select(func.max(config_revisions.c.revision)).where(
+                    config_revisions.c.config_type == ctype.value
                 )
-                connection.execute(config_revisions.insert().values(**_row_values(revision)))
-                heads[new.config_type] = revision
-                written.append(revision)
-            return written
+            ).scalar()
+            if newest is None:
+                return None
+            return self._advance(connection, {ctype: int(newest)})[ctype]
+
+    def latest(self) -> list[Revision]:
+        """The newest revision of every type that has one (without data)."""
+        newest = (
+            select(
+                config_revisions.c.config_type,
+                func.max(config_revisions.c.revision).label("revision"),
+            )
+            .group_by(config_revisions.c.config_type)
+            .subquery()
+        )
+        statement = select(config_revisions).where(
+            config_revisions.c.config_type == newest.c.config_type,
+            config_revisions.c.revision == newest.c.revision,
+        )
+        with self._engine.connect() as connection:
+            return [_revision(row) for row in connection.execute(statement).mappings()]
 
     def get(self, ctype: ConfigType, revision: int) -> Revision | None:
+        """One revision with what it changed and the type's whole config at it."""
         with self._engine.connect() as connection:
             row = (
                 connection.execute(
@@ -201,22 +175,70 @@ class ConfigStore:
                 .mappings()
                 .first()
             )
-        return _revision(row, data=row["data"]) if row else None
+            if row is None:
+                return None
+            changed = _changed(connection, [(ctype, revision)])
+            data = _items_at(connection, ctype, revision)
+        return _revision(row, changed.get((ctype, revision), ()), data)
+
+    def items_at(self, ctype: ConfigType, revision: int) -> dict[str, Any]:
+        """The items of ``ctype`` at ``revision`` (whether or not that revision exists)."""
+        with self._engine.connect() as connection:
+            return _items_at(connection, ctype, revision)
 
     def history(self, query: HistoryQuery, *, with_data: bool = True) -> list[Revision]:
-        """Matching non-deleted revisions: the newest ``limit`` after ``offset``, in ``order``."""
+        """Matching non-deleted revisions: the newest ``limit`` after ``offset``, in ``order``.
+        With data, each says what it changed; a query for one ``revision`` number also reads
+        each type's whole config at it."""
         statement = _history_statement(query)
         if not query.tags:
             statement = statement.offset(query.offset).limit(query.limit)
         with self._engine.connect() as connection:
-            rows = connection.execute(statement).mappings().all()
-        found = [_revision(row, data=row["data"] if with_data else None) for row in rows]
-        if query.tags:  # tags are a JSON list: filter portably here, then page
-            wanted = set(query.tags)
-            found = [r for r in found if wanted <= set(r.tags)]
-            found = found[query.offset : query.offset + query.limit]
-        key = lambda r: (r.created_at, r.config_type.value, r.revision)  # noqa: E731
-        return sorted(found, key=key, reverse=query.order == "DESC")
+            rows = list(connection.execute(statement).mappings())
+            if query.tags:  # tags are a JSON list: filter portably here, then page
+                wanted = set(query.tags)
+                rows = [row for row in rows if wanted <= set(row["tags"])]
+                rows = rows[query.offset : query.offset + query.limit]
+            keys = [(ConfigType(row["config_type"]), int(row["revision"])) for row in rows]
+            changed = _changed(connection, keys) if with_data else {}
+            whole = {
+                key: _items_at(connection, *key)
+                for key in keys
+                if with_data and query.revision is not None
+            }
+        found = [
+            _revision(row, changed.get(key, ()), whole.get(key))
+            for row, key in zip(rows, keys, strict=True)
+        ]
+        order = lambda r: (r.created_at, r.config_type.value, r.revision)  # noqa: E731
+        return sorted(found, key=order, reverse=query.order == "DESC")
+
+    # --------------------------------------------------------------------------- writes
+
+    def write(self, plan: WritePlan) -> list[Revision]:
+        """Run ``plan`` on the newest items and record the revisions it returns, atomically.
+
+        Writers are serialized (``config_write_lock``), so ``plan`` sees the items its
+        revisions will follow; it may raise to abort without writing anything."""
+        with self._writing() as connection:
+            connection.execute(
+                update(config_write_lock)
+                .where(config_write_lock.c.id == 1)
+                .values(writes=config_write_lock.c.writes + 1)
+            )
+            heads = self._advance(connection, _newest(connection))
+            now = self._clock()
+            written: list[Revision] = []
+            for new in plan(heads):
+                revision = _record(connection, heads, new, now)
+                if revision is not None:
+                    written.append(revision)
+        with self._cache_lock:  # committed: the next read starts from what was written
+            for revision in written:
+                ctype = revision.config_type
+                if self._cache.get(ctype, _NONE).revision < heads[ctype].revision:
+                    self._cache[ctype] = heads[ctype]
+        return written
 
     def set_deleted(self, ctype: ConfigType, revision: int, username: str) -> None:
         self._update_revision(ctype, revision, deleted_by=username, deleted_at=self._clock())
@@ -237,34 +259,190 @@ class ConfigStore:
 
     @contextmanager
     def _writing(self) -> Iterator[Connection]:
-        """A write transaction; once it has ended (committed or not), no answer of
-        :meth:`current_data` read before is used again: this server sees its writes at once."""
+        """A write transaction; once it has ended (committed or not), the next
+        :meth:`current` asks the database again: this server sees its writes at once."""
         try:
             with writing(self._engine) as connection:
                 yield connection
         finally:
             self._writes += 1
 
+    # ---------------------------------------------------------------------------- cache
 
-def _heads(connection: Connection) -> Heads:
-    newest = (
-        select(
-            config_revisions.c.config_type,
-            func.max(config_revisions.c.revision).label("revision"),
+    def _advance(self, connection: Connection, newest: Mapping[ConfigType, int]) -> Heads:
+        """The items of each type in ``newest`` at that revision: from the cache, reading the
+        versions written since it (or everything, for a type not read before)."""
+        with self._cache_lock:
+            cached = {ctype: self._cache.get(ctype) for ctype in newest}
+        found: Heads = {}
+        behind: dict[ConfigType, Current] = {}
+        for ctype, revision in newest.items():
+            known = cached[ctype]
+            if known is not None and known.revision == revision:
+                found[ctype] = known
+            elif known is not None and known.revision < revision:
+                behind[ctype] = known
+            else:
+                found[ctype] = Current(revision, _items_at(connection, ctype, revision))
+        found.update(_read_since(connection, behind, newest))
+        with self._cache_lock:
+            for ctype, current in found.items():
+                if self._cache.get(ctype, _NONE).revision < current.revision:
+                    self._cache[ctype] = current
+        return found
+
+
+_NONE = Current(-1, {})
+
+
+def _newest(connection: Connection) -> dict[ConfigType, int]:
+    table = config_revisions.c
+    rows = connection.execute(
+        select(table.config_type, func.max(table.revision)).group_by(table.config_type)
+    ).all()
+    return {ConfigType(name): int(revision) for name, revision in rows}
+
+
+def _read_since(
+    connection: Connection, behind: Mapping[ConfigType, Current], newest: Mapping[ConfigType, int]
+) -> Heads:
+    """Each type in ``behind`` brought from its revision to ``newest``'s, reading only the item
+    versions in between (copied, not changed in place: readers may hold the old items)."""
+    if not behind:
+        return {}
+    table = config_items.c
+    wanted = [
+        and_(
+            table.config_type == ctype.value,
+            table.revision > known.revision,
+            table.revision <= newest[ctype],
         )
-        .group_by(config_revisions.c.config_type)
+        for ctype, known in behind.items()
+    ]
+    rows = connection.execute(
+        select(table.config_type, table.name, table.data)
+        .where(or_(*wanted))
+        .order_by(table.config_type, table.revision, table.position)
+    ).all()
+    items = {ctype: dict(known.items) for ctype, known in behind.items()}
+    for name_of_type, name, data in rows:
+        kept = items[ConfigType(name_of_type)]
+        if data is None:
+            kept.pop(name, None)
+        else:
+            kept[name] = data
+    return {ctype: Current(newest[ctype], items[ctype]) for ctype in behind}
+
+
+def _items_at(connection: Connection, ctype: ConfigType, revision: int) -> dict[str, Any]:
+    """The newest version of each item of ``ctype`` up to ``revision`` (deleted ones left
+    out), in the order they were created: as a dict that each revision updated in turn."""
+    table = config_items.c
+    up_to = and_(table.config_type == ctype.value, table.revision <= revision)
+    latest = (
+        select(table.name, func.max(table.revision).label("revision"))
+        .where(up_to)
+        .group_by(table.name)
         .subquery()
     )
+    born = (
+        select(table.name, func.max(table.revision).label("revision"))
+        .where(up_to, table.action == "created")
+        .group_by(table.name)
+        .subquery()
+    )
+    birth = config_items.alias("birth")
     rows = connection.execute(
-        select(config_revisions).join(
-            newest,
+        select(table.name, table.data)
+        .join(latest, and_(table.name == latest.c.name, table.revision == latest.c.revision))
+        .join(born, born.c.name == table.name)
+        .join(
+            birth,
             and_(
-                config_revisions.c.config_type == newest.c.config_type,
-                config_revisions.c.revision == newest.c.revision,
+                birth.c.config_type == ctype.value,
+                birth.c.name == born.c.name,
+                birth.c.revision == born.c.revision,
             ),
         )
-    ).mappings()
-    return {ConfigType(row["config_type"]): _revision(row, data=row["data"]) for row in rows}
+        .where(table.config_type == ctype.value, table.data.is_not(None))
+        .order_by(born.c.revision, birth.c.position)
+    ).all()
+    return {name: data for name, data in rows}
+
+
+def _changed(
+    connection: Connection, keys: Sequence[tuple[ConfigType, int]]
+) -> dict[tuple[ConfigType, int], tuple[ChangedItem, ...]]:
+    """What each (type, revision) in ``keys`` changed, in the order it was recorded."""
+    if not keys:
+        return {}
+    table = config_items.c
+    wanted = [
+        and_(table.config_type == ctype.value, table.revision == number) for ctype, number in keys
+    ]
+    found: dict[tuple[ConfigType, int], list[ChangedItem]] = {}
+    for ctype, number, name, action, data in connection.execute(
+        select(table.config_type, table.revision, table.name, table.action, table.data)
+        .where(or_(*wanted))
+        .order_by(table.config_type, table.revision, table.position)
+    ):
+        found.setdefault((ConfigType(ctype), number), []).append(ChangedItem(name, action, data))
+    return {key: tuple(items) for key, items in found.items()}
+
+
+def _record(
+    connection: Connection, heads: Heads, new: NewRevision, now: datetime
+) -> Revision | None:
+    """Insert ``new`` after the type's head (None when it changes nothing); ``heads`` then
+    holds the type's items after it."""
+    ctype = new.config_type
+    head = heads.get(ctype, Current(0, {}))
+    items = dict(head.items)
+    changed: list[ChangedItem] = []
+    for name, value in new.changes.items():
+        if value is None and name not in items:
+            continue
+        if value is not None and items.get(name) == value:
+            continue
+        action: Action = "deleted" if value is None else "updated" if name in items else "created"
+        changed.append(ChangedItem(name, action, value))
+        if value is None:
+            del items[name]
+        else:
+            items[name] = value
+    if not changed:
+        return None
+    revision = Revision(
+        ctype, head.revision + 1, new.name, new.username, now, new.description, list(new.tags),
+        tuple(changed),
+    )  # fmt: skip
+    connection.execute(
+        config_revisions.insert().values(
+            config_type=ctype.value,
+            revision=revision.revision,
+            name=revision.name,
+            username=revision.username,
+            created_at=now,
+            description=revision.description,
+            tags=revision.tags,
+        )
+    )
+    connection.execute(
+        config_items.insert(),
+        [
+            {
+                "config_type": ctype.value,
+                "name": item.name,
+                "revision": revision.revision,
+                "position": position,
+                "action": item.action,
+                "data": item.data,
+            }
+            for position, item in enumerate(changed)
+        ],
+    )
+    heads[ctype] = Current(revision.revision, items)
+    return revision
 
 
 def _history_statement(query: HistoryQuery) -> Select[Any]:
@@ -302,20 +480,11 @@ def _history_statement(query: HistoryQuery) -> Select[Any]:
     )
 
 
-def _row_values(revision: Revision) -> dict[str, Any]:
-    return {
-        "config_type": revision.config_type.value,
-        "revision": revision.revision,
-        "name": revision.name,
-        "username": revision.username,
-        "created_at": revision.created_at,
-        "description": revision.description,
-        "tags": revision.tags,
-        "data": revision.data,
-    }
-
-
-def _revision(row: RowMapping, *, data: Any) -> Revision:
+def _revision(
+    row: RowMapping,
+    changed: tuple[ChangedItem, ...] = (),
+    data: Mapping[str, Any] | None = None,
+) -> Revision:
     return Revision(
         config_type=ConfigType(row["config_type"]),
         revision=row["revision"],
@@ -324,6 +493,7 @@ def _revision(row: RowMapping, *, data: Any) -> Revision:
         created_at=_utc(row["created_at"]),
         description=row["description"],
         tags=list(row["tags"]),
+        changed=changed,
         data=data,
         deleted_by=row["deleted_by"],
         deleted_at=_utc(row["deleted_at"]) if row["deleted_at"] else None,

@@ -21,7 +21,8 @@ from sqlalchemy import (
 
 metadata = MetaData()
 
-#: One row per revision of a config type; ``data`` is the full snapshot of that type.
+#: One row per revision of a config type: who, when, why, its tags; what it changed is in
+#: ``config_items``.
 config_revisions = Table(
     "config_revisions",
     metadata,
@@ -32,11 +33,27 @@ config_revisions = Table(
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("description", Text, nullable=False, default=""),
     Column("tags", JSON, nullable=False),
-    Column("data", JSON, nullable=False),
     Column("deleted_by", String(256), nullable=True),
     Column("deleted_at", DateTime(timezone=True), nullable=True),
     PrimaryKeyConstraint("config_type", "revision"),
     Index("ix_config_revisions_created_at", "created_at"),
+)
+
+#: One row per item a config revision set or deleted: the item's value at that revision
+#: (NULL: deleted), whether it was created, updated or deleted, and its place among the items
+#: the revision changed. The WORKFLOW config is the item named "". A type's config at revision
+#: N is the newest row of each name up to N, in the order the items were created.
+config_items = Table(
+    "config_items",
+    metadata,
+    Column("config_type", String(32), nullable=False),
+    Column("name", String(256), nullable=False),
+    Column("revision", Integer, nullable=False),
+    Column("position", Integer, nullable=False),
+    Column("action", String(16), nullable=False),
+    Column("data", JSON(none_as_null=True), nullable=True),
+    PrimaryKeyConstraint("config_type", "name", "revision"),
+    Index("ix_config_items_revision", "config_type", "revision"),
 )
 
 #: A single row that every config write updates first: it serializes writers on both

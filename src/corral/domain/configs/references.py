@@ -1,4 +1,7 @@
-"""Cross-item rules: every name a config refers to must exist, and stay existing."""
+"""Cross-item rules: every name a config refers to must exist, and stay existing.
+
+A write is checked where it can break something: the pools it writes, and the pools that name
+an item it writes or deletes (:func:`touched_pools`), never every pool."""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from corral.domain.configs.backend_models import TOPOLOGY_SCHEDULERS
-from corral.domain.configs.snapshot import State
+from corral.domain.configs.snapshot import PLATFORM_LISTS, POOL_LISTS, Configs, State
 from corral.domain.configs.types import ConfigType
 
 Path = tuple[str | int, ...]
@@ -23,35 +26,34 @@ class Problem:
     message: str
 
 
-# (referring list inside a pool, referenced type); platform lists are handled per platform.
-_POOL_LISTS = (
-    ("common_pod_template", ConfigType.POD_TEMPLATE),
-    ("common_resource_validations", ConfigType.RESOURCE_VALIDATION),
-    ("common_group_templates", ConfigType.GROUP_TEMPLATE),
+#: What a pool's rendering reads besides the pool (the render check's inputs).
+TEMPLATE_TYPES = (
+    ConfigType.POD_TEMPLATE,
+    ConfigType.GROUP_TEMPLATE,
+    ConfigType.RESOURCE_VALIDATION,
 )
-_PLATFORM_LISTS = (
-    ("override_pod_template", ConfigType.POD_TEMPLATE),
-    ("resource_validations", ConfigType.RESOURCE_VALIDATION),
-)
+Changes = Mapping[ConfigType, Iterable[str]]
 
 
 def _references(pool: Mapping[str, Any]) -> Iterator[tuple[Path, ConfigType, str]]:
     """Every (path, referenced type, referenced name) in a pool."""
     yield ("backend",), ConfigType.BACKEND, pool["backend"]
-    for field, ctype in _POOL_LISTS:
+    for field, ctype in POOL_LISTS:
         for index, name in enumerate(pool.get(field, [])):
             yield (field, index), ctype, name
     for platform_name, platform in pool.get("platforms", {}).items():
-        for field, ctype in _PLATFORM_LISTS:
+        for field, ctype in PLATFORM_LISTS:
             for index, name in enumerate(platform.get(field, [])):
                 yield ("platforms", platform_name, field, index), ctype, name
 
 
-def problems(state: State) -> Iterator[Problem]:
-    """Every broken cross-reference in ``state``."""
+def problems(state: State, pool_names: Iterable[str] | None = None) -> Iterator[Problem]:
+    """Every broken cross-reference in ``state`` (in the pools ``pool_names``, or all)."""
     pools: Mapping[str, Any] = state.get(ConfigType.POOL, {})
     backends: Mapping[str, Any] = state.get(ConfigType.BACKEND, {})
-    for pool_name, pool in pools.items():
+    names = pools if pool_names is None else [n for n in pool_names if n in pools]
+    for pool_name in names:
+        pool = pools[pool_name]
         for path, ctype, name in _references(pool):
             if name not in state.get(ctype, {}):
                 yield Problem(
@@ -75,14 +77,43 @@ def problems(state: State) -> Iterator[Problem]:
                 )
 
 
-def referrers(state: State, ctype: ConfigType, name: str) -> list[str]:
-    """Names of the pools that refer to item ``name`` of ``ctype`` (sorted)."""
-    pools: Mapping[str, Any] = state.get(ConfigType.POOL, {})
-    return sorted(
-        pool_name
-        for pool_name, pool in pools.items()
-        if any(kind is ctype and ref == name for _, kind, ref in _references(pool))
-    )
+def touched_pools(
+    before: Configs, after: Configs, changes: Changes, kinds: Iterable[ConfigType] | None = None
+) -> list[str]:
+    """The pools a write of ``changes`` can break: those it writes, and those that name (before
+    or after) an item it writes of the types ``kinds`` (default: every type)."""
+    wanted = set(ConfigType) if kinds is None else set(kinds)
+    found = {name for name in changes.get(ConfigType.POOL, ()) if name in after.pool_names()}
+    for ctype, names in changes.items():
+        if ctype is ConfigType.POOL or ctype not in wanted or ctype.spec.singleton:
+            continue
+        for name in names:
+            found.update(after.referrers(ctype, name))
+            found.update(p for p in before.referrers(ctype, name) if p in after.pool_names())
+    return sorted(found)
+
+
+def new_problems(before: Configs, after: Configs, changes: Changes) -> list[Problem]:
+    """The broken references a write of ``changes`` makes (ones that were there before it do
+    not count), looking only at the pools it touches."""
+    pools = touched_pools(before, after, changes)
+    known = set(problems(before, pools))
+    return [problem for problem in problems(after, pools) if problem not in known]
+
+
+def closure(state: Configs, pool_names: Iterable[str]) -> dict[ConfigType, Any]:
+    """The part of ``state`` that pools ``pool_names`` are rendered from: those pools, every
+    item they name, and the WORKFLOW config (what a sandbox worker needs to check them)."""
+    pools = {name: state[ConfigType.POOL][name] for name in pool_names}
+    part: dict[ConfigType, Any] = {ctype: {} for ctype in ConfigType}
+    part[ConfigType.POOL] = pools
+    part[ConfigType.WORKFLOW] = state.get(ConfigType.WORKFLOW)
+    for name in pools:
+        for ctype, used in state.pool_references(name):
+            stored = state.get(ctype) or {}
+            if used in stored:
+                part[ctype][used] = stored[used]
+    return part
 
 
 #: How a pool gets a platform (said when a pool has none: on write, and at submission).

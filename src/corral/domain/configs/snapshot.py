@@ -3,6 +3,8 @@ rendered from) and the validated models that readers use field by field.
 
 Stored items were validated when written, so a reader never re-checks them: each model is built
 once per :class:`Configs` value, and the config service keeps one value per set of revisions.
+A value made from another one by a write (:meth:`Configs.with_changes`, or ``previous=``) keeps
+the models of every item the write left alone: a pool written among 5,000 costs one model.
 """
 
 from __future__ import annotations
@@ -22,6 +24,19 @@ T = TypeVar("T")
 
 #: Every type's stored data, as the store and the write checks hold it.
 State = Mapping[ConfigType, Any]
+#: A pool's references: (type, name) of every item it names.
+References = frozenset[tuple[ConfigType, str]]
+
+#: Which stored type each kind of model is built from; the "whole" kinds from all of it.
+_KIND_TYPES = {
+    "pool": ConfigType.POOL,
+    "refs": ConfigType.POOL,
+    "backend": ConfigType.BACKEND,
+    "rules": ConfigType.RESOURCE_VALIDATION,
+    "workflow": ConfigType.WORKFLOW,
+    "roles": ConfigType.ROLE,
+}
+_WHOLE_KINDS = ("workflow", "roles")
 
 
 class Configs(Mapping[ConfigType, Any]):
@@ -30,10 +45,50 @@ class Configs(Mapping[ConfigType, Any]):
     Models are built on first use and kept. One value is shared by the server's threads and
     pickled into sandbox workers, so the caches change only under a lock."""
 
-    def __init__(self, data: State) -> None:
+    def __init__(self, data: State, previous: Configs | None = None) -> None:
         self._data: dict[ConfigType, Any] = dict(data)
         self._models: dict[tuple[str, str], Any] = {}
         self._lock = threading.Lock()
+        if previous is not None:
+            self._models = previous._models_of_unchanged(self._data)
+
+    def with_changes(self, changes: Mapping[ConfigType, Mapping[str, Any]]) -> Configs:
+        """This configuration with each named item replaced (None: removed), sharing the
+        models of every other item. Singleton types (WORKFLOW) change whole: ``{"": new}``."""
+        data = dict(self._data)
+        for ctype, items in changes.items():
+            if ctype.spec.singleton:
+                data[ctype] = items.get("", data.get(ctype))
+                continue
+            changed = dict(self._stored(ctype))
+            for name, value in items.items():
+                if value is None:
+                    changed.pop(name, None)
+                else:
+                    changed[name] = value
+            data[ctype] = changed
+        return Configs(data, previous=self)
+
+    def _models_of_unchanged(self, data: Mapping[ConfigType, Any]) -> dict[tuple[str, str], Any]:
+        """The models of items that are the same objects in ``data`` as here."""
+        with self._lock:
+            models = dict(self._models)
+        kept: dict[tuple[str, str], Any] = {}
+        for (kind, name), model in models.items():
+            ctype = _KIND_TYPES[kind]
+            mine, theirs = self._data.get(ctype), data.get(ctype)
+            if kind in _WHOLE_KINDS:
+                same = mine is theirs
+            else:
+                same = mine is theirs or (
+                    mine is not None
+                    and theirs is not None
+                    and name in mine
+                    and mine.get(name) is theirs.get(name)
+                )
+            if same:
+                kept[(kind, name)] = model
+        return kept
 
     def __getstate__(self) -> dict[str, Any]:
         with self._lock:
@@ -87,6 +142,18 @@ class Configs(Mapping[ConfigType, Any]):
     def pools(self) -> dict[str, Pool]:
         return {name: self.pool(name) for name in self.pool_names()}
 
+    def pool_references(self, name: str) -> References:
+        """The (type, name) of every item pool ``name`` names (empty for no such pool)."""
+        stored = self._stored(ConfigType.POOL).get(name)
+        if stored is None:
+            return frozenset()
+        return self._model("refs", name, lambda: _references_of(stored))
+
+    def referrers(self, ctype: ConfigType, name: str) -> list[str]:
+        """The pools that name item ``name`` of ``ctype``, sorted."""
+        wanted = (ctype, name)
+        return sorted(p for p in self.pool_names() if wanted in self.pool_references(p))
+
     def backend(self, name: str) -> Backend:
         """The backend ``name``; an unconfigured name is the embedded cluster with defaults."""
         stored = self._stored(ConfigType.BACKEND).get(name) or {}
@@ -119,6 +186,28 @@ class Configs(Mapping[ConfigType, Any]):
                 Role.model_validate({**body, "name": name}) for name, body in stored.items()
             ),
         )
+
+
+#: Where a pool names other items: (field, type) in the pool, and in each platform.
+POOL_LISTS = (
+    ("common_pod_template", ConfigType.POD_TEMPLATE),
+    ("common_resource_validations", ConfigType.RESOURCE_VALIDATION),
+    ("common_group_templates", ConfigType.GROUP_TEMPLATE),
+)
+PLATFORM_LISTS = (
+    ("override_pod_template", ConfigType.POD_TEMPLATE),
+    ("resource_validations", ConfigType.RESOURCE_VALIDATION),
+)
+
+
+def _references_of(pool: Mapping[str, Any]) -> References:
+    found = {(ConfigType.BACKEND, pool.get("backend", ""))}
+    for field, ctype in POOL_LISTS:
+        found.update((ctype, name) for name in pool.get(field) or [])
+    for platform in (pool.get("platforms") or {}).values():
+        for field, ctype in PLATFORM_LISTS:
+            found.update((ctype, name) for name in platform.get(field) or [])
+    return frozenset(found)
 
 
 def as_configs(state: State) -> Configs:

@@ -7,7 +7,7 @@ submission pipeline, ``pool render`` and the verbose pool view alike.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,10 +77,21 @@ def pool_of(state: State, pool_name: str) -> Pool:
 
 def pool_pod_template(state: State, pool: Pool) -> MergedTemplate:
     """The pool's ``common_pod_template`` merged in order (OSMO's ``parsed_pod_template``)."""
+    return merged_pod_templates(state, pool.common_pod_template)
+
+
+def merged_pod_templates(state: State, names: Sequence[str]) -> MergedTemplate:
+    """The pod templates ``names`` merged in order."""
     merged = MergedTemplate()
-    for name in pool.common_pod_template:
+    for name in names:
         merge_into(merged, name, _pod_template(state, name))
     return merged
+
+
+def platform_template_names(pool: Pool, platform: str) -> tuple[str, ...]:
+    """The pod templates a platform's pods are made from, in merge order: the pool's common
+    ones, then the platform's overrides."""
+    return (*pool.common_pod_template, *pool.platforms[platform].override_pod_template)
 
 
 def platform_name_of(pool_name: str, pool: Pool, platform: str | None) -> str:
@@ -104,9 +115,7 @@ def resolve_platform(state: State, pool_name: str, platform: str | None = None) 
     pool = pool_of(state, pool_name)
     platform_name = platform_name_of(pool_name, pool, platform)
     platform_config = pool.platforms[platform_name]
-    merged = pool_pod_template(state, pool)
-    for name in platform_config.override_pod_template:
-        merge_into(merged, name, _pod_template(state, name))
+    merged = merged_pod_templates(state, platform_template_names(pool, platform_name))
     rule_sets = [*pool.common_resource_validations, *platform_config.resource_validations]
     return ResolvedPlatform(
         pool_name=pool_name,

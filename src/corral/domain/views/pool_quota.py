@@ -153,29 +153,38 @@ def gpu_quota(pool: Pool) -> dict[str, int]:
 
 def node_sets(pool_names: Sequence[str], nodes: Iterable[NodeGpus]) -> list[list[str]]:
     """The pools grouped by shared nodes, transitively (connected components), in the order of
-    ``pool_names``; pools with no node each form their own set. Unknown pools are skipped."""
-    known = set(pool_names)
-    neighbours: dict[str, set[str]] = {name: set() for name in pool_names}
-    for node in nodes:
-        served = [pool for pool in dict.fromkeys(node.pools) if pool in known]
-        for pool in served:
-            neighbours[pool].update(served)
-    seen: set[str] = set()
-    sets: list[list[str]] = []
-    for start in pool_names:
-        if start in seen:
-            continue
-        component, frontier = [], [start]
-        seen.add(start)
-        while frontier:
-            pool = frontier.pop()
-            component.append(pool)
-            for other in sorted(neighbours[pool] - seen):
-                seen.add(other)
-                frontier.append(other)
-        order = {name: index for index, name in enumerate(pool_names)}
-        sets.append(sorted(component, key=order.__getitem__))
-    return sets
+    ``pool_names``; pools with no node each form their own set. Unknown pools are skipped.
+
+    Nodes serving the same pools are joined once (union-find over each distinct group): with
+    5,000 pools on every node, joining them pairwise per node took seconds."""
+    order = {name: index for index, name in enumerate(pool_names)}
+    parent = {name: name for name in pool_names}
+
+    def root(pool: str) -> str:
+        while parent[pool] != pool:
+            parent[pool] = parent[parent[pool]]
+            pool = parent[pool]
+        return pool
+
+    for served in _served_groups(order, nodes):
+        first = root(served[0])
+        for pool in served[1:]:
+            other = root(pool)
+            if other != first:
+                parent[other] = first
+    members: dict[str, list[str]] = {}
+    for name in pool_names:
+        members.setdefault(root(name), []).append(name)
+    return sorted(members.values(), key=lambda found: order[found[0]])
+
+
+def _served_groups(known: Mapping[str, int], nodes: Iterable[NodeGpus]) -> set[tuple[str, ...]]:
+    """Each distinct group of known pools that some node serves."""
+    return {
+        served
+        for node in nodes
+        if (served := tuple(pool for pool in dict.fromkeys(node.pools) if pool in known))
+    }
 
 
 def calculate_pool_quotas(
@@ -199,24 +208,28 @@ def calculate_pool_quotas(
         used[task.pool] += task.gpu
         if task.priority.upper() != PREEMPTIBLE:
             quota_used[task.pool] += task.gpu
-    # One pass over the nodes: what each pool owns, and each node set's capacity and use (a
-    # node counts once per set: its pools are all in the set).
+    # One pass over the nodes, summed per group of pools they serve: what each pool owns, and
+    # each node set's capacity and use (a node counts once per set: its pools are all in it).
     sets = node_sets(names, by_name.values())
     set_of = {pool: index for index, members in enumerate(sets) for pool in members}
     set_capacity = [0] * len(sets)
     set_usage = [0] * len(sets)
     own_capacity = dict.fromkeys(names, 0)
     own_usage = dict.fromkeys(names, 0)
+    groups: dict[tuple[str, ...], list[int]] = {}
     for node in by_name.values():
-        served = [pool for pool in dict.fromkeys(node.pools) if pool in set_of]
-        if not served:
-            continue
+        served = tuple(pool for pool in dict.fromkeys(node.pools) if pool in set_of)
+        if served:
+            summed = groups.setdefault(served, [0, 0])
+            summed[0] += node.allocatable
+            summed[1] += node.usage
+    for served, (allocatable, usage_of_group) in groups.items():
         index = set_of[served[0]]
-        set_capacity[index] += node.allocatable
-        set_usage[index] += node.usage
+        set_capacity[index] += allocatable
+        set_usage[index] += usage_of_group
         for pool in served:
-            own_capacity[pool] += node.allocatable
-            own_usage[pool] += node.usage
+            own_capacity[pool] += allocatable
+            own_usage[pool] += usage_of_group
     found: list[NodeSet] = []
     for index, members in enumerate(sets):
         quotas = []

@@ -33,9 +33,13 @@ from typing import Any, Protocol
 from corral.domain.configs.models import Pool
 from corral.domain.configs.snapshot import State, as_configs
 from corral.domain.formats.quantities import parse_quantity
-from corral.domain.platform.nodes import GPU_RESOURCE, Node
-from corral.domain.platform.resolved_pool import resolve_platform
-from corral.domain.platform.task_validation import platform_nodes
+from corral.domain.platform.nodes import GPU_RESOURCE, Node, belongs_to
+from corral.domain.platform.resolved_pool import (
+    merged_pod_templates,
+    platform_template_names,
+    spec_field,
+)
+from corral.domain.platform.security import default_mounts
 
 GI = 2**30
 RESERVED = "RESERVED"
@@ -120,19 +124,35 @@ def pool_layout(
     """Match every platform of every pool against the nodes, as the submission pipeline does.
 
     ``pools`` (default: every pool configured) keeps only those pools: the pools whose backend
-    has ``nodes``, so that a node's type counts only the pools that could use it."""
+    has ``nodes``, so that a node's type counts only the pools that could use it. Platforms
+    made from the same pod templates share one merge and one match: thousands of pools
+    usually come from a few templates."""
     platforms: dict[tuple[str, str], tuple[str, ...]] = {}
     mounts: dict[str, dict[str, list[str]]] = {}
+    selections: dict[tuple[str, ...], tuple[tuple[str, ...], list[str]]] = {}
     for pool_name, pool in as_configs(state).pools().items():
         if pools is not None and pool_name not in pools:
             continue
         mounts[pool_name] = {}
         for platform_name in pool.platforms:
-            resolved = resolve_platform(state, pool_name, platform_name)
-            served = platform_nodes(resolved, nodes)
-            platforms[(pool_name, platform_name)] = tuple(node.name for node in served)
-            mounts[pool_name][platform_name] = resolved.default_mounts
+            names = platform_template_names(pool, platform_name)
+            if names not in selections:
+                selections[names] = _selection(state, names, nodes)
+            served, default_mounts = selections[names]
+            platforms[(pool_name, platform_name)] = served
+            mounts[pool_name][platform_name] = list(default_mounts)
     return PoolLayout(platforms, mounts)
+
+
+def _selection(
+    state: State, template_names: Sequence[str], nodes: Sequence[Node]
+) -> tuple[tuple[str, ...], list[str]]:
+    """The nodes a platform made of ``template_names`` serves, and its default mounts."""
+    merged = merged_pod_templates(state, template_names).value
+    selector = spec_field(merged, "nodeSelector", dict)
+    tolerations = spec_field(merged, "tolerations", list)
+    served = tuple(node.name for node in nodes if belongs_to(node, selector, tolerations))
+    return served, default_mounts(merged)
 
 
 # ----------------------------------------------------------------------------------- cells
