@@ -271,3 +271,23 @@ def test_a_page_number_beyond_any_column_is_a_400_page(examples: Api) -> None:
     assert answer.status_code == 400
     assert "first: Input should be greater than or equal to 1" in answer.text
     assert client.get("/ui/workflows", params={"page": 3}).status_code == 200
+
+
+def test_a_pool_without_platforms_is_shown_with_what_it_lacks(examples: Api) -> None:
+    """It used to answer 400 for everyone whose first pool it was."""
+    status, _ = examples.call(
+        "PUT", "/api/configs/pool/aaa-bare", json={"configs": {"backend": "default"}}
+    )
+    assert status == 200
+    client = logged_in(examples)
+    answer = client.get("/ui/pools")
+    assert answer.status_code == 200
+    assert (
+        "Pool aaa-bare has no platforms: every submission to it fails until it has one; give the "
+        "pool a platforms entry (for example platforms: {default: {}}) and set default_platform "
+        "to it (docs/configs/pool.md)."
+    ) in answer.text
+    for pool in ("default", "nvl72", "heterogeneous_pool"):
+        assert f'/ui/pools?pool={pool}"' in answer.text
+    assert "Simulation and training pool" in answer.text  # descriptions are shown
+    assert client.get("/ui/pools", params={"pool": "nvl72"}).status_code == 200

@@ -26,6 +26,7 @@ from corral.api.auth import Authorizer, Principal
 from corral.api.config_routes import check_template_reads
 from corral.api.guard import guarded_principal
 from corral.api.workflow_access import read_workflow, request_cancel
+from corral.domain.configs.references import NO_PLATFORM_FIX
 from corral.domain.configs.types import ConfigType
 from corral.domain.views.explain import explain_workflow
 from corral.domain.views.pool_quota import gpu_quota
@@ -216,8 +217,13 @@ def build_dashboard(runtime: Runtime, authorizer: Authorizer) -> APIRouter:
             for quota in node_set.pools
         }
         chosen = pool if pool in names else (names[0] if names else None)
-        rendered, refused = None, None
-        if chosen is not None:
+        rendered, refused, problem = None, None, None
+        if chosen is not None and not state.pool(chosen).platforms:
+            problem = (
+                f"Pool {chosen} has no platforms: every submission to it fails until it has "
+                f"one; {NO_PLATFORM_FIX}"
+            )
+        elif chosen is not None:
             try:
                 authorizer.check(principal, "config:Read", "config/pool")
                 check_template_reads(authorizer, principal)
@@ -233,6 +239,8 @@ def build_dashboard(runtime: Runtime, authorizer: Authorizer) -> APIRouter:
                 )
             except ForbiddenError as err:
                 refused = err.message
+            except UserError as err:  # one pool's broken templates must not hide the others
+                problem = f"Pool {chosen} does not render: {err.message}"
         return render(
             request,
             "pools.html",
@@ -242,6 +250,7 @@ def build_dashboard(runtime: Runtime, authorizer: Authorizer) -> APIRouter:
             chosen=chosen,
             rendered=rendered,
             refused=refused,
+            problem=problem,
         )
 
     # --------------------------------------------------------------------- topology
