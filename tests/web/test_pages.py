@@ -6,13 +6,16 @@ from __future__ import annotations
 import asyncio
 import re
 from datetime import UTC, datetime, timedelta
+from urllib.parse import urlencode
 
 import pytest
 from fastapi.testclient import TestClient
 
 from corral.api.browser_session import COOKIE, csrf_ok, csrf_token
 from corral.errors import TooManyRequestsError, UnavailableError
+from corral.services.runtime import open_runtime
 from corral.web import live
+from corral.web.app import create_server_app
 from corral.web.pages import _local, _queue_positions, age
 from corral.web.topology_data import owner_names
 from tests.conftest import REPO, Api
@@ -291,3 +294,56 @@ def test_a_pool_without_platforms_is_shown_with_what_it_lacks(examples: Api) -> 
         assert f'/ui/pools?pool={pool}"' in answer.text
     assert "Simulation and training pool" in answer.text  # descriptions are shown
     assert client.get("/ui/pools", params={"pool": "nvl72"}).status_code == 200
+
+
+def test_a_log_out_ends_the_session_on_every_server(api: Api, database_url: str) -> None:
+    """A copied cookie stops working after the log-out, on this server and on another one
+    sharing the database (sessions are signed; the log-out is recorded)."""
+    client = logged_in(api)
+    cookie = client.cookies.get(COOKIE)
+    assert cookie is not None
+    other_runtime = open_runtime(database_url)
+    other = TestClient(create_server_app(other_runtime, api.client.app.state.auth_settings))
+    other.cookies.set(COOKIE, cookie, path="/ui")
+    assert other.get("/ui", follow_redirects=False).status_code == 200  # one session, two servers
+    answer = client.post("/ui/logout", headers={"X-Corral-CSRF": csrf_of(client)})
+    assert answer.status_code in (200, 303)
+    ended = "The session was ended by a log-out; log in again."
+    for server in (client, other):
+        server.cookies.set(COOKIE, cookie, path="/ui")
+        page = server.get("/ui", follow_redirects=False)
+        assert page.status_code == 303
+        assert page.headers["location"] == "/ui/login?" + urlencode({"next": "/ui", "why": ended})
+    bearer = other.get("/api/pool", headers={"Authorization": f"Bearer {cookie}"})
+    assert (bearer.status_code, bearer.json()["message"]) == (401, ended)
+    other_runtime.engine.dispose()
+
+
+@pytest.mark.parametrize(
+    ("headers", "reason"),
+    [
+        ({"Origin": "https://evil.example"}, "it comes from the page of https://evil.example"),
+        ({"Sec-Fetch-Site": "cross-site"}, "the browser says it comes from a cross-site page"),
+        ({"Origin": "null"}, "it comes from the page of null"),
+    ],
+)
+def test_a_login_posted_from_another_site_is_refused(
+    examples: Api, headers: dict[str, str], reason: str
+) -> None:
+    client = TestClient(examples.client.app)
+    answer = client.post(
+        "/ui/login", data={"token": examples.token}, headers=headers, follow_redirects=False
+    )
+    assert (answer.status_code, answer.json()["message"]) == (
+        403,
+        f"Refused: {reason}, not from this dashboard. Open the dashboard at its own address "
+        "and try again.",
+    )
+    assert COOKIE not in answer.headers.get("set-cookie", "")
+    same = client.post(
+        "/ui/login",
+        data={"token": examples.token},
+        headers={"Origin": "http://testserver", "Sec-Fetch-Site": "same-origin"},
+        follow_redirects=False,
+    )
+    assert same.status_code == 303

@@ -45,8 +45,15 @@ def create_app(
     )
     metrics = Metrics()
     settings = auth or AuthSettings.from_env()
-    authorizer = Authorizer(runtime.tokens, runtime.users, config_roles(runtime.configs), settings)
+    authorizer = Authorizer(
+        runtime.tokens,
+        runtime.users,
+        config_roles(runtime.configs),
+        settings,
+        runtime.revoked_sessions,
+    )
     app.state.authorizer = authorizer
+    app.state.auth_settings = settings
 
     def count_write(result: WriteResult) -> None:
         for revision in result.revisions:

@@ -40,6 +40,7 @@ from corral.services.sessions import (
     SessionSigner,
     load_session_key,
 )
+from corral.store.revoked_sessions import RevokedSessions
 from corral.store.tokens import TOKEN_PREFIX, TokenStore
 from corral.store.users import UserStore
 
@@ -113,9 +114,11 @@ class Authorizer:
         users: UserStore,
         roles: RoleSource,
         settings: AuthSettings,
+        revoked: RevokedSessions | None = None,
     ) -> None:
         self._tokens = tokens
         self._users = users
+        self._revoked = revoked
         self._roles = roles
         self.sessions = SessionSigner(settings.session_key, settings.session_ttl)
         self._oidc = OidcVerifier(settings.oidc, settings.jwks_fetch) if settings.oidc else None
@@ -157,6 +160,8 @@ class Authorizer:
 
     def _session(self, token: str) -> Principal:
         claims = self.sessions.verify(token)
+        if self._revoked is not None and self._revoked.is_revoked(claims.session_id):
+            raise UnauthorizedError("The session was ended by a log-out; log in again.")
         user = self._users.get(claims.username)
         if user is None:
             raise UnauthorizedError(f"The session's user {claims.username} no longer exists.")
@@ -177,6 +182,12 @@ class Authorizer:
         if user is None or synced != current:
             user = self._users.set_roles(identity.username, synced)
         return Principal(identity.username, tuple(user.roles), "oidc")
+
+    def end_session(self, token: str) -> None:
+        """Revoke a session token on every server sharing this database (a log-out)."""
+        claims = self.sessions.verify(token)
+        if self._revoked is not None and claims.expires_at is not None:
+            self._revoked.revoke(claims.session_id, claims.expires_at)
 
     # ------------------------------------------------------------------ authorization
 

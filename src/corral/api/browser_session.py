@@ -5,13 +5,17 @@ exchanges it for a session token (the same short-lived session ``POST /api/auth/
 gives), kept in an ``HttpOnly``, ``SameSite=Strict`` cookie scoped to ``/ui``. The REST API
 never reads the cookie: it takes bearer tokens only, so no other site can make a browser call
 it. Every request under ``/ui`` that changes something must also carry the CSRF token the page
-was drawn with, derived from the session by the server's key.
+was drawn with, derived from the session by the server's key. A change that a browser says
+comes from another site (``Sec-Fetch-Site``, ``Origin``) is refused before anything else, the
+login included: another site must not log a browser in as someone else.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+from collections.abc import Mapping
+from urllib.parse import urlsplit
 
 COOKIE = "corral_session"
 CSRF_HEADER = "x-corral-csrf"
@@ -43,4 +47,18 @@ def cookie_of(header: str) -> str | None:
         name, _, value = part.strip().partition("=")
         if name == COOKIE and value:
             return value
+    return None
+
+
+def cross_site(headers: Mapping[str, str]) -> str | None:
+    """Why a state-changing request comes from another site, by what the browser says of it
+    (None: same origin, or a client that is not a browser and says nothing)."""
+    fetch_site = headers.get("sec-fetch-site", "")
+    if fetch_site and fetch_site not in ("same-origin", "none"):
+        return f"the browser says it comes from a {fetch_site} page"
+    origin = headers.get("origin")
+    if origin is None:
+        return None
+    if urlsplit(origin).netloc.lower() != headers.get("host", "").lower():
+        return f"it comes from the page of {origin}"
     return None

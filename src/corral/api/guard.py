@@ -83,10 +83,19 @@ class RequestGuard:
         """A dashboard request: authenticated by its session cookie (a page without one
         redirects to the login page); a change must carry the page's CSRF token."""
         path = scope["path"]
+        request = Request(scope)
+        if scope["method"] not in ("GET", "HEAD"):
+            reason = browser_session.cross_site(request.headers)
+            if reason is not None:
+                refused = ForbiddenError(
+                    f"Refused: {reason}, not from this dashboard. Open the dashboard at its own "
+                    "address and try again."
+                )
+                await JSONResponse(refused.to_dict(), status_code=403)(scope, receive, send)
+                return
         if browser_session.is_public(path):
             await self._with_body(scope, receive, send)
             return
-        request = Request(scope)
         token = browser_session.cookie_of(request.headers.get("cookie", ""))
         try:
             if token is None:

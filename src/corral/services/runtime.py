@@ -39,6 +39,7 @@ from corral.store.cluster_objects import ClusterObjectStore
 from corral.store.config_store import ConfigStore
 from corral.store.database import make_engine, migrate
 from corral.store.lease import LeaseRow, LeaseStore
+from corral.store.revoked_sessions import RevokedSessions
 from corral.store.tokens import TokenStore
 from corral.store.users import UserStore
 from corral.store.workflows import StoredTask, StoredWorkflow, WorkflowStore, pod_of
@@ -72,6 +73,8 @@ class Runtime:
     backends: Backends = field(init=False)
     #: The embedded cluster's bound pods, read incrementally for the pool views.
     bound_pods: BoundPodCache = field(init=False)
+    #: Sessions ended by a log-out before they expired.
+    revoked_sessions: RevokedSessions = field(init=False)
     #: This server's part in the controller lease when the controller runs in this process
     #: (``corral server`` on SQLite); None: not here.
     leadership: Leadership | None = None
@@ -82,6 +85,7 @@ class Runtime:
     def __post_init__(self) -> None:
         self.backends = Backends(self.configs.state, self.objects, self.embedded_executor)
         self.bound_pods = BoundPodCache(self.objects)
+        self.revoked_sessions = RevokedSessions(self.engine, utc_now)
 
     def executor(self, backend: str) -> TaskExecutor:
         return self.backends.get(backend).executor()

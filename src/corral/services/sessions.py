@@ -69,10 +69,13 @@ class Session:
 
 @dataclass(frozen=True)
 class SessionClaims:
-    """Whom a verified session token names: the user's name and the id of that user."""
+    """Whom a verified session token names (the user's name and the id of that user), the
+    session's own id and when it expires."""
 
     username: str
     user_id: str
+    session_id: str = ""
+    expires_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -93,7 +96,7 @@ class SessionSigner:
             "uid": user_id,
             "iat": int(now.timestamp()),
             "exp": int(expires.timestamp()),
-            "jti": secrets.token_hex(8),
+            "jti": secrets.token_hex(16),
         }
         token = jwt.encode(claims, self.key, algorithm="HS256")
         return Session(token, username, expires)
@@ -120,4 +123,9 @@ class SessionSigner:
             ) from None
         except jwt.InvalidTokenError as err:
             raise UnauthorizedError(f"The session token is invalid: {err}.") from None
-        return SessionClaims(str(claims["sub"]), str(claims.get("uid", "")))
+        return SessionClaims(
+            str(claims["sub"]),
+            str(claims.get("uid", "")),
+            str(claims.get("jti", "")),
+            datetime.fromtimestamp(int(claims["exp"]), UTC),
+        )

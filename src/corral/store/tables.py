@@ -65,6 +65,15 @@ config_write_lock = Table(
     Column("writes", Integer, nullable=False),
 )
 
+#: Sessions ended before their expiry (log-out), kept until they would have expired.
+revoked_sessions = Table(
+    "revoked_sessions",
+    metadata,
+    Column("session_id", String(64), primary_key=True),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+    Index("ix_revoked_sessions_expires_at", "expires_at"),
+)
+
 #: API tokens; only a SHA-256 of the (high-entropy, random) token is stored.
 api_tokens = Table(
     "api_tokens",

@@ -158,6 +158,8 @@ def build_dashboard(runtime: Runtime, authorizer: Authorizer) -> APIRouter:
 
     @router.post("/logout", response_model=None)
     def logout(request: Request) -> Response:
+        """End the session on every server (a copied cookie stops working too)."""
+        authorizer.end_session(request.state.session_token)
         # htmx follows a redirect inside its request: it is told where to go instead.
         if request.headers.get("hx-request"):
             answer: Response = Response(headers={"HX-Redirect": "/ui/login"})

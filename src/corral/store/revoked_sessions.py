@@ -1,0 +1,62 @@
+"""Sessions ended before their expiry: a log-out writes the session's id here, and every server
+that checks a session asks here first (sessions are signed, so without this a copied cookie
+would keep working after its user logged out, on every replica, until it expired)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from sqlalchemy import Engine, bindparam, delete, select
+from sqlalchemy.exc import IntegrityError
+
+from corral.store.database import autocommit, writing
+from corral.store.tables import revoked_sessions
+
+_KNOWN_MAX = 10_000
+_REVOKED = select(revoked_sessions.c.session_id, revoked_sessions.c.expires_at).where(
+    revoked_sessions.c.session_id == bindparam("session_id")
+)
+
+
+class RevokedSessions:
+    def __init__(self, engine: Engine, clock: Callable[[], datetime]) -> None:
+        self._engine = engine
+        self._clock = clock
+        #: Ids known to be revoked, with when their session expires (a revocation is never
+        #: lifted, so they need no second look).
+        self._known: dict[str, datetime] = {}
+        self._lock = threading.Lock()
+
+    def revoke(self, session_id: str, expires_at: datetime) -> None:
+        """End the session ``session_id`` now; rows of sessions expired since are dropped."""
+        try:
+            with writing(self._engine) as connection:
+                connection.execute(
+                    delete(revoked_sessions).where(revoked_sessions.c.expires_at < self._clock())
+                )
+                connection.execute(
+                    revoked_sessions.insert().values(session_id=session_id, expires_at=expires_at)
+                )
+        except IntegrityError:
+            pass  # revoked already
+        self._remember(session_id, expires_at)
+
+    def is_revoked(self, session_id: str) -> bool:
+        with self._lock:
+            if session_id in self._known:
+                return True
+        with autocommit(self._engine) as connection:
+            row = connection.execute(_REVOKED, {"session_id": session_id}).first()
+        if row is not None:
+            expires = row.expires_at
+            self._remember(session_id, expires if expires.tzinfo else expires.replace(tzinfo=UTC))
+        return row is not None
+
+    def _remember(self, session_id: str, expires_at: datetime) -> None:
+        with self._lock:
+            self._known[session_id] = expires_at
+            if len(self._known) > _KNOWN_MAX:  # drop what has expired
+                now = self._clock()
+                self._known = {key: at for key, at in self._known.items() if at > now}
