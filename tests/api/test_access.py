@@ -294,12 +294,21 @@ MATRIX: list[Case] = [
         "admin",
         "POST",
         "/api/auth/user/alice/roles",
-        400,
+        409,
         "roles: Role osmo-nope does not exist; define it first (corral config set ROLE ...).",
         {"roles": ["osmo-nope"]},
     ),
     Case(
         "admin", "POST", "/api/auth/user", 409, "User alice already exists.", {"username": "alice"}
+    ),
+    Case(
+        "admin",
+        "POST",
+        "/api/auth/user",
+        400,
+        "username: a username is 1-256 letters, digits and . _ @ + -, starting with a letter or "
+        "digit",
+        {"username": "no spaces"},
     ),
     Case("admin", "GET", "/api/auth/user/zed", 404, "User zed does not exist."),
     Case(
@@ -347,7 +356,7 @@ MATRIX: list[Case] = [
         "bob",
         "PUT",
         "/api/profile/settings",
-        400,
+        409,
         "default_pool: Pool nope does not exist.",
         {"default_pool": "nope"},
     ),

@@ -126,10 +126,11 @@ def test_rollback_to_revision_whose_references_are_gone_is_refused(api: Api) -> 
     status, body = api.call(
         "POST", "/api/configs/history/rollback", json={"config_type": "POOL", "revision": 2}
     )
-    assert status == 400
+    assert status == 409  # the revision is fine; what is stored now conflicts with it
     assert body["message"] == (
-        "p.common_pod_template.0: Pod template extra does not exist! Create it first "
-        "(corral config update POD_TEMPLATE extra --file ...) or fix the name."
+        "Cannot roll back POOL to r2: p.common_pod_template.0: Pod template extra does not "
+        "exist! Create it first (corral config update POD_TEMPLATE extra --file ...) or fix "
+        "the name."
     )
 
 
@@ -173,7 +174,7 @@ def test_tags_and_soft_deleted_revisions(api: Api) -> None:
 
     status, body = api.call("DELETE", "/api/configs/history/pool/revision/2")
     assert (status, body["message"]) == (
-        400,
+        409,
         "Cannot delete the current revision 2 for config type POOL",
     )
     api.call("PUT", "/api/configs/pool/q", json={"configs": {"backend": "default"}})
@@ -184,7 +185,7 @@ def test_tags_and_soft_deleted_revisions(api: Api) -> None:
         "POST", "/api/configs/history/rollback", json={"config_type": "POOL", "revision": 2}
     )
     assert (status, body["message"]) == (
-        400,
+        409,
         "Cannot roll back to revision 2 for config type POOL as it was deleted by admin",
     )
     status, body = api.call(

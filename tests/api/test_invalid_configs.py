@@ -134,9 +134,10 @@ CASES = [
         "GET",
         "/api/configs/cluster",
         None,
-        400,
-        "Unknown config type 'cluster'. Config types: POOL, POD_TEMPLATE, GROUP_TEMPLATE, "
-        "RESOURCE_VALIDATION, ROLE, BACKEND, WORKFLOW",
+        404,
+        "/api/configs/cluster is not a path of this API; GET /openapi.json lists them "
+        "(docs/api.md). Config types: pool, pod_template, group_template, resource_validation, "
+        "role, backend, workflow.",
     ),
     # --- names
     Case(
@@ -393,7 +394,7 @@ CASES = [
         "DELETE",
         "/api/configs/pod_template/default_ctrl",
         None,
-        400,
+        409,
         "Pod template default_ctrl is used in pools default; remove it from those pools first.",
     ),
     Case(
@@ -401,7 +402,7 @@ CASES = [
         "DELETE",
         "/api/configs/resource_validation/default_cpu",
         None,
-        400,
+        409,
         "Resource validation default_cpu is used in pools default; remove it from "
         "those pools first.",
     ),
@@ -410,7 +411,7 @@ CASES = [
         "DELETE",
         "/api/configs/backend/default",
         None,
-        400,
+        409,
         "Backend default is used in pools default; remove it from those pools first.",
     ),
     Case(
@@ -649,8 +650,9 @@ CASES = [
         "DELETE",
         "/api/configs/workflow/x",
         None,
-        400,
-        "WORKFLOW cannot be deleted; update it instead",
+        404,
+        "WORKFLOW is one config, not a list of named items: it cannot be deleted; update it at "
+        "/api/configs/workflow",
     ),
     Case(
         "bundle-unknown-section",

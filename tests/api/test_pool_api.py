@@ -240,13 +240,13 @@ def test_unknown_pool_is_404(examples: Api) -> None:
     )
 
 
-def test_unknown_platform_is_400(examples: Api) -> None:
+def test_unknown_platform_is_404(examples: Api) -> None:
     assert render(examples, "heterogeneous_pool", platform="h100") == (
-        400,
+        404,
         {
             "message": "Platform h100 does not exist in pool heterogeneous_pool! Its platforms: "
             "l40s_platform, a100_platform",
-            "error_code": "USER",
+            "error_code": "NOT_FOUND",
         },
     )
 

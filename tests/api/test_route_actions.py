@@ -16,6 +16,8 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     # OSMO's registry lists neither; corral lets config:Update do them instead of *:* only
     ("DELETE", "/api/configs/{segment}/{name}"): "config:Update",
     ("POST", "/api/configs/backend/{name}"): "config:Update",
+    # a backend item's generic methods, documented under OSMO's backend path too (openapi.py)
+    ("DELETE", "/api/configs/backend/{name}"): "config:Update",
     # corral's name for OSMO's /api/auth/jwt/access_token (auth:Refresh)
     ("POST", "/api/auth/session"): "auth:Refresh",
     # OSMO updates the profile with POST; corral accepts PUT as well

@@ -222,7 +222,7 @@ def test_a_user_without_access_to_a_pool_does_not_see_it(
     assert page.locator("#user").inner_text() == "alice"
     assert page.locator("#pool-gpus tbody td:first-child").all_inner_texts() == ["default"]
     page.goto(cluster.server.url + "/ui/pools")
-    assert page.locator("#pools tbody td:first-child").all_inner_texts() == ["default"]
+    assert page.locator("#pools tbody td:first-child a").all_inner_texts() == ["default"]
     page.goto(cluster.server.url + "/ui/topology")
     assert "nvl72" not in page.locator("p.pools").inner_text()
     answer = page.goto(cluster.server.url + "/ui/topology?pool=nvl72")

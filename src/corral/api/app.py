@@ -13,6 +13,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from corral import __version__
@@ -26,6 +27,7 @@ from corral.api.resource_routes import build_resource_router
 from corral.api.responses import Health
 from corral.api.user_routes import build_user_router
 from corral.api.workflow_routes import build_workflow_router
+from corral.domain.configs.config_type import ConfigType
 from corral.domain.formats.documents import position_of
 from corral.errors import CorralError
 from corral.services.config_service import WriteResult
@@ -40,8 +42,15 @@ def create_app(
     """The app over ``runtime``; ``auth`` (default: from the environment, see docs/access.md)
     holds the session key and the trusted OIDC issuer; ``limits`` bounds request bodies."""
     # The schema is served only to authenticated callers (below); no unauthenticated UI pages.
+    # No redirect of "/path/" to "/path": a DELETE of ".../BACKEND/" (an empty item name)
+    # was sent on, with its method, to the type's own path.
     app = FastAPI(
-        title="corral", version=__version__, openapi_url=None, docs_url=None, redoc_url=None
+        title="corral",
+        version=__version__,
+        openapi_url=None,
+        docs_url=None,
+        redoc_url=None,
+        redirect_slashes=False,
     )
     metrics = Metrics()
     settings = auth or AuthSettings.from_env()
@@ -118,10 +127,27 @@ def _install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, invalid_request)  # type: ignore[arg-type]
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(_: Request, err: StarletteHTTPException) -> JSONResponse:
+    async def http_error(request: Request, err: StarletteHTTPException) -> JSONResponse:
+        allowed = allowed_methods(app, request) if err.status_code == 405 else []
+        if allowed:
+            return JSONResponse(
+                {
+                    "message": f"{request.method} is not a method of {request.url.path}; use "
+                    f"{', '.join(allowed)}.",
+                    "error_code": "METHOD_NOT_ALLOWED",
+                },
+                status_code=405,
+                headers={"Allow": ", ".join(allowed)},
+            )
+        if err.status_code == 405 or (err.status_code == 404 and err.detail == "Not Found"):
+            return JSONResponse(
+                {"message": no_such_path(request), "error_code": "NOT_FOUND"}, status_code=404
+            )
         code = "NOT_FOUND" if err.status_code == 404 else "HTTP"
         return JSONResponse(
-            {"message": str(err.detail), "error_code": code}, status_code=err.status_code
+            {"message": str(err.detail), "error_code": code},
+            status_code=err.status_code,
+            headers=err.headers,
         )
 
     @app.exception_handler(DBAPIError)
@@ -163,6 +189,32 @@ async def invalid_request(request: Request, err: RequestValidationError) -> JSON
 def request_error_message(errors: Any) -> str:
     """What :func:`invalid_request` says of a malformed query (no body involved)."""
     return str(_request_error(errors, "")["message"])
+
+
+#: The methods a route may take (``Allow`` names those some route takes at a path).
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
+
+
+def allowed_methods(app: FastAPI, request: Request) -> list[str]:
+    """Every method some route of the app takes at the request's path (for ``Allow``)."""
+    return [
+        method
+        for method in _METHODS
+        if any(
+            route.matches({**request.scope, "method": method})[0] is Match.FULL
+            for route in app.router.routes
+        )
+    ]
+
+
+def no_such_path(request: Request) -> str:
+    message = (
+        f"{request.url.path} is not a path of this API; GET /openapi.json lists them (docs/api.md)."
+    )
+    if request.url.path.startswith("/api/configs/"):
+        names = ", ".join(t.url_segment for t in ConfigType)
+        message += f" Config types: {names}."
+    return message
 
 
 def error_json(err: CorralError) -> JSONResponse:
@@ -224,7 +276,7 @@ class _Observe:
         try:
             await self.app(scope, receive, sending)
         finally:
-            template = getattr(scope.get("route"), "path", "unmatched")
+            template = getattr(scope.get("route"), "path_format", "unmatched")
             elapsed = time.perf_counter() - started
             method = str(scope["method"])
             self.metrics.requests.labels(method, template, str(status)).inc()

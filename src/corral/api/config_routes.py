@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Depends, Query, Request, Response
@@ -15,7 +14,10 @@ from corral.api.responses import LEAN
 from corral.api.schemas import (
     REVISION_MAX,
     ApplyBody,
+    ConfigTypeName,
     DeleteBody,
+    IsoTime,
+    PatchBody,
     RevisionPath,
     RevisionQuery,
     RollbackBody,
@@ -70,9 +72,6 @@ def build_router(service: ConfigService, authorizer: Authorizer, on_write: Any) 
     """The config routes, bound to ``service``; ``on_write(result)`` observes every write."""
     router = APIRouter(prefix="/api/configs", tags=["configs"])
 
-    def config_type(segment: str) -> ConfigType:
-        return ConfigType.parse(segment)
-
     def can(caller: Principal, action: str, ctype: ConfigType | None = None) -> None:
         authorizer.check(caller, action, f"config/{ctype.url_segment}" if ctype else "config/*")
 
@@ -104,19 +103,19 @@ def build_router(service: ConfigService, authorizer: Authorizer, on_write: Any) 
     @router.get("/history", response_model=R.ConfigList, **LEAN)
     def history(
         caller: Caller,
-        config_types: Annotated[list[str], Query()] = [],  # noqa: B006 - FastAPI query list
+        config_types: Annotated[list[ConfigTypeName], Query()] = [],  # noqa: B006 - FastAPI list
         name: str | None = None,
         revision: RevisionQuery = None,
         tags: Annotated[list[str], Query()] = [],  # noqa: B006
-        created_before: datetime | None = None,
-        created_after: datetime | None = None,
-        at_timestamp: datetime | None = None,
+        created_before: IsoTime | None = None,
+        created_after: IsoTime | None = None,
+        at_timestamp: IsoTime | None = None,
         offset: Annotated[int, Query(ge=0, le=REVISION_MAX)] = 0,
         limit: Annotated[int, Query(ge=1, le=1000)] = 20,
         order: Literal["ASC", "DESC", "asc", "desc"] = "ASC",
         omit_data: bool = False,
     ) -> dict[str, Any]:
-        types = [ConfigType.parse(t) for t in config_types]
+        types = list(config_types)
         for ctype in types:
             can(caller, "config:Read", ctype)
         if not types:
@@ -139,24 +138,28 @@ def build_router(service: ConfigService, authorizer: Authorizer, on_write: Any) 
 
     @router.post("/history/rollback", response_model=R.WriteAnswer, **LEAN)
     def rollback(caller: Caller, body: RollbackBody) -> dict[str, Any]:
-        ctype = ConfigType.parse(body.config_type)
+        ctype = body.config_type
         can(caller, "config:Update", ctype)
         return written(service.rollback(ctype, body.revision, _meta(caller, body)))
 
-    @router.delete("/history/{segment}/revision/{revision}", response_model=R.Message)
-    def delete_revision(caller: Caller, segment: str, revision: RevisionPath) -> dict[str, Any]:
-        ctype = config_type(segment)
+    @router.delete("/history/{segment:config_type}/revision/{revision}", response_model=R.Message)
+    def delete_revision(
+        caller: Caller, segment: ConfigTypeName, revision: RevisionPath
+    ) -> dict[str, Any]:
+        ctype = segment
         can(caller, "config:Update", ctype)
         service.delete_revision(ctype, revision, caller.username)
         return {"message": f"Deleted revision {revision} of {ctype.value}"}
 
     @router.post(
-        "/history/{segment}/revision/{revision}/tags", response_model=R.RevisionView, **LEAN
+        "/history/{segment:config_type}/revision/{revision}/tags",
+        response_model=R.RevisionView,
+        **LEAN,
     )
     def set_tags(
-        caller: Caller, segment: str, revision: RevisionPath, body: TagsBody
+        caller: Caller, segment: ConfigTypeName, revision: RevisionPath, body: TagsBody
     ) -> dict[str, Any]:
-        ctype = config_type(segment)
+        ctype = segment
         can(caller, "config:Update", ctype)
         updated = service.tag(ctype, revision, body.set_tags, body.delete_tags)
         return revision_json(updated, with_data=False)
@@ -164,11 +167,11 @@ def build_router(service: ConfigService, authorizer: Authorizer, on_write: Any) 
     @router.get("/diff", response_model=R.DiffAnswer)
     def diff(
         caller: Caller,
-        config_type: str,
+        config_type: ConfigTypeName,
         first_revision: RevisionQuery = None,
         second_revision: RevisionQuery = None,
     ) -> dict[str, Any]:
-        ctype = ConfigType.parse(config_type)
+        ctype = config_type
         can(caller, "config:Read", ctype)
         return service.diff(ctype, first_revision, second_revision)
 
@@ -184,9 +187,11 @@ def build_router(service: ConfigService, authorizer: Authorizer, on_write: Any) 
             **(write_json(result) if body.dry_run else written(result)),
         }
 
-    @router.get("/{segment}")
-    def get_type(caller: Caller, segment: str, response: Response, verbose: bool = False) -> Any:
-        ctype = config_type(segment)
+    @router.get("/{segment:config_type}")
+    def get_type(
+        caller: Caller, segment: ConfigTypeName, response: Response, verbose: bool = False
+    ) -> Any:
+        ctype = segment
         can(caller, "config:Read", ctype)
         if verbose and ctype is ConfigType.POOL:
             check_template_reads(authorizer, caller)
@@ -197,15 +202,15 @@ def build_router(service: ConfigService, authorizer: Authorizer, on_write: Any) 
             data = {name: verbose_pool(state, name) for name in data}
         return wire_shape(ctype, data)
 
-    @router.put("/{segment}", response_model=R.WriteAnswer, **LEAN)
-    def put_type(caller: Caller, segment: str, body: WriteBody) -> dict[str, Any]:
-        ctype = config_type(segment)
+    @router.put("/{segment:config_type}", response_model=R.WriteAnswer, **LEAN)
+    def put_type(caller: Caller, segment: ConfigTypeName, body: WriteBody) -> dict[str, Any]:
+        ctype = segment
         can(caller, "config:Update", ctype)
         return written(service.put_document(ctype, _required(body), _meta(caller, body)))
 
-    @router.patch("/{segment}", response_model=R.WriteAnswer, **LEAN)
-    def patch_type(caller: Caller, segment: str, body: WriteBody) -> dict[str, Any]:
-        ctype = config_type(segment)
+    @router.patch("/{segment:config_type}", response_model=R.WriteAnswer, **LEAN)
+    def patch_type(caller: Caller, segment: ConfigTypeName, body: PatchBody) -> dict[str, Any]:
+        ctype = segment
         can(caller, "config:Update", ctype)
         if not ctype.spec.singleton:
             raise UserError(
@@ -213,11 +218,15 @@ def build_router(service: ConfigService, authorizer: Authorizer, on_write: Any) 
             )
         return written(service.patch(ctype, None, _required(body), _meta(caller, body)))
 
-    @router.get("/{segment}/{name}")
+    @router.get("/{segment:config_type}/{name}")
     def get_item(
-        caller: Caller, segment: str, name: str, response: Response, verbose: bool = False
+        caller: Caller,
+        segment: ConfigTypeName,
+        name: str,
+        response: Response,
+        verbose: bool = False,
     ) -> Any:
-        ctype = config_type(segment)
+        ctype = segment
         can(caller, "config:Read", ctype)
         if verbose and ctype is ConfigType.POOL:
             check_template_reads(authorizer, caller)
@@ -228,15 +237,19 @@ def build_router(service: ConfigService, authorizer: Authorizer, on_write: Any) 
             return verbose_pool(service.state(), name)
         return item
 
-    @router.put("/{segment}/{name}", response_model=R.WriteAnswer, **LEAN)
-    def put_item(caller: Caller, segment: str, name: str, body: WriteBody) -> dict[str, Any]:
-        ctype = config_type(segment)
+    @router.put("/{segment:config_type}/{name}", response_model=R.WriteAnswer, **LEAN)
+    def put_item(
+        caller: Caller, segment: ConfigTypeName, name: str, body: WriteBody
+    ) -> dict[str, Any]:
+        ctype = segment
         can(caller, "config:Update", ctype)
         return written(service.put_item(ctype, name, _required(body), _meta(caller, body)))
 
-    @router.patch("/{segment}/{name}", response_model=R.WriteAnswer, **LEAN)
-    def patch_item(caller: Caller, segment: str, name: str, body: WriteBody) -> dict[str, Any]:
-        ctype = config_type(segment)
+    @router.patch("/{segment:config_type}/{name}", response_model=R.WriteAnswer, **LEAN)
+    def patch_item(
+        caller: Caller, segment: ConfigTypeName, name: str, body: PatchBody
+    ) -> dict[str, Any]:
+        ctype = segment
         can(caller, "config:Update", ctype)
         return written(service.patch(ctype, name, _required(body), _meta(caller, body)))
 
@@ -248,14 +261,14 @@ def build_router(service: ConfigService, authorizer: Authorizer, on_write: Any) 
             service.patch(ConfigType.BACKEND, name, _required(body), _meta(caller, body))
         )
 
-    @router.delete("/{segment}/{name}", response_model=R.WriteAnswer, **LEAN)
+    @router.delete("/{segment:config_type}/{name}", response_model=R.WriteAnswer, **LEAN)
     def delete_item(
         caller: Caller,
-        segment: str,
+        segment: ConfigTypeName,
         name: str,
         body: Annotated[DeleteBody | None, Body()] = None,
     ) -> dict[str, Any]:
-        ctype = config_type(segment)
+        ctype = segment
         can(caller, "config:Update", ctype)
         meta = _meta(caller, body or DeleteBody())
         return written(service.delete_item(ctype, name, meta))

@@ -10,6 +10,7 @@ limit). Every non-public route requires a bearer token.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from fastapi import FastAPI
@@ -46,8 +47,26 @@ def corral_openapi(app: FastAPI) -> dict[str, Any]:
         for path, operations in schema.get("paths", {}).items():
             for method, operation in operations.items():
                 _declare_errors(operation, method, public=path in PUBLIC_PATHS)
+        _share(schema["paths"], "/api/configs/{segment}/{name}", BACKEND_ITEM, "segment")
         app.openapi_schema = schema
     return app.openapi_schema
+
+
+#: OSMO's backend update path, which a URL of a backend item matches before the generic item
+#: path (a concrete segment wins in OpenAPI): it must document the generic item's methods too.
+BACKEND_ITEM = "/api/configs/backend/{name}"
+
+
+def _share(paths: dict[str, Any], generic: str, specific: str, fixed: str) -> None:
+    """Give ``specific`` every method of ``generic`` it lacks, without the ``fixed``
+    parameter (which the specific path's concrete segment gives)."""
+    for method, operation in paths.get(generic, {}).items():
+        if method in paths[specific]:
+            continue
+        shared = copy.deepcopy(operation)
+        shared["parameters"] = [p for p in shared.get("parameters", []) if p["name"] != fixed]
+        shared["operationId"] = f"{operation['operationId']}_{specific.split('/')[3]}"
+        paths[specific][method] = shared
 
 
 def _declare_errors(operation: dict[str, Any], method: str, *, public: bool) -> None:

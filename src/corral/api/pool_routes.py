@@ -5,16 +5,30 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
+from pydantic import AfterValidator, WithJsonSchema
 
 from corral.api import responses as R
 from corral.api.auth import Authorizer
 from corral.api.config_routes import Caller, check_template_reads
 from corral.domain.configs.models import Pool
 from corral.domain.platform.render import pool_topology
-from corral.domain.platform.variables import parse_set_values
+from corral.domain.platform.variables import SET_PATTERN, parse_set_values
 from corral.domain.views.pool_quota import status_of
 from corral.services import sandbox
 from corral.services.config_service import ConfigService
+
+
+def _assignment(text: str) -> str:
+    parse_set_values([text])  # raises the message naming the form
+    return text
+
+
+#: ``NAME=VALUE``, declared by its pattern and checked with ``--set``'s own message.
+SetValue = Annotated[
+    str,
+    AfterValidator(_assignment),
+    WithJsonSchema({"type": "string", "pattern": SET_PATTERN}),
+]
 
 
 def build_pool_router(service: ConfigService, authorizer: Authorizer) -> APIRouter:
@@ -33,7 +47,7 @@ def build_pool_router(service: ConfigService, authorizer: Authorizer) -> APIRout
         caller: Caller,
         pool: str,
         platform: str | None = None,
-        set: Annotated[list[str], Query()] = [],  # noqa: B006 - FastAPI query list
+        set: Annotated[list[SetValue], Query()] = [],  # noqa: B006 - FastAPI query list
     ) -> dict[str, Any]:
         """The platform's merged, rendered pod template with provenance, defaults, rules and
         group templates; ``set=NAME=VALUE`` (repeatable) overrides variables."""

@@ -2,13 +2,74 @@
 
 from __future__ import annotations
 
+import re
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import Path, Query
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
+from starlette.convertors import Convertor, register_url_convertor
 
+from corral.domain.configs.config_type import ConfigType
 from corral.domain.configs.types import reject_unstorable
 from corral.errors import UserError
+
+
+def _iso_time(value: Any) -> Any:
+    """A date and time as ISO 8601 text (UTC where it names no offset), never a number: pydantic
+    would read ``0.5`` as seconds since 1970."""
+    if isinstance(value, datetime):
+        return value
+    text = str(value)
+    if _NUMBER.fullmatch(text.strip()):
+        raise ValueError(f"give a date and time such as 2026-11-27T08:30:00Z, not {text!r}")
+    try:
+        found = datetime.fromisoformat(text.replace("z", "Z"))
+    except ValueError:
+        raise ValueError(
+            f"give a date and time such as 2026-11-27T08:30:00Z, not {text!r}"
+        ) from None
+    return found if found.tzinfo else found.replace(tzinfo=UTC)
+
+
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+#: A moment in a query: ISO 8601 text (declared as an RFC 3339 date-time).
+IsoTime = Annotated[
+    datetime,
+    BeforeValidator(_iso_time),
+    WithJsonSchema({"type": "string", "format": "date-time"}),
+]
+
+#: How the API takes a config type: OSMO's name (``POOL``) or its URL segment (``pool``).
+CONFIG_TYPE_NAMES = [t.value for t in ConfigType] + [t.url_segment for t in ConfigType]
+
+
+def _config_type(text: Any) -> ConfigType:
+    if isinstance(text, ConfigType):
+        return text
+    if text not in CONFIG_TYPE_NAMES:
+        raise ValueError(
+            f"Unknown config type {text!r}. Config types: {', '.join(t.value for t in ConfigType)}"
+        )
+    return ConfigType(str(text).upper())
+
+
+#: A config type named in a path, a query or a body: declared as the enum of its spellings.
+ConfigTypeName = Annotated[
+    ConfigType,
+    BeforeValidator(_config_type),
+    WithJsonSchema({"type": "string", "enum": CONFIG_TYPE_NAMES}),
+]
 
 #: Revisions are stored in a 32-bit column: a larger number names no revision (and would make
 #: the database refuse the query).
@@ -31,6 +92,10 @@ class StrictBody(BaseModel):
         return data
 
 
+#: Text a database can store: declared without NUL (``Body`` refuses one, naming the field).
+StoredText = Annotated[str, WithJsonSchema({"type": "string", "pattern": "^[^\\u0000]*$"})]
+
+
 class Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -44,41 +109,95 @@ class Body(BaseModel):
         return value
 
 
-class WriteBody(Body):
-    """PUT/PATCH body. OSMO sends ``configs`` (PUT) or ``configs_dict`` (PATCH, bulk rules)."""
+#: A config document in a body: any JSON value but null (its type's checks say the rest).
+_DOCUMENT = {"anyOf": [{"type": t} for t in ("object", "array", "string", "number", "boolean")]}
 
-    configs: Any = None
-    configs_dict: Any = None
-    description: str | None = None
-    tags: list[str] = []
+
+class WriteBody(Body):
+    """PUT/PATCH body. OSMO sends ``configs`` (PUT) or ``configs_dict`` (PATCH, bulk rules);
+    one of them is required."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"anyOf": [{"required": ["configs"]}, {"required": ["configs_dict"]}]},
+    )
+
+    configs: Annotated[Any, WithJsonSchema(_DOCUMENT)] = None
+    configs_dict: Annotated[Any, WithJsonSchema(_DOCUMENT)] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_null_document(cls, data: Any) -> Any:
+        for key in ("configs", "configs_dict"):
+            if isinstance(data, dict) and key in data and data[key] is None:
+                raise UserError("give a config document, not null", path=(key,))
+        return data
+
+    description: StoredText | None = None
+    tags: list[StoredText] = []
     base_revision: BaseRevision = None
 
     def document(self) -> Any:
         return self.configs if self.configs is not None else self.configs_dict
 
 
+class PatchBody(WriteBody):
+    """PATCH body: the patch is a JSON object (OSMO's strategic merge)."""
+
+    configs: Annotated[Any, WithJsonSchema({"type": "object"})] = None
+    configs_dict: Annotated[Any, WithJsonSchema({"type": "object"})] = None
+
+
 class DeleteBody(Body):
-    description: str | None = None
-    tags: list[str] = []
+    description: StoredText | None = None
+    tags: list[StoredText] = []
     base_revision: BaseRevision = None
-    force: bool = False
+    force: StrictBool = False
 
 
 class RollbackBody(Body):
-    config_type: str
+    config_type: ConfigTypeName
     revision: int = Field(gt=0, le=REVISION_MAX)
-    description: str | None = None
-    tags: list[str] = []
+    description: StoredText | None = None
+    tags: list[StoredText] = []
     base_revision: BaseRevision = None
 
 
 class TagsBody(Body):
-    set_tags: list[str] = []
-    delete_tags: list[str] = []
+    """At least one tag to set or to delete."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "anyOf": [
+                {"required": [key], "properties": {key: {"minItems": 1}}}
+                for key in ("set_tags", "delete_tags")
+            ]
+        },
+    )
+
+    set_tags: list[StoredText] = []
+    delete_tags: list[StoredText] = []
 
 
 class ApplyBody(Body):
     bundle: dict[str, Any]
-    dry_run: bool = False
-    description: str | None = None
-    tags: list[str] = []
+    dry_run: StrictBool = False
+    description: StoredText | None = None
+    tags: list[StoredText] = []
+
+
+class ConfigTypeConvertor(Convertor[ConfigType]):
+    """``{segment:config_type}`` in a route's path: only a config type's name matches, so
+    ``/api/configs/apply`` is never taken for a type (a wrong method there is a 405)."""
+
+    regex = "|".join(CONFIG_TYPE_NAMES)
+
+    def convert(self, value: str) -> ConfigType:
+        return _config_type(value)
+
+    def to_string(self, value: ConfigType) -> str:
+        return value.url_segment
+
+
+register_url_convertor("config_type", ConfigTypeConvertor())

@@ -19,7 +19,8 @@ from corral.api import responses as R
 from corral.api.auth import ADMIN_ONLY, Authorizer, Principal
 from corral.api.config_routes import Caller
 from corral.api.schemas import StrictBody
-from corral.errors import ForbiddenError, UserError
+from corral.domain.formats.names import CONFIG_NAME_PATTERN, MAX_NAME_LENGTH
+from corral.errors import ConflictError, ForbiddenError, UserError
 from corral.services.config_service import ConfigService
 from corral.store.tokens import TokenStore
 from corral.store.users import User, UserStore
@@ -27,15 +28,19 @@ from corral.store.users import User, UserStore
 USERNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,255}$")
 
 
+#: A role or pool named in a body: a config item's name.
+ItemName = Annotated[str, Field(pattern=CONFIG_NAME_PATTERN, max_length=MAX_NAME_LENGTH)]
+
+
 class NewUser(StrictBody):
-    username: str
-    roles: list[str] = Field(default_factory=list)
-    default_pool: str | None = None
+    username: Annotated[str, Field(json_schema_extra={"pattern": USERNAME.pattern})]
+    roles: list[ItemName] = Field(default_factory=list)
+    default_pool: ItemName | None = None
 
     @field_validator("username")
     @classmethod
     def _name(cls, value: str) -> str:
-        if not USERNAME.match(value):
+        if not USERNAME.fullmatch(value):
             raise ValueError(
                 "a username is 1-256 letters, digits and . _ @ + -, starting with a letter or digit"
             )
@@ -43,7 +48,7 @@ class NewUser(StrictBody):
 
 
 class RolesBody(StrictBody):
-    roles: list[str]
+    roles: list[ItemName]
 
 
 class TokenBody(StrictBody):
@@ -51,7 +56,7 @@ class TokenBody(StrictBody):
 
 
 class ProfileBody(StrictBody):
-    default_pool: str | None
+    default_pool: ItemName | None
 
 
 def build_user_router(
@@ -66,7 +71,7 @@ def build_user_router(
         defined = {role.name for role in service.state().roles}
         for name in names:
             if name not in defined:
-                raise UserError(
+                raise ConflictError(  # a body naming what does not exist (yet): the URL is fine
                     f"Role {name} does not exist; define it first (corral config set ROLE ...).",
                     path=("roles",),
                 )
@@ -74,7 +79,7 @@ def build_user_router(
 
     def existing_pool(name: str | None) -> str | None:
         if name is not None and name not in service.state().pool_names():
-            raise UserError(f"Pool {name} does not exist.", path=("default_pool",))
+            raise ConflictError(f"Pool {name} does not exist.", path=("default_pool",))
         return name
 
     # ---------------------------------------------------------------------- sessions

@@ -48,6 +48,7 @@ IdempotencyKeyHeader = Annotated[
     str | None,
     Header(
         alias="Idempotency-Key",
+        json_schema_extra={"pattern": "^[!-~]{1,256}$"},  # checked with its own message
         description="A key the client makes for one submission (a UUID) and sends again with "
         "every retry of it: a retry answers the workflow the first one made.",
     ),

@@ -233,7 +233,10 @@ class ConfigService:
 
     def delete_item(self, ctype: ConfigType, name: str, meta: WriteMeta) -> WriteResult:
         if ctype.spec.singleton:
-            raise UserError(f"{ctype.value} cannot be deleted; update it instead")
+            raise NotFoundError(
+                f"{ctype.value} is one config, not a list of named items: it cannot be "
+                f"deleted; update it at /api/configs/{ctype.url_segment}"
+            )
 
         def without(current: Mapping[str, Any]) -> dict[str, Any]:
             if name not in current:
@@ -259,7 +262,7 @@ class ConfigService:
                 f"No config history entry found for type {ctype.value} at revision {revision}"
             )
         if target.deleted_at is not None:
-            raise UserError(
+            raise ConflictError(
                 f"Cannot roll back to revision {revision} for config type {ctype.value} as it "
                 f"was deleted by {target.deleted_by}"
             )
@@ -273,7 +276,12 @@ class ConfigService:
             gone = {name: None for name in current if name not in wanted}
             return {**gone, **wanted}
 
-        return self._commit_one(ctype, back, meta, description, located)
+        try:
+            return self._commit_one(ctype, back, meta, description, located)
+        except UserError as err:  # the revision is fine; today's configs conflict with it
+            raise ConflictError(
+                f"Cannot roll back {ctype.value} to r{revision}: {err.to_dict()['message']}"
+            ) from None
 
     def apply(self, bundle: Any, meta: WriteMeta, *, dry_run: bool) -> WriteResult:
         """Upsert every item of a bundle atomically (one revision per changed type)."""
@@ -321,7 +329,7 @@ class ConfigService:
     def delete_revision(self, ctype: ConfigType, revision: int, username: str) -> None:
         target = self.revision(ctype, revision)
         if target.revision == self.snapshot(ctype)[1]:
-            raise UserError(
+            raise ConflictError(
                 f"Cannot delete the current revision {revision} for config type {ctype.value}"
             )
         self._store.set_deleted(ctype, revision, username)
@@ -465,7 +473,7 @@ def _located(problem: references.Problem, pending: Mapping[ConfigType, _Pending]
 def _refuse_if_referenced(state: Configs, ctype: ConfigType, name: str) -> None:
     users = state.referrers(ctype, name)
     if users:
-        raise UserError(
+        raise ConflictError(
             f"{ctype.spec.label} {name} is used in pools {', '.join(users)}; remove it from "
             "those pools first."
         )

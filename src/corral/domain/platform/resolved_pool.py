@@ -18,7 +18,7 @@ from corral.domain.platform.resource_rules import NamedRule
 from corral.domain.platform.security import default_mounts
 from corral.domain.platform.template_merge import MergedTemplate, merge, merge_into
 from corral.domain.platform.variables import default_variables
-from corral.errors import UserError
+from corral.errors import ConflictError, NotFoundError, UserError
 
 
 @dataclass(frozen=True)
@@ -98,12 +98,12 @@ def platform_name_of(pool_name: str, pool: Pool, platform: str | None) -> str:
     """``platform``, else the pool's default platform; it must exist in the pool."""
     chosen = platform or pool.default_platform
     if not chosen:
-        raise UserError(
+        raise ConflictError(
             f"Pool {pool_name} has no default platform; name one of its platforms "
             f"({', '.join(pool.platforms) or 'none defined'})"
         )
     if chosen not in pool.platforms:
-        raise UserError(
+        raise NotFoundError(
             f"Platform {chosen} does not exist in pool {pool_name}! Its platforms: "
             f"{', '.join(pool.platforms) or 'none'}"
         )

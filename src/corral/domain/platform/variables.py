@@ -161,13 +161,17 @@ def identity_variables(group: GroupIdentity, task: TaskIdentity) -> dict[str, An
     return variables
 
 
+#: A variable's name in ``--set NAME=VALUE`` (the API declares ``SET_PATTERN``).
+_VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+SET_PATTERN = "^[A-Za-z_][A-Za-z0-9_]*="
+
+
 def parse_set_values(assignments: Sequence[str]) -> dict[str, Any]:
     """``NAME=VALUE`` pairs (``--set``); integers and decimals become numbers."""
     values: dict[str, Any] = {}
     for assignment in assignments:
         name, sep, text = assignment.partition("=")
-        name = name.strip()
-        if not sep or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name):
+        if not sep or not _VARIABLE_NAME.fullmatch(name):
             raise UserError(
                 f"--set {assignment!r} must look like NAME=VALUE, NAME being a variable name "
                 "(letters, digits, '_')"
