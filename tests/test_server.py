@@ -223,3 +223,30 @@ def test_a_port_in_use_is_named_before_the_database_is_touched(tmp_path: Path) -
         f"it, or choose another port: --port {port + 1}.\n",
     )
     assert not (tmp_path / "data").exists()
+
+
+def test_the_cli_finds_the_one_server_the_credentials_name_and_the_banner_never_wraps(
+    tmp_path: Path,
+) -> None:
+    """Started on another port with a long data directory: every banner line is whole, one
+    says how to point another shell at the server, and the CLI finds it without CORRAL_URL."""
+    home = tmp_path / ("a-rather-long-directory-name-" * 4)
+    home.mkdir()
+    server = start_server(home, "--demo")
+    try:
+        lines = (home / "server.log").read_text().splitlines()
+        database = home / "data" / "corral.db"
+        assert f"corral listening on {server.url} (database: SQLite in {database})" in lines
+        assert f"  export CORRAL_URL={server.url}" in lines
+        env = {k: v for k, v in server.env.items() if k != "CORRAL_URL"}
+        found = subprocess.run(
+            [sys.executable, "-m", "corral", "pool", "list", "--format", "json"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        assert found.returncode == 0, found.stderr
+        assert json.loads(found.stdout)["node_sets"]
+    finally:
+        server.stop()

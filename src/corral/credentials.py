@@ -32,6 +32,27 @@ def server_key(url: str) -> str:
     return f"{parts.scheme or 'http'}://{host}:{port}"
 
 
+def known_servers() -> list[str]:
+    """The servers the credentials file holds a token for (by their key), in its order."""
+    try:
+        data = json.loads(credentials_file().read_text())
+    except (OSError, ValueError):
+        return []
+    servers = data.get("servers") if isinstance(data, dict) else None
+    return [str(key) for key in servers] if isinstance(servers, dict) else []
+
+
+def server_url() -> str:
+    """The server the CLI talks to: ``CORRAL_URL``; else the one server the credentials file
+    names (a server started with ``--port 9000`` on this machine wrote it there); else
+    :data:`DEFAULT_URL`."""
+    configured = os.environ.get("CORRAL_URL")
+    if configured:
+        return configured.rstrip("/")
+    known = known_servers()
+    return known[0] if len(known) == 1 else DEFAULT_URL
+
+
 def read_token(url: str) -> str | None:
     try:
         data = json.loads(credentials_file().read_text())

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from corral.credentials import DEFAULT_URL, credentials_file, read_token
+from corral.credentials import credentials_file, known_servers, read_token, server_url
 
 #: How often the CLI sends a submission in all, waiting RETRY_SECONDS x attempt in between.
 SUBMIT_ATTEMPTS = 4
@@ -35,10 +35,6 @@ class ApiError(Exception):
     def path(self) -> list[str | int]:
         path = self.body.get("path")
         return list(path) if isinstance(path, list) else []
-
-
-def server_url() -> str:
-    return os.environ.get("CORRAL_URL", DEFAULT_URL).rstrip("/")
 
 
 def url_problem(url: str) -> str | None:
@@ -126,11 +122,13 @@ class Client:
         return response
 
     def _unreachable(self, err: httpx.HTTPError) -> ApiError:
+        others = [url for url in known_servers() if url != self.url]
+        known = f" The credentials file also knows {', '.join(others)}." if others else ""
         return ApiError(
             0,
             {
                 "message": f"cannot reach corral at {self.url}: {err}. Is `corral server` "
-                "running? Set CORRAL_URL to point elsewhere."
+                f"running? Set CORRAL_URL to point elsewhere.{known}"
             },
         )
 

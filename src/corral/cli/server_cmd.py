@@ -73,7 +73,7 @@ def _listen_or_exit(host: str, port: int) -> socket.socket:
         else:
             reason = f"cannot listen on {host}:{port}: {err.strerror or err}"
             hint = "check --host (an address of this machine, or 0.0.0.0) and --port"
-        console.print(f"[red]error:[/] {escape(reason)}; {escape(hint)}.")
+        console.print(f"[red]error:[/] {escape(reason)}; {escape(hint)}.", soft_wrap=True)
         raise typer.Exit(1) from None
 
 
@@ -116,6 +116,31 @@ def _start_controller(runtime: Runtime, settings: ControllerSettings) -> Callabl
         thread.join(timeout=STOP_TIMEOUT_SECONDS)
 
     return stop_thread
+
+
+def say(text: str) -> None:
+    """One line of the start banner, never wrapped: a path or token must stay whole to be
+    copied."""
+    console.print(text, soft_wrap=True, highlight=False, markup=False)
+
+
+def print_banner(address: str, database_url: str, token_file: Path | None) -> None:
+    """Where the server listens, which database it uses, where the admin token is, and the
+    line that points another shell's CLI at it."""
+    reachable = server_key(address)  # 0.0.0.0 is reached at 127.0.0.1
+    if database_url.startswith("postgresql"):
+        database = "PostgreSQL"
+    else:
+        database = "SQLite in " + database_url.split("///", 1)[-1]
+    say(f"corral listening on {address} (database: {database})")
+    if token_file:
+        say(f"Admin token written to {token_file} (mode 0600); the CLI finds it there.")
+    say(
+        f"Dashboard: {reachable}/ui (log in with an API token: the admin token is in "
+        f"{credentials_file()})"
+    )
+    say("Point the CLI at this server from another shell with:")
+    say(f"  export CORRAL_URL={reachable}")
 
 
 def _given_database_url(ctx: typer.Context, flag: str | None, file: Path | None) -> str | None:
@@ -165,7 +190,7 @@ def _read_url_file(file: Path) -> str:
 
 
 def _exit_with(reason: str) -> NoReturn:
-    console.print(f"[red]error:[/] {escape(reason)}.", highlight=False)
+    console.print(f"[red]error:[/] {escape(reason)}.", highlight=False, soft_wrap=True)
     raise typer.Exit(2)
 
 
@@ -179,7 +204,7 @@ def _open_or_exit(url: str, cluster_file: Path | None, work_dir: Path, data_dir:
     try:
         cluster = read_cluster(cluster_file or example_cluster_file())
     except CorralError as err:
-        console.print(f"[red]error:[/] {escape(err.message)}", highlight=False)
+        console.print(f"[red]error:[/] {escape(err.message)}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
 
     scheme = url.split(":", 1)[0].split("+", 1)[0]
@@ -357,17 +382,10 @@ def server(
     if demo:
         result = load_examples(runtime, examples_directory())
         loaded = ", ".join(f"{r.config_type.value} r{r.revision}" for r in result.revisions)
-        console.print(f"Example configs loaded ({loaded or 'already up to date'}).")
+        say(f"Example configs loaded ({loaded or 'already up to date'}).")
     address = f"http://{host}:{port}"
     written = ensure_admin_token(runtime, address)
-    where = "PostgreSQL" if url.startswith("postgresql") else "SQLite in " + url.split("///", 1)[-1]
-    console.print(f"corral listening on [bold]{address}[/] (database: {where})")
-    if written:
-        console.print(f"Admin token written to {written} (mode 0600); the CLI finds it there.")
-    console.print(
-        f"Dashboard: [bold]{address}/ui[/] (log in with an API token: the admin token is in "
-        f"{credentials_file()})"
-    )
+    print_banner(address, url, written)
     auth = AuthSettings.from_env(directory)
     if oidc_issuer:
         username_claim = auth.oidc.username_claim if auth.oidc else None
@@ -375,7 +393,7 @@ def server(
             oidc_issuer, oidc_audience, oidc_jwks_url, oidc_groups_claim, username_claim
         )
         auth = dataclasses.replace(auth, oidc=oidc)
-        console.print(f"Trusting tokens of the OIDC issuer {oidc_issuer}.")
+        say(f"Trusting tokens of the OIDC issuer {oidc_issuer}.")
     controller = _start_controller(
         runtime,
         ControllerSettings(
