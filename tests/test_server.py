@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import stat
 import subprocess
@@ -250,3 +251,40 @@ def test_the_cli_finds_the_one_server_the_credentials_name_and_the_banner_never_
         assert json.loads(found.stdout)["node_sets"]
     finally:
         server.stop()
+
+
+def test_the_start_script_says_what_it_installs_and_skips_it_once_done(tmp_path: Path) -> None:
+    """``scripts/start`` in a checkout whose .venv holds stand-ins for python and corral: the
+    first start says it installs before it does; the next one starts at once."""
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(REPO / "scripts" / "start", tmp_path / "scripts" / "start")
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    bin_dir = tmp_path / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    for name, line in (("python", 'echo "python $*"'), ("corral", 'echo "corral $*"')):
+        (bin_dir / name).write_text(f"#!/bin/sh\n{line}\n")
+        (bin_dir / name).chmod(0o755)
+    runs = [
+        subprocess.run(
+            [str(tmp_path / "scripts" / "start"), "--port", "9000"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=30,
+        )
+        for _ in range(2)
+    ]
+    starting = "== starting corral server --demo --port 9000"
+    first = runs[0].stdout.splitlines()
+    assert first[:5] == [
+        "== installing corral and its dependencies into .venv (the first time takes about a "
+        "minute)",
+        "python -m pip install --quiet --upgrade pip",
+        "python -m pip install --quiet -e .",
+        "== installed",
+        starting,
+    ]
+    assert first[-1] == "corral server --demo --port 9000"
+    second = runs[1].stdout.splitlines()
+    assert second[0] == starting
+    assert not any("install" in line for line in second)
