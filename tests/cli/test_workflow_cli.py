@@ -60,7 +60,7 @@ def test_submit_query_and_list(live_server: LiveServer) -> None:
     assert submitted.splitlines() == [
         "Workflow submit successful.",
         "Workflow ID        - one-zone-two-cliques-1",
-        f"Workflow Overview  - {live_server.url}/api/workflow/one-zone-two-cliques-1",
+        f"Workflow Overview  - {live_server.url}/ui/workflows/one-zone-two-cliques-1",
     ]
     query, query_json, listed, validated = together(
         live_server,

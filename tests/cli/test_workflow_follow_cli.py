@@ -130,14 +130,15 @@ def test_query_explain_and_logs_of_a_failed_workflow(
     )
     text = succeeded(query)
     head = text.split("\n\n")[0].splitlines()
-    assert head[0:4] == [
+    assert head[0:5] == [
         "Workflow ID : simulate-then-train-1",
+        f"Dashboard   : {live_server.url}/ui/workflows/simulate-then-train-1",
         "Status      : FAILED",
         "Pool        : heterogeneous_pool",
         "Priority    : NORMAL",
     ]
-    assert head[4].startswith("Submitted by: admin at ")
-    assert head[5:] == [
+    assert head[5].startswith("Submitted by: admin at ")
+    assert head[6:] == [
         f"Started     : {shown(1)}",
         f"Ended       : {shown(9)}",
         "Message     : train failed",
@@ -221,7 +222,7 @@ def test_query_shows_the_domain_of_a_placed_group(
         },
     )
     text = succeeded(live_server.cli("workflow", "query", wf))
-    assert table_row(text, "group1", "COMPLETED", CLIQUE, "-")
+    assert table_row(text, "group1", "COMPLETED", "clique-zone-a-s0-r1", "-")
     assert table_row(text, "model1-shard4", "group1", "COMPLETED", "gb200-n4", "0", "0", "-", "-")
 
 
@@ -264,8 +265,9 @@ def column_cells(text: str, header: str) -> list[str]:
 def test_query_fits_a_narrow_terminal_by_wrapping_and_is_whole_when_piped(
     live_server: LiveServer, store: WorkflowStore
 ) -> None:
-    """At 80 columns the clique domain wraps inside its cell, never cut short; piped without
-    COLUMNS, every table line is as long as its content."""
+    """At 80 columns the table fits, the domain shown as its finest level's value (the whole
+    dotted path is in the JSON); piped without COLUMNS, every table line is as long as its
+    content."""
     wf = submit(live_server, "nvl72-single-rack.yaml", "nvl72")
     advance(
         store,
@@ -276,7 +278,7 @@ def test_query_fits_a_narrow_terminal_by_wrapping_and_is_whole_when_piped(
     )
     narrow = succeeded(live_server.cli("workflow", "query", wf, extra_env={"COLUMNS": "80"}))
     assert max(len(line) for line in narrow.splitlines()) <= 80
-    assert "".join(column_cells(narrow, "Domain")) == CLIQUE
+    assert "".join(column_cells(narrow, "Domain")) == CLIQUE.rsplit(".", 1)[-1]  # the leaf
     piped_env = {k: v for k, v in live_server.env.items() if k != "COLUMNS"}
     piped = subprocess.run(
         [sys.executable, "-m", "corral", "workflow", "query", wf],
@@ -286,4 +288,6 @@ def test_query_fits_a_narrow_terminal_by_wrapping_and_is_whole_when_piped(
         timeout=60,
     )
     assert piped.returncode == 0, piped.stderr
-    assert table_row(piped.stdout, "group1", "RUNNING", CLIQUE, "-")
+    assert table_row(piped.stdout, "group1", "RUNNING", "clique-zone-a-s0-r1", "-")
+    as_json = json.loads(succeeded(live_server.cli("workflow", "query", wf, "--format", "json")))
+    assert as_json["groups"][0]["domains"] == {"": CLIQUE}  # the whole path

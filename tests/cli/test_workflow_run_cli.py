@@ -76,7 +76,7 @@ def test_a_two_group_workflow_runs_as_local_processes(
         "Workflow restart successful.\n"
         "Workflow ID        - hello-2\n"
         "Restarted from     - hello-1\n"
-        f"Workflow Overview  - {live_server.url}/api/workflow/hello-2\n"
+        f"Workflow Overview  - {live_server.url}/ui/workflows/hello-2\n"
     )
     again = wait_for_end(live_server, "hello-2")
     assert [g["name"] for g in again["groups"]] == ["second"]  # type: ignore[attr-defined]

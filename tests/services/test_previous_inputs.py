@@ -40,7 +40,9 @@ def test_inputs_from_earlier_workflows_must_exist_and_have_finished(world: World
     assert world.submit(consumer(f"{producer}:t")) == "consumer-1"
 
 
-def test_an_input_from_a_workflow_the_submitter_may_not_read_is_refused_as_missing(world: World) -> None:
+def test_an_input_from_a_workflow_the_submitter_may_not_read_is_refused_as_missing(
+    world: World,
+) -> None:
     producer = world.submit(workflow_yaml([{"name": "g", "tasks": [task("t", seconds=2)]}]))
     world.finish(producer)
     api = world.api

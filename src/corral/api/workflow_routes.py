@@ -7,8 +7,9 @@ import dataclasses
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Annotated, Any
+from urllib.parse import quote
 
-from fastapi import APIRouter, Header, Query, Response
+from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import PlainTextResponse
 from pydantic import Field
 from starlette.concurrency import run_in_threadpool
@@ -100,6 +101,7 @@ def build_workflow_router(
         pool: str,
         body: TemplateSpec,
         response: Response,
+        http: Request,
         idempotency_key: IdempotencyKeyHeader = None,
         dry_run: bool = False,
         validation_only: bool = False,
@@ -127,7 +129,7 @@ def build_workflow_router(
         outcome = await run_in_threadpool(
             submissions.submit, submitter(caller), request, mode, idempotency_key
         )
-        return _submitted(outcome, mode, response)
+        return _submitted(outcome, mode, response, http)
 
     @router.post(
         "/api/pool/{pool}/workflow/{workflow_id}/restart",
@@ -139,6 +141,7 @@ def build_workflow_router(
         pool: str,
         workflow_id: str,
         response: Response,
+        http: Request,
         idempotency_key: IdempotencyKeyHeader = None,
         dry_run: bool = False,
         validation_only: bool = False,
@@ -147,7 +150,7 @@ def build_workflow_router(
         ``pool``; inputs from its completed groups are read from ``workflow_id``."""
         mode = Mode.DRY_RUN if dry_run else Mode.VALIDATE if validation_only else Mode.SUBMIT
         outcome = submissions.restart(submitter(caller), workflow_id, pool, mode, idempotency_key)
-        return {**_submitted(outcome, mode, response), "restarted_from": workflow_id}
+        return {**_submitted(outcome, mode, response, http), "restarted_from": workflow_id}
 
     @router.get("/api/workflow", response_model=R.WorkflowList)
     def list_workflows(
@@ -233,7 +236,14 @@ def build_workflow_router(
     return router
 
 
-def _submitted(outcome: SubmitOutcome, mode: Mode, response: Response) -> dict[str, Any]:
+def dashboard_page(request: Request, workflow_id: str) -> str:
+    """The workflow's page in the dashboard, at the address the request reached."""
+    return f"{str(request.base_url).rstrip('/')}/ui/workflows/{quote(workflow_id, safe='')}"
+
+
+def _submitted(
+    outcome: SubmitOutcome, mode: Mode, response: Response, request: Request
+) -> dict[str, Any]:
     """OSMO's answer to a submission, a dry run (every object) or a validation."""
     if outcome.replayed:
         response.headers[REPLAYED_HEADER] = "true"
@@ -245,7 +255,7 @@ def _submitted(outcome: SubmitOutcome, mode: Mode, response: Response) -> dict[s
         "name": outcome.workflow_id,
         "overview": f"/api/workflow/{outcome.workflow_id}",
         "logs": "",
-        "dashboard_url": "",
+        "dashboard_url": dashboard_page(request, outcome.workflow_id),
         "warnings": list(outcome.warnings),
     }
 

@@ -86,7 +86,7 @@ def submit(
     else:
         echo("Workflow submit successful.")
         echo(f"Workflow ID        - {found['name']}")
-        echo(f"Workflow Overview  - {client.url}{found['overview']}")
+        echo(f"Workflow Overview  - {dashboard_page(client, found)}")
     print_warnings(found)
 
 
@@ -140,7 +140,7 @@ def restart(
         echo("Workflow restart successful.")
         echo(f"Workflow ID        - {found['name']}")
         echo(f"Restarted from     - {workflow_id}")
-        echo(f"Workflow Overview  - {client.url}{found['overview']}")
+        echo(f"Workflow Overview  - {dashboard_page(client, found)}")
 
 
 @app.command()
@@ -153,11 +153,12 @@ def query(
     output: FormatOption = OutputFormat.text,
 ) -> None:
     """Show a workflow: its status, groups and tasks."""
-    found = Client().get(f"/api/workflow/{quote(workflow_id, safe='')}", verbose=verbose or None)
+    client = Client()
+    found = client.get(f"/api/workflow/{quote(workflow_id, safe='')}", verbose=verbose or None)
     if output is OutputFormat.json:
         print_json(found)
         return
-    print_workflow(found)
+    print_workflow(found, client)
     if verbose:
         for group in found["groups"]:
             echo()
@@ -246,9 +247,16 @@ def _path(workflow_id: str) -> str:
     return f"/api/workflow/{quote(workflow_id, safe='')}"
 
 
-def print_workflow(found: dict[str, Any]) -> None:
+def dashboard_page(client: Client, found: dict[str, Any]) -> str:
+    """The workflow's page in the dashboard (what the server says, else at the CLI's URL)."""
+    given = found.get("dashboard_url")
+    return str(given) if given else f"{client.url}/ui/workflows/{quote(found['name'], safe='')}"
+
+
+def print_workflow(found: dict[str, Any], client: Client) -> None:
     """The workflow's header, its groups (status, domain) and its tasks (where, how, when)."""
     echo(f"Workflow ID : {found['name']}")
+    echo(f"Dashboard   : {dashboard_page(client, found)}")
     echo(f"Status      : {found['status']}")
     echo(f"Pool        : {found['pool']}")
     echo(f"Priority    : {found['priority']}")
@@ -293,9 +301,16 @@ def print_workflow(found: dict[str, Any]) -> None:
 
 
 def domain_text(domains: dict[str, str]) -> str:
-    """The group's own domain, then each subgroup's (``set: domain``); ``-`` before placement."""
-    own = [domains[""]] if domains.get("") else []
-    return ", ".join(own + [f"{name}: {domains[name]}" for name in domains if name]) or "-"
+    """The group's own domain, then each subgroup's (``set: domain``); ``-`` before placement.
+    Each is its finest level's value (a domain is the dotted path from the coarsest level:
+    ``--format json`` gives it whole)."""
+    own = [leaf(domains[""])] if domains.get("") else []
+    subgroups = [f"{name}: {leaf(domains[name])}" for name in domains if name]
+    return ", ".join(own + subgroups) or "-"
+
+
+def leaf(domain: str) -> str:
+    return domain.rsplit(".", 1)[-1]
 
 
 def default_pool(client: Client) -> str:
