@@ -59,8 +59,7 @@ def test_pool_quota_on_the_example_cluster(examples: Api) -> None:
             "shared_simulation_training_pool",
             "team-development",
         ],
-        ["my-pool"],
-        ["nvl72", "robotics-training"],
+        ["my-pool", "nvl72", "robotics-training"],
         ["robotics-inference-jetson"],
     ]
     assert usage(idle, "nvl72") == {
@@ -86,13 +85,13 @@ def test_pool_quota_on_the_example_cluster(examples: Api) -> None:
     }
     assert sums == {
         "quota_used": "0",
-        "quota_free": "744",  # each pool's own limit, summed
-        "quota_limit": "744",
+        "quota_free": "1104",  # each pool's own limit, summed
+        "quota_limit": "1104",
         "total_usage": "0",
         "total_capacity": "508",
         "total_free": "508",
     }
-    first = idle["node_sets"][2]["pools"][0]
+    first = idle["node_sets"][1]["pools"][0]
     assert list(first)[:3] == ["name", "description", "status"]
     assert first["platforms"]["gb200"]["host_network_allowed"] is False
 
@@ -161,6 +160,7 @@ def test_resources_listing_and_node_info(examples: Api) -> None:
     assert info["used"]["gpu"] == 4 and info["free"]["gpu"] == 0
     assert [(p["pool"], p["platform"]) for p in info["pools"]] == [
         ("robotics-training", "gb200-platform"),
+        ("my-pool", "gb200"),
         ("nvl72", "gb200"),
     ]
     assert info["allocatable"]["nvidia.com/gpu"] == "4"

@@ -401,9 +401,11 @@ def test_platform_not_in_the_pool(examples: Api) -> None:
 
 def test_a_pool_without_platforms_says_so_and_how_to_fix_it(examples: Api) -> None:
     """Issue 14: it answered "set resources.default.platform to one of: none defined"."""
-    assert rejected(examples, "my-pool", simple(gpu=4)) == (
+    bare = {"backend": "default"}
+    assert examples.call("PUT", "/api/configs/pool/bare", json={"configs": bare})[0] == 200
+    assert rejected(examples, "bare", simple(gpu=4)) == (
         400,
-        "Pool my-pool has no platforms, so no task can run in it. An admin must add one: give "
+        "Pool bare has no platforms, so no task can run in it. An admin must add one: give "
         "the pool a platforms entry (for example platforms: {default: {}}) and set "
         "default_platform to it (docs/configs/pool.md).",
     )

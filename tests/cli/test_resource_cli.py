@@ -18,21 +18,25 @@ from tests.conftest import LiveServer
 JETSON = "robotics-inference-jetson"
 
 POOL_USED = """\
-Pool                        Description                               Status   GPU [#]
-                                                                               Quota Used   Quota Limit   Total Usage   Total Capacity   Maximum   Borrowed   Preempted 24h
-===========================================================================================================================================================================
-my-pool                                                               ONLINE   0            0             0             0                0         0          0
-robotics-inference-jetson   NVIDIA Jetsons pool for model inference   ONLINE   0            4             0             4                4         0          0
-===========================================================================================================================================================================
-                                                                               0            4             0             4                4         0          0
+Pool                        Description                                            Status   GPU [#]
+                                                                                            Quota Used   Quota Limit   Total Usage   Total Capacity   Maximum   Borrowed   Preempted 24h
+========================================================================================================================================================================================
+my-pool                     OSMO's topology example, on the GB200 racks of nvl72   ONLINE   0            360           0             360              360       0          0
+robotics-inference-jetson   NVIDIA Jetsons pool for model inference                ONLINE   0            4             0             4                4         0          0
+========================================================================================================================================================================================
+                                                                                            0            364           0             364              364       0          0
+
+Quota Limit is each pool's guarantee: its HIGH and NORMAL work runs within it. Maximum caps all
+of its work; LOW work (--priority LOW) may borrow idle GPUs above the guarantee, up to the
+maximum (Borrowed). A pool without a guarantee or maximum shows its capacity there.
 """
 POOL_FREE = """\
-Pool                        Description                               Status   GPU [#]
-                                                                               Quota Free   Total Free
-======================================================================================================
-robotics-inference-jetson   NVIDIA Jetsons pool for model inference   ONLINE   4            4
-======================================================================================================
-                                                                               4            4
+Pool                        Status   GPU [#]
+                                     Quota Free   Total Free
+============================================================
+robotics-inference-jetson   ONLINE   4            4
+============================================================
+                                     4            4
 """
 RESOURCES_USED = """\
 Node     Pool                        Platform               Type       Storage [Gi]   CPU [#]   Memory [Gi]   GPU [#]
@@ -94,6 +98,15 @@ def api(server: LiveServer, path: str, **params: Any) -> Any:
 
 def test_pool_list_and_resource_views(live_server: LiveServer) -> None:
     server = live_server
+    admin = {"Authorization": f"Bearer {server.token}"}
+    nowhere = {"spec": {"nodeSelector": {"example.com/rack": "none"}}}
+    pool = {"backend": "default", "default_platform": "x", "platforms": {"x": {}}}
+    pool["common_pod_template"] = ["default_ctrl", "default_user", "nowhere"]
+    pool["common_default_variables"] = {"USER_CPU": 1, "USER_GPU": 0}
+    pool["common_default_variables"] |= {"USER_MEMORY": "1Gi", "USER_STORAGE": "1Gi"}
+    for path, body in (("pod_template/nowhere", nowhere), ("pool/nowhere-pool", pool)):
+        made = httpx.put(f"{server.url}/api/configs/{path}", json={"configs": body}, headers=admin)
+        assert made.status_code == 200, made.text
     (
         used,
         free,
@@ -109,7 +122,7 @@ def test_pool_list_and_resource_views(live_server: LiveServer) -> None:
         info_json,
     ) = together(
         server,
-        ["pool", "list", "-p", JETSON, "--pool", "my-pool"],
+        ["pool", "list", "-p", JETSON, "--pool", "my-pool", "--wide"],
         ["pool", "list", "-p", JETSON, "--mode", "free"],
         ["pool", "list", "-p", JETSON, "--format", "json"],
         ["pool", "list", "-p", "nope", "-p", "other"],
@@ -118,7 +131,7 @@ def test_pool_list_and_resource_views(live_server: LiveServer) -> None:
         ["resource", "list", "--pool", JETSON, "--mode", "free"],
         ["resource", "list", "-p", JETSON, "-pl", "jetson-thor-platform", "--format", "json"],
         ["resource", "list", "-p", "heterogeneous_pool", "-p", "shared_simulation_training_pool"],
-        ["resource", "list", "-p", "my-pool"],
+        ["resource", "list", "-p", "nowhere-pool"],
         ["resource", "info", "thor-0"],
         ["resource", "info", "a100-0", "-p", "heterogeneous_pool", "--format", "json"],
     )

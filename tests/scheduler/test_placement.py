@@ -201,3 +201,17 @@ def test_queue_maximum_keeps_a_group_pending() -> None:
     )
     queues.refund(first.queue, first.gpus)
     assert isinstance(place_group(snapshot, pod_group(1), [pod("r", gpu=4)], queues), Placement)
+
+
+def test_a_group_over_its_pools_guarantee_is_told_how_to_borrow() -> None:
+    """The reason names the pool and what to do (issue 25, item 17), not only the queue."""
+    queue = Queue("osmo-pool-default-nvl72", gpu_guarantee=64, gpu_maximum=72, pool="nvl72")
+    usage = QueueUsage([queue])
+    assert usage.refusal(queue.name, 72) == (
+        "72 GPUs of HIGH and NORMAL work would be over pool nvl72's guarantee of 64 (0 in use); "
+        "submit with --priority LOW to borrow idle GPUs up to its maximum of 72"
+    )
+    assert usage.refusal(queue.name, 72, preemptible=True) is None
+    assert usage.refusal(queue.name, 80, preemptible=True) == (
+        "pool nvl72 would use 80 GPUs, over its maximum of 72 (0 in use)"
+    )

@@ -105,8 +105,8 @@ def test_high_and_normal_work_stays_within_the_guarantee() -> None:
     assert placements.usage.borrowed("q") == 6
     (reason,) = [shape.reason for shape in result.reasons]
     assert reason == (
-        "queue q would run 8 GPUs of HIGH and NORMAL work, over its guarantee of 6 (4 in use); "
-        "LOW work may use more"
+        "8 GPUs of HIGH and NORMAL work would be over queue q's guarantee of 6 (4 in use); "
+        "submit with --priority LOW to borrow idle GPUs beyond it (the pool has no maximum)"
     )
 
 
@@ -169,6 +169,6 @@ def test_pool_queues_follow_the_pool_quota_and_backend_namespace() -> None:
         },
     }
     assert pool_queues(state) == [
-        Queue("osmo-pool-team-p", gpu_guarantee=4, gpu_maximum=16, weight=2),
-        Queue("osmo-pool-default-q", gpu_guarantee=None, gpu_maximum=None, weight=1),
+        Queue("osmo-pool-team-p", gpu_guarantee=4, gpu_maximum=16, weight=2, pool="p"),
+        Queue("osmo-pool-default-q", gpu_guarantee=None, gpu_maximum=None, weight=1, pool="q"),
     ]

@@ -145,13 +145,13 @@ def test_every_page_shows_the_seed_003_placements(
 
     # Overview: the two workflows run, and pool nvl72 uses their 12 trays' 48 GPUs.
     assert int(page.locator("#count-running").inner_text()) >= 2
-    row = page.locator("#pool-gpus tr", has_text="nvl72")
+    row = page.locator('#pool-gpus tr[data-pool="nvl72"]')
     assert row.locator("td").nth(1).inner_text() == "48"
     screenshot(page, "overview", tmp_path)
 
     # Pools: nvl72's used GPUs and its topology keys; the rendered template's provenance.
     page.goto(cluster.server.url + "/ui/pools?pool=nvl72")
-    cells = page.locator("#pools tr", has_text="nvl72").locator("td")
+    cells = page.locator('#pools tr[data-pool="nvl72"]').locator("td")
     assert (
         cells.nth(4).inner_text() == "zone=topology.kubernetes.io/zone \u203a spine="
         "topology.kubernetes.io/spine \u203a rack=topology.kubernetes.io/rack \u203a "

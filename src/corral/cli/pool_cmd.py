@@ -11,6 +11,7 @@ See ``docs/templates.md``.
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from typing import Annotated, Any
@@ -85,6 +86,9 @@ def list_pools(
         typer.Option("--pool", "-p", help="Only this pool (repeat for several)."),
     ] = None,
     mode: ModeOption = Mode.used,
+    wide: Annotated[
+        bool, typer.Option("--wide", "-w", help="Also show each pool's description.")
+    ] = False,
     output: FormatOption = OutputFormat.text,
 ) -> None:
     """GPU quota and usage of the pools you may use, grouped by the nodes they share
@@ -99,7 +103,7 @@ def list_pools(
     if output is OutputFormat.json:
         print_json(found)
     else:
-        print_quota_table(found, mode)
+        print_quota_table(found, mode, wide=wide)
     if missing:
         typer.echo(f"WARNING: {not_found(missing)}; {client.usable_pools_text()}", err=True)
 
@@ -109,9 +113,20 @@ def not_found(names: Sequence[str]) -> str:
     return f"Pool{plural} {', '.join(names)} not found, or not yours to use"
 
 
-def print_quota_table(found: Mapping[str, Any], mode: Mode) -> None:
+NOTE_WIDTH = 96
+#: Under the table: what the quota columns mean (docs/resources.md#pool-list).
+QUOTA_NOTE = (
+    "Quota Limit is each pool's guarantee: its HIGH and NORMAL work runs within it. Maximum "
+    "caps all of its work; LOW work (--priority LOW) may borrow idle GPUs above the guarantee, "
+    "up to the maximum (Borrowed). A pool without a guarantee or maximum shows its capacity "
+    "there."
+)
+
+
+def print_quota_table(found: Mapping[str, Any], mode: Mode, *, wide: bool = False) -> None:
     """OSMO's pool table: a two-line header, one row per pool (the pools of a node set
-    together, the shared capacity marked on all but the first), a separator and the sums."""
+    together, the shared capacity marked on all but the first), a separator and the sums;
+    descriptions only when ``wide`` (they made the table 230 columns wide)."""
     node_sets = found["node_sets"]
     if not any(node_set["pools"] for node_set in node_sets):
         echo("No pools available")
@@ -125,17 +140,23 @@ def print_quota_table(found: Mapping[str, Any], mode: Mode) -> None:
                 str(usage[key]) + (SHARED_SUFFIX if index and key in SHARED_COLUMNS else "")
                 for _, key in columns
             ]
-            rows.append([pool["name"], pool["description"] or "", pool["status"], *cells])
+            described = [pool["description"] or ""] if wide else []
+            rows.append([pool["name"], *described, pool["status"], *cells])
     total = found["resource_sum"]
+    lead = ["Pool", *(["Description"] if wide else []), "Status"]
+    blank = [""] * len(lead)
     lines = columns_text(
         [
-            ["Pool", "Description", "Status", "GPU [#]"] + [""] * (len(columns) - 1),
-            ["", "", "", *(title for title, _ in columns)],
+            [*lead, "GPU [#]"] + [""] * (len(columns) - 1),
+            [*blank, *(title for title, _ in columns)],
         ],
         rows,
-        ["", "", "", *(str(total[key]) for _, key in columns)],
+        [*blank, *(str(total[key]) for _, key in columns)],
     )
     echo("\n".join(lines))
+    if mode is Mode.used:
+        echo()
+        echo(textwrap.fill(QUOTA_NOTE, width=NOTE_WIDTH))
 
 
 # ---------------------------------------------------------------------------------- render

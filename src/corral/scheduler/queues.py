@@ -26,6 +26,12 @@ class Queue:
     gpu_guarantee: int | None = None  # None: unlimited (KAI's quota -1)
     gpu_maximum: int | None = None  # None: no limit
     weight: int = 1
+    #: The pool whose queue this is ("": none), for messages users read.
+    pool: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"pool {self.pool}" if self.pool else f"queue {self.name}"
 
 
 class QueueUsage:
@@ -49,15 +55,16 @@ class QueueUsage:
         limit = found.gpu_maximum
         if limit is not None and in_use + gpus > limit:
             return (
-                f"queue {queue} would use {in_use + gpus} GPUs, over its maximum of {limit} "
+                f"{found.label} would use {in_use + gpus} GPUs, over its maximum of {limit} "
                 f"({in_use} in use)"
             )
         guarantee = found.gpu_guarantee
-        if not preemptible and guarantee is not None and self.deserved[queue] + gpus > guarantee:
+        deserved = self.deserved[queue]
+        if not preemptible and guarantee is not None and deserved + gpus > guarantee:
             return (
-                f"queue {queue} would run {self.deserved[queue] + gpus} GPUs of HIGH and NORMAL "
-                f"work, over its guarantee of {guarantee} ({self.deserved[queue]} in use); "
-                "LOW work may use more"
+                f"{deserved + gpus} GPUs of HIGH and NORMAL work would be over "
+                f"{found.label}'s guarantee of {guarantee} ({deserved} in use); "
+                + _how_to_borrow(limit)
             )
         return None
 
@@ -87,3 +94,13 @@ class QueueUsage:
         self.used[queue] -= min(gpus, self.used[queue])
         if not preemptible:
             self.deserved[queue] -= min(gpus, self.deserved[queue])
+
+
+def _how_to_borrow(maximum: int | None) -> str:
+    """What a group over its queue's guarantee can do instead of waiting."""
+    limit = (
+        "beyond it (the pool has no maximum)"
+        if maximum is None
+        else (f"up to its maximum of {maximum}")
+    )
+    return f"submit with --priority LOW to borrow idle GPUs {limit}"

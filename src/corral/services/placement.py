@@ -79,6 +79,7 @@ def queue_of(manifest: Mapping[str, Any]) -> Queue:
         gpu_guarantee=None if quota < 0 else quota,
         gpu_maximum=None if limit < 0 else limit,
         weight=int(gpu["overQuotaWeight"]),
+        pool=manifest["metadata"]["labels"].get(POOL_LABEL, ""),
     )
 
 
