@@ -532,9 +532,8 @@ def session_cookie(server: LiveServer, username: str, roles: list[str]) -> str:
 def open_stream(server: LiveServer, cookie: str) -> tuple[int, socket.socket]:
     """A ``/ui/events`` request; its status, and the connection (open while it streams)."""
     connection = connect(server)
-    connection.sendall(
-        f"GET /ui/events?topic=workflows HTTP/1.1\r\nHost: corral\r\nCookie: {cookie}\r\n\r\n".encode()
-    )
+    request = f"GET /ui/events?topic=workflows HTTP/1.1\r\nHost: corral\r\nCookie: {cookie}\r\n"
+    connection.sendall((request + "\r\n").encode())
     head = b""
     while b"\r\n" not in head:
         head += connection.recv(1)
