@@ -216,19 +216,33 @@ def test_update_history_diff_rollback_tag(live_server: LiveServer) -> None:
     ) == (f"POOL updated to revision {start + 2}\n")
     assert api(server, "/api/configs/pool/cli-pool") == second
 
-    (history, table, before_2000, after_2000, bad_time, diff, to_current, no_diff, mixed) = (
-        together(
-            server,
-            ["history", "POOL", "--format", "json", "--order", "desc", "--count", "2"],
-            ["history", "POOL", "--name", "cli-pool"],
-            ["history", "POOL", "--created-before", "2000-01-01"],
-            ["history", "POOL", "--name", "cli-pool", "--created-after", "2000-01-01T00:00:00"],
-            ["history", "--at-timestamp", "yesterday"],
-            ["diff", f"POOL:{start + 1}", f"POOL:{start + 2}"],
-            ["diff", f"POOL:{start + 1}"],
-            ["diff", f"POOL:{start + 2}"],
-            ["diff", "POOL:1", "ROLE:1"],
-        )
+    (
+        history,
+        table,
+        before_2000,
+        after_2000,
+        bad_time,
+        diff,
+        to_current,
+        no_diff,
+        mixed,
+        spaced_diff,
+        bare_number,
+        three,
+    ) = together(
+        server,
+        ["history", "POOL", "--format", "json", "--count", "2"],  # newest first
+        ["history", "POOL", "--name", "cli-pool"],
+        ["history", "POOL", "--created-before", "2000-01-01"],
+        ["history", "POOL", "--name", "cli-pool", "--created-after", "2000-01-01T00:00:00"],
+        ["history", "--at-timestamp", "yesterday"],
+        ["diff", f"POOL:{start + 1}", f"POOL:{start + 2}"],
+        ["diff", f"POOL:{start + 1}"],
+        ["diff", f"POOL:{start + 2}"],
+        ["diff", "POOL:1", "ROLE:1"],
+        ["diff", "POOL", str(start + 1), str(start + 2)],  # issue 25: the spaced form
+        ["diff", "2", "3"],
+        ["diff", "POOL", "1", "2", "3"],
     )
     entries = json.loads(succeeded(history))["configs"]
     assert [(e["revision"], e["name"]) for e in entries] == [
@@ -240,7 +254,7 @@ def test_update_history_diff_rollback_tag(live_server: LiveServer) -> None:
     text = succeeded(table)
     assert "Config Type" in text and "Tags" in text
     rows = [line for line in text.splitlines() if "cli-pool" in line]
-    assert len(rows) == 2 and "make it second" in rows[1] and "t1, t2" in rows[1]
+    assert len(rows) == 2 and "make it second" in rows[0] and "t1, t2" in rows[0]  # newest first
     assert "cli-pool" not in succeeded(before_2000)
     assert [line for line in succeeded(after_2000).splitlines() if "cli-pool" in line] == rows
     assert failed(bad_time).startswith("error: --at-timestamp: invalid time 'yesterday'")
@@ -257,8 +271,14 @@ def test_update_history_diff_rollback_tag(live_server: LiveServer) -> None:
     assert failed(mixed) == (
         "error: both sides of a diff must be the same config type, not POOL and ROLE"
     )
+    assert succeeded(spaced_diff) == succeeded(diff)
+    assert (
+        failed(bare_number)
+        == "error: '2' names no config type; write TYPE:2 (e.g. POOL:2) or TYPE 2"
+    )
+    assert failed(three) == "error: 'POOL 1 2 3' names 3 revisions; give at most 2, e.g. POOL:2"
 
-    assert ok(server, "rollback", f"POOL:{start + 1}") == (
+    assert ok(server, "rollback", "POOL", str(start + 1)) == (
         f"POOL rolled back to r{start + 1}: now revision {start + 3}\n"
     )
     assert show(server, "POOL", "cli-pool") == first

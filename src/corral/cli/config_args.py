@@ -59,6 +59,37 @@ def parse_ref(text: str) -> TypeRef:
     return TypeRef(ctype, int(revision))
 
 
+def parse_refs(args: Sequence[str], *, most: int) -> list[TypeRef]:
+    """``TYPE[:REV]`` references as a user types them: ``POOL:2 POOL:3``, and ``POOL 2 3``
+    (numbers after a type are its revisions). At most ``most`` of them."""
+    refs: list[TypeRef] = []
+    for text in args:
+        if text.isdigit() and refs:
+            latest = refs[-1]
+            number = TypeRef(latest.ctype, _revision_number(text, latest.ctype))
+            if latest.revision is None:
+                refs[-1] = number  # POOL 2: the revision of the type just named
+            else:
+                refs.append(number)  # POOL 2 3, POOL:2 3: another revision of that type
+        elif text.isdigit():
+            raise UserError(
+                f"{text!r} names no config type; write TYPE:{text} (e.g. POOL:{text}) or "
+                f"TYPE {text}"
+            )
+        else:
+            refs.append(parse_ref(text))
+    if len(refs) > most:
+        shown = " ".join(args)
+        raise UserError(f"{shown!r} names {len(refs)} revisions; give at most {most}, e.g. POOL:2")
+    return refs
+
+
+def _revision_number(text: str, ctype: ConfigType) -> int:
+    if int(text) < 1:
+        raise UserError(f"Invalid revision {text!r}: revisions start at 1, e.g. {ctype.value}:1")
+    return int(text)
+
+
 def segment(ctype: ConfigType, name: str | None = None) -> str:
     """The API path of a type (and item): ``/api/configs/pod_template/l40s``."""
     path = f"/api/configs/{ctype.url_segment}"

@@ -15,7 +15,7 @@ from corral.cli.config_args import (
     TagsOption,
     TypeRef,
     current_revision,
-    parse_ref,
+    parse_refs,
     split_tags,
     written_revision,
 )
@@ -49,7 +49,7 @@ def history(
     config_type: Annotated[str | None, typer.Argument(metavar="TYPE")] = None,
     offset: Annotated[int, typer.Option(min=0, help="Skip this many newest entries.")] = 0,
     count: Annotated[int, typer.Option(min=1, max=1000, help="How many entries.")] = 20,
-    order: Annotated[str, typer.Option(help="asc or desc (by time).")] = "asc",
+    order: Annotated[str, typer.Option(help="desc (newest first) or asc (by time).")] = "desc",
     name: Annotated[str | None, typer.Option(help="Only writes of this item.")] = None,
     revision: Annotated[int | None, typer.Option(help="Only this revision.")] = None,
     tags: Annotated[
@@ -105,16 +105,20 @@ def history(
 
 @handle_errors
 def diff(
-    first: Annotated[str, typer.Argument(metavar="TYPE[:REV]", help="Without REV: current.")],
-    second: Annotated[
-        str | None,
-        typer.Argument(metavar="TYPE[:REV]", help="Without it, or without REV: current."),
-    ] = None,
+    revisions: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="TYPE[:REV] [TYPE[:REV]]",
+            help="Two revisions (POOL:2 POOL:3, or POOL 2 3); a missing one, or one without "
+            "REV, is the current config.",
+        ),
+    ],
     output: FormatOption = OutputFormat.text,
 ) -> None:
     """Show what changed between two revisions of a type (a unified diff of the JSON)."""
-    left = parse_ref(first)
-    right = parse_ref(second) if second is not None else TypeRef(left.ctype, None)
+    refs = parse_refs(revisions, most=2)
+    left = refs[0]
+    right = refs[1] if len(refs) > 1 else TypeRef(left.ctype, None)
     if right.ctype is not left.ctype:
         fail(
             f"both sides of a diff must be the same config type, not {left.ctype.value} and "
@@ -147,12 +151,14 @@ def unified_diff(before: Any, after: Any, before_label: str, after_label: str) -
 
 @handle_errors
 def rollback(
-    target: Annotated[str, typer.Argument(metavar="TYPE:REV", help="e.g. POOL:3.")],
+    target: Annotated[
+        list[str], typer.Argument(metavar="TYPE:REV", help="e.g. POOL:3 (or POOL 3).")
+    ],
     description: DescriptionOption = None,
     tags: TagsOption = None,
 ) -> None:
     """Make the config of TYPE equal to revision REV again (as a new revision)."""
-    ref = parse_ref(target)
+    (ref,) = parse_refs(target, most=1)
     if ref.revision is None:
         fail(f"give the revision to roll back to: {ref.ctype.value}:REV, e.g. {ref.ctype.value}:3")
     body: dict[str, Any] = {"config_type": ref.ctype.value, "revision": ref.revision}
@@ -177,14 +183,17 @@ def rollback(
 
 @handle_errors
 def tag(
-    target: Annotated[str, typer.Argument(metavar="TYPE[:REV]", help="Without REV: current.")],
+    target: Annotated[
+        list[str],
+        typer.Argument(metavar="TYPE[:REV]", help="POOL:3 or POOL 3; without REV: current."),
+    ],
     set_tags: Annotated[list[str] | None, typer.Option("--set", help="Tags to add.")] = None,
     delete_tags: Annotated[
         list[str] | None, typer.Option("--delete", help="Tags to remove.")
     ] = None,
 ) -> None:
     """Add or remove tags of a revision."""
-    ref = parse_ref(target)
+    (ref,) = parse_refs(target, most=1)
     adding, removing = split_tags(set_tags), split_tags(delete_tags)
     if not adding and not removing:
         fail("give tags to add (--set T) or to remove (--delete T)")
