@@ -17,6 +17,7 @@ import typer
 import yaml
 
 from corral.cli.client import ApiError, Client
+from corral.cli.log_follow import LogFollower
 from corral.cli.output import (
     FormatOption,
     OutputFormat,
@@ -219,8 +220,23 @@ def logs(
     task: Annotated[
         str | None, typer.Option("--task", help="Only this task [default: every task].")
     ] = None,
+    follow: Annotated[
+        bool,
+        typer.Option(
+            "--follow",
+            "-f",
+            help="Keep printing as the logs grow, until the workflow ends (several tasks: each "
+            "line prefixed with its task).",
+        ),
+    ] = False,
 ) -> None:
     """Print what the tasks' latest attempts printed, as raw text."""
+    if follow:
+        try:
+            LogFollower(Client(), workflow_id, task).run()
+        except KeyboardInterrupt:
+            raise typer.Exit(130) from None
+        return
     typer.echo(Client().get_text(f"{_path(workflow_id)}/logs", task=task), nl=False)
 
 
