@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -164,3 +165,29 @@ def test_unused_set_names_and_low_priority_are_warned_about(live_server: LiveSer
         "and runs on GPUs others leave idle; HIGH and NORMAL work may preempt it (and reclaim "
         "what its pool borrows above its guarantee).\n"
     )
+
+
+def test_a_dry_run_of_what_could_never_run_prints_the_objects_then_the_verdict(
+    live_server: LiveServer, tmp_path: Path
+) -> None:
+    """Issue 25, item 18: it used to refuse without showing what it would have made."""
+    file = tmp_path / "big.yaml"  # 19 tasks of 4 GPUs: 76, over nvl72's maximum of 72
+    task = "    - {{name: t{}, image: busybox, command: [sleep, '1'], resource: big, lead: {}}}\n"
+    tasks = "".join(task.format(i, i == 0) for i in range(19))
+    file.write_text(
+        f"workflow:\n  name: big\n  groups:\n  - name: g\n    tasks:\n{tasks}"
+        "  resources:\n    big: {gpu: 4, cpu: 1, memory: 1Gi, storage: 1Gi}\n"
+    )
+    shown = live_server.cli(
+        "workflow", "submit", str(file), "--pool", "nvl72", "--dry-run", "--priority", "LOW"
+    )
+    assert shown.returncode == 1, shown.stderr
+    kinds = [o["kind"] for o in manifests_of(shown.stdout)]
+    assert kinds == ["ComputeDomain", "PodGroup", *["Pod"] * 19, "Service"]
+    assert shown.stderr.splitlines()[-1] == (
+        "error: Group g needs 76 GPUs at once, more than pool nvl72's maximum of 72: it could "
+        "never run. Use fewer GPUs in the group, or ask an admin to raise the pool's "
+        "resources.gpu.maximum. (a submission would be refused)"
+    )
+    refused = live_server.cli("workflow", "submit", str(file), "--pool", "nvl72")
+    assert refused.returncode == 1 and refused.stdout == ""

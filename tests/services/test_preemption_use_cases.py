@@ -194,8 +194,15 @@ def test_what_could_never_run_is_refused_at_submission_and_nothing_is_stored(
         "size or topology requirements (corral pool topology shows the domains)."
     )
     assert refusal(world, wide, priority="LOW") == expected
-    assert refusal(world, wide, priority="LOW", dry_run="true") == expected
     assert refusal(world, wide, priority="LOW", validation_only="true") == expected
+    # A dry run shows every object, then the verdict (issue 25, item 18).
+    body = {"file": wide, "source": "wf.yaml"}
+    params = {"priority": "LOW", "dry_run": "true"}
+    status, shown = world.api.call("POST", "/api/pool/nvl72/workflow", json=body, params=params)
+    assert status == 200, shown
+    assert shown["could_never_run"] == expected
+    kinds = [m["kind"] for m in shown["groups"][0]["manifests"]]
+    assert kinds == ["ComputeDomain", "PodGroup", *["Pod"] * 19, "Service"]
     status, listed = world.api.call("GET", "/api/workflow", params={"all_users": True})
     assert status == 200 and listed["workflows"] == []
     # what fits one clique is accepted, LOW even while the cluster is full

@@ -228,6 +228,8 @@ class DryRun(Answer):
     groups: list[PlannedGroupView]
     restarted_from: str | None = None
     warnings: list[str] = []
+    #: Why a group could never run: the dry run shows its objects, a submission is refused.
+    could_never_run: str | None = None
 
 
 SubmitAnswer = Submitted | Validated | DryRun

@@ -282,6 +282,7 @@ def _dry_run(outcome: SubmitOutcome) -> dict[str, Any]:
         "queue_timeout_s": plan.queue_timeout.total_seconds(),
         "groups": [_planned_group(group, live.get(group.name)) for group in plan.groups],
         **({"warnings": list(outcome.warnings)} if outcome.warnings else {}),
+        **({"could_never_run": plan.could_never_run} if plan.could_never_run else {}),
     }
 
 

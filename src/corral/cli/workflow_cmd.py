@@ -89,6 +89,8 @@ def submit(
         echo(f"Workflow ID        - {found['name']}")
         echo(f"Workflow Overview  - {dashboard_page(client, found)}")
     print_warnings(found)
+    if found.get("could_never_run"):  # a dry run printed the objects; this is the verdict
+        fail(f"{found['could_never_run']} (a submission would be refused)")
 
 
 @app.command()

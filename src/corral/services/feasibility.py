@@ -15,6 +15,7 @@ backend's nodes; the empty cluster of a node list is built once and kept.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -39,10 +40,19 @@ def plan_checked(
     submitter: Submitter,
     nodes: Sequence[Node],
     new_id: Callable[[], str],
+    *,
+    refuse: bool = True,
 ) -> WorkflowPlan:
-    """:func:`plan_workflow`, then :func:`check_can_run` (what a sandbox worker runs)."""
+    """:func:`plan_workflow`, then :func:`check_can_run` (what a sandbox worker runs): a group
+    that could never run is refused, or, unless ``refuse``, named in the plan (a dry run
+    shows every object and then why)."""
     plan = plan_workflow(state, spec, submitter, nodes, new_id)
-    check_can_run(state, plan, nodes)
+    try:
+        check_can_run(state, plan, nodes)
+    except UserError as err:
+        if refuse:
+            raise
+        return dataclasses.replace(plan, could_never_run=err.message)
     return plan
 
 

@@ -252,7 +252,9 @@ class SubmissionService:
                 priority=priority,
             )
             try:
-                plan = plan_in_sandbox(state, spec, submitter, nodes)
+                plan = plan_in_sandbox(
+                    state, spec, submitter, nodes, refuse=mode is not Mode.DRY_RUN
+                )
             except UserError as err:
                 if err.path[:1] != ("workflow",):
                     raise
@@ -408,11 +410,16 @@ def parse_in_sandbox(state: Configs, accepted: _Accepted) -> WorkflowSpec:
 
 
 def plan_in_sandbox(
-    state: Configs, spec: Any, submitter: Submitter, nodes: Sequence[Node]
+    state: Configs,
+    spec: Any,
+    submitter: Submitter,
+    nodes: Sequence[Node],
+    *,
+    refuse: bool = True,
 ) -> WorkflowPlan:
     """:func:`plan_workflow` in a sandbox worker: it renders the pool's templates, each value
     within the WORKFLOW config's time limit (docs/submission.md#limits), and refuses a group
-    that could never run (``services/feasibility.py``)."""
+    that could never run (``services/feasibility.py``), or names it (``refuse=False``)."""
     plan: WorkflowPlan = sandbox.run(
         "plan_workflow",
         sandbox.Kept(state),
@@ -422,5 +429,6 @@ def plan_in_sandbox(
         random_id,
         workflow_config=state.workflow,
         what="Rendering the pool's templates",
+        refuse=refuse,
     )
     return plan

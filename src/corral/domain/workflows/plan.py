@@ -70,3 +70,5 @@ class WorkflowPlan:
     exec_timeout: timedelta
     queue_timeout: timedelta
     groups: tuple[PlannedGroup, ...]
+    #: Why a group could never run, where a dry run asked to be told instead of refused.
+    could_never_run: str | None = None
