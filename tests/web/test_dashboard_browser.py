@@ -249,3 +249,127 @@ def test_the_page_updates_live_when_a_workflow_finishes(
     page.locator(f'tr[data-workflow="{later}"]').wait_for(timeout=30_000)
     assert page.evaluate("window.notReloaded") is True
     page.close()
+
+
+# -- issue 25, items 7 and 19 ----------------------------------------------------------------
+
+WIDTHS = {"phone": 390, "desktop": 1300}
+
+
+def overflow(page: Any) -> list[str]:
+    """What sticks out of the page sideways, outside a box that scrolls on purpose."""
+    found: list[str] = page.evaluate(
+        """() => {
+            const width = document.documentElement.clientWidth;
+            const out = [...document.querySelectorAll('body *')].filter(e =>
+                e.getBoundingClientRect().right > width + 1 && !e.closest('.scroll'));
+            const page = document.documentElement.scrollWidth > width ? ['the page'] : [];
+            return page.concat(out.slice(0, 5).map(e => e.tagName + '.' + e.className));
+        }"""
+    )
+    return found
+
+
+def test_a_waiting_workflow_a_failure_and_a_broken_pool_at_phone_and_desktop_widths(
+    cluster: Cluster, held: dict[str, dict[str, str]], browser: Any, tmp_path: Path
+) -> None:
+    """Every page fits a 390 px phone and a desktop without sideways scrolling (a wide table
+    scrolls in its own box); the overview lists failures and the longest waiting; a waiting
+    workflow's page says its place and links its ghost; clique boxes name their workflows; a
+    pool without platforms is shown and says what it lacks; no request answers 401."""
+    fills = cluster.submit(example("nvl72-single-rack.yaml", HELD_SECONDS, "fills"))
+    cluster.wait_placed(fills)  # nvl72: 64 of its 64 guaranteed GPUs in use
+    waits = cluster.submit(example("nvl72-single-rack.yaml", HELD_SECONDS, "waits"))
+    broken = (
+        "workflow:\n  name: breaks\n  tasks:\n  - {name: t, image: busybox, command: [false]}\n"
+    )
+    failed = cluster.submit(broken, pool="default")
+    bare = cluster.api.put("/api/configs/pool/aaa-bare", json={"configs": {"backend": "default"}})
+    assert bare.status_code == 200, bare.text
+    deadline = time.monotonic() + 60
+    while cluster.workflow(failed)["status"] != "FAILED":
+        assert time.monotonic() < deadline
+        time.sleep(0.3)
+    pages = [
+        "/ui",
+        "/ui/pools",
+        "/ui/pools?pool=nvl72",
+        "/ui/topology?pool=nvl72",
+        "/ui/workflows",
+        f"/ui/workflows/{waits}",
+        f"/ui/workflows/{next(iter(held))}",
+        "/ui/config?type=POOL&first=1",
+    ]
+    refused: list[str] = []
+
+    def note_refusal(response: Any) -> None:
+        if response.status == 401:
+            refused.append(response.url)
+
+    try:
+        for name, width in WIDTHS.items():
+            page = log_in(browser, cluster.server, cluster.server.token)
+            page.set_viewport_size({"width": width, "height": 900})
+            page.on("response", note_refusal)
+            for path in pages:
+                page.goto(cluster.server.url + path)
+                assert overflow(page) == [], (name, path)
+            assert refused == []  # not even /favicon.ico
+            screenshot(page, f"config-{name}", tmp_path)
+            page.close()
+        page = log_in(browser, cluster.server, cluster.server.token)
+        assert page.locator("#failures").inner_text().startswith(f"{failed} FAILED default,")
+        assert page.locator("#longest a").all_inner_texts() == [waits]
+        page.goto(cluster.server.url + "/ui/pools")  # the bare pool is the first one shown
+        assert (
+            page.locator("#pool-problem")
+            .inner_text()
+            .startswith(
+                "Pool aaa-bare has no platforms: every submission to it fails until it has one;"
+            )
+        )
+        assert (
+            page.locator('#pools tr[data-pool="nvl72"] .muted')
+            .inner_text()
+            .startswith("GB200 NVL72 racks")
+        )
+        page.goto(cluster.server.url + f"/ui/workflows/{waits}")
+        assert page.locator("#queue").inner_text().startswith("Waiting: #1 in pool nvl72's queue")
+        page.click("#queue a")
+        page.locator("#ghost").wait_for()
+        assert page.locator(".node.ghost").count() + page.locator("#ghost").count() > 0
+        clique = page.locator(f'.block:has([data-owners*="{fills}"])')
+        assert clique.locator("h3").inner_text().startswith("gpu-clique rack-")
+        assert f"{fills} \u00d7 4 nodes" in clique.locator("ul.owners").inner_text()
+        page.close()
+    finally:
+        for workflow_id in (fills, waits):
+            cluster.api.post(f"/api/workflow/{workflow_id}/cancel")
+        cluster.api.delete("/api/configs/pool/aaa-bare")
+
+
+def test_a_rollback_shows_the_new_revision_and_a_diff_shows_each_side_whole(
+    cluster: Cluster, browser: Any, tmp_path: Path
+) -> None:
+    before = cluster.api.get("/api/configs/pool/default").json()
+    changed = {**before, "description": "x" * 300}
+    changed.pop("name", None)
+    answer = cluster.api.put("/api/configs/pool/default", json={"configs": changed})
+    assert answer.status_code == 200, answer.text
+    head = answer.json()["revisions"][0]["revision"]
+    page = log_in(browser, cluster.server, cluster.server.token, "/ui/config")
+    page.on("dialog", lambda dialog: dialog.accept())
+    page.goto(cluster.server.url + f"/ui/config?type=POOL&first={head - 1}&second={head}")
+    before_cell = page.locator("#diff-table tbody tr td pre").first
+    assert before_cell.evaluate("e => e.scrollWidth <= e.clientWidth")  # wrapped, not cut
+    assert page.locator("#history th").nth(1).inner_text() == "Name"
+    assert page.locator(f'#history tr[data-revision="{head}"] td').nth(1).inner_text() == (
+        "default"
+    )
+    page.click(f'#history tr[data-revision="{head - 1}"] >> text=roll back to r{head - 1}')
+    page.locator("#config-result [role=status]").wait_for()
+    assert page.locator("#config-result").inner_text() == (
+        f"Rolled back to r{head - 1}: now r{head + 1}."
+    )
+    assert page.locator("h2", has_text="POOL at").inner_text() == f"POOL at r{head + 1}"
+    page.close()

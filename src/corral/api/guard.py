@@ -35,6 +35,8 @@ Send = Callable[[Message], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 PUBLIC_PATHS = frozenset({"/health", "/metrics"})
+#: Asked for by browsers on their own, with no credentials: answered without any.
+ANONYMOUS_PATHS = frozenset({*PUBLIC_PATHS, "/favicon.ico"})
 DEFAULT_MAX_BODY_BYTES = 10 * 2**20
 #: A body this small is checked on the event loop (it takes microseconds; a trip to a worker
 #: thread and back costs more); a larger one in a worker thread.
@@ -60,7 +62,7 @@ class RequestGuard:
         self.limits = limits
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS:
+        if scope["type"] != "http" or scope["path"] in ANONYMOUS_PATHS:
             await self.app(scope, receive, send)
             return
         if browser_session.is_ui(scope["path"]):

@@ -588,6 +588,25 @@ class WorkflowStore:
         with self._engine.connect() as connection:
             return {row[0]: int(row[1]) for row in connection.execute(query).all()}
 
+    def recent_failures(
+        self, since: datetime, limit: int, visible_to: tuple[str, Sequence[str]] | None = None
+    ) -> Sequence[dict[str, Any]]:
+        """The workflows that ended FAILED* since ``since``, the latest first: id, pool,
+        status, when and why they ended."""
+        query = _visible(
+            select(
+                workflows.c.workflow_id,
+                workflows.c.pool,
+                workflows.c.status,
+                workflows.c.ended_at,
+                workflows.c.message,
+            ).where(workflows.c.status.like("FAILED%"), workflows.c.ended_at >= since),
+            visible_to,
+        ).order_by(workflows.c.ended_at.desc(), workflows.c.workflow_id)
+        with self._engine.connect() as connection:
+            rows = connection.execute(query.limit(limit)).mappings().all()
+        return [{**row, "ended_at": _utc(row["ended_at"])} for row in rows]
+
     def queued(self, pools: Sequence[str]) -> Sequence[tuple[str, str, str, datetime]]:
         """The workflows of ``pools`` that wait to start (PENDING or WAITING): id, pool,
         priority and submission time, oldest first."""

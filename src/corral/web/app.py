@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import structlog
 from fastapi import FastAPI, Request, Response
@@ -19,6 +20,7 @@ from corral.web.live import build_events
 from corral.web.pages import build_dashboard, error_page
 
 log = structlog.get_logger("corral.web")
+FAVICON = Path(__file__).parent / "static" / "favicon.svg"
 
 
 def create_server_app(
@@ -43,6 +45,15 @@ def create_server_app(
         if is_ui(request.url.path) and request.method == "GET":
             return error_page(request, UserError(request_error_message(err.errors())))
         return await invalid_request(request, err)
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon() -> Response:
+        """The dashboard's icon, for browsers that ask for it at the root."""
+        return Response(
+            FAVICON.read_bytes(),
+            media_type="image/svg+xml",
+            headers={"Cache-Control": "public, max-age=86400"},
+        )
 
     app.add_exception_handler(CorralError, corral_error)
     app.add_exception_handler(RequestValidationError, invalid_query)

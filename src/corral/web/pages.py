@@ -45,8 +45,15 @@ from corral.web.topology_view import UNLABELLED, Level
 
 TEMPLATES = Path(__file__).parent / "templates"
 STATIC = Path(__file__).parent / "static"
-STATIC_TYPES = {".js": "text/javascript", ".css": "text/css", ".txt": "text/plain"}
+STATIC_TYPES = {
+    ".svg": "image/svg+xml",
+    ".js": "text/javascript",
+    ".css": "text/css",
+    ".txt": "text/plain",
+}
 PAGE_SIZE = 50
+#: The failures and waiting workflows the overview lists.
+OVERVIEW_ROWS = 5
 #: The last page a list may ask for (its offset stays a 32-bit integer in every database).
 MAX_PAGE = 1_000_000
 #: Revision numbers are 32-bit integers in the store.
@@ -187,9 +194,9 @@ def build_dashboard(runtime: Runtime, authorizer: Authorizer) -> APIRouter:
         principal = caller(request)
         authorizer.check(principal, "workflow:List")
         now = utc_now()
-        counts = store.status_counts(
-            now - RECENT, visible_to=(principal.username, readable_pools(principal))
-        )
+        readable_names = readable_pools(principal)
+        visible = (principal.username, readable_names)
+        counts = store.status_counts(now - RECENT, visible_to=visible)
         state = configs.state()
         names = usable_pools(principal)
         usage = pool_usage(state, runtime.capacity(state), names, runtime.recently_preempted())
@@ -203,6 +210,9 @@ def build_dashboard(runtime: Runtime, authorizer: Authorizer) -> APIRouter:
             completed=counts.get("COMPLETED", 0),
             node_sets=usage.report.node_sets,
             controller=_controller(runtime),
+            failures=store.recent_failures(now - RECENT, OVERVIEW_ROWS, visible),
+            longest=store.queued(readable_names)[:OVERVIEW_ROWS],
+            now=now,
         )
 
     # ------------------------------------------------------------------------ pools
@@ -393,6 +403,9 @@ def build_dashboard(runtime: Runtime, authorizer: Authorizer) -> APIRouter:
             principal.username == found.submitted_by
             or authorizer.allows(principal, "workflow:Cancel", f"pool/{found.pool}")
         )
+        position = None
+        if found.status in QUEUED:
+            position = _queue_positions(store.queued([found.pool])).get(found.workflow_id)
         return render(
             request,
             "workflow.html",
@@ -405,6 +418,7 @@ def build_dashboard(runtime: Runtime, authorizer: Authorizer) -> APIRouter:
             manifests=manifests,
             may_cancel=may_cancel,
             alive=found.status in ALIVE,
+            position=position,
         )
 
     @router.get("/workflows/{workflow_id}/log", response_class=PlainTextResponse)
@@ -433,6 +447,8 @@ def build_dashboard(runtime: Runtime, authorizer: Authorizer) -> APIRouter:
         type: str = "POOL",
         first: Annotated[int | None, Query(ge=1, le=MAX_REVISION)] = None,
         second: Annotated[int | None, Query(ge=1, le=MAX_REVISION)] = None,
+        rolled_back: Annotated[int | None, Query(ge=1, le=MAX_REVISION)] = None,
+        made: Annotated[int, Query(ge=0, le=MAX_REVISION)] = 0,
     ) -> HTMLResponse:
         principal = caller(request)
         types = [
@@ -463,6 +479,8 @@ def build_dashboard(runtime: Runtime, authorizer: Authorizer) -> APIRouter:
             diff=diff,
             first=first,
             second=second,
+            rolled_back=rolled_back,
+            made=made,
             may_update=authorizer.allows(
                 principal, "config:Update", f"config/{chosen.url_segment}"
             ),
@@ -482,8 +500,12 @@ def build_dashboard(runtime: Runtime, authorizer: Authorizer) -> APIRouter:
             base_revision=base,
         )
         result = await run_in_threadpool(configs.rollback, chosen, revision, meta)
-        made = ", ".join(f"r{r.revision}" for r in result.revisions) or "nothing changed"
-        return render(request, "notice.html", message=f"Rolled back to r{revision}: {made}.")
+        made = result.revisions[0].revision if result.revisions else 0
+        # The page is drawn again (htmx follows HX-Location): it shows the new revision.
+        target = "/ui/config?" + urlencode(
+            {"type": chosen.value, "rolled_back": revision, "made": made}
+        )
+        return HTMLResponse("", headers={"HX-Location": target})
 
     return router
 

@@ -47,6 +47,26 @@ class Block:
     level: str
     value: str
     nodes: list[NodeCell] = field(default_factory=list)
+    #: The value of the domain around it (its panel's finest), which ``short`` leaves out.
+    parent: str = ""
+
+    @property
+    def short(self) -> str:
+        """The value without its parent's, where it repeats it (``rack-0-gpu-clique-0`` for
+        ``zone-a-spine-0-rack-0-gpu-clique-0`` in spine ``zone-a-spine-0``)."""
+        for separator in ("-", ".", "/", "_"):
+            prefix = self.parent + separator
+            if self.parent and self.value.startswith(prefix) and len(self.value) > len(prefix):
+                return self.value[len(prefix) :]
+        return self.value
+
+    def owner_nodes(self) -> list[tuple[str, int]]:
+        """Each workflow with pods here and on how many of the domain's nodes, most first."""
+        counts: dict[str, int] = {}
+        for node in self.nodes:
+            for owner in node.owners:
+                counts[owner] = counts.get(owner, 0) + 1
+        return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
 
     @property
     def gpus(self) -> int:
@@ -157,7 +177,7 @@ def picture(
         value = node.labels.get(finest, UNLABELLED) if finest else UNLABELLED
         block = blocks.get((*path, value))
         if block is None:
-            block = blocks[(*path, value)] = Block(finest, value)
+            block = blocks[(*path, value)] = Block(finest, value, parent=path[-1] if path else "")
             panel.blocks.append(block)
         block.nodes.append(cell)
     ordered = tuple(panels[key] for key in sorted(panels))
