@@ -111,8 +111,10 @@ def test_rollback_refuses_a_stale_base_and_rolls_back_from_the_current_one(
         "/ui/config/pool/rollback", data={"revision": "1", "base": str(current)}, headers=headers
     )
     assert done.status_code == 200, done.text
-    assert f"Rolled back to r1: r{current + 1}." in done.text
-    page = client.get("/ui/config?type=POOL").text
+    target = done.headers["hx-location"]  # the page is drawn again at the new revision
+    assert target == f"/ui/config?type=POOL&rolled_back=1&made={current + 1}"
+    page = client.get(target).text
+    assert f"Rolled back to r1: now r{current + 1}." in page
     assert f"POOL at r{current + 1}" in page
     assert "Rolled back from the dashboard to r1" in page
 
