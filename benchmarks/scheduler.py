@@ -28,6 +28,12 @@ from one clique, until one cannot be placed. Reported: pods placed per second (t
 every HIGH gang kept its required clique and evicted only LOW gangs.
 
     .venv/bin/python -m benchmarks.scheduler --preemption [5000]
+
+``--fragmentation [SIZES]`` (1,024 nodes by default) compares the packing orders under churn
+instead: how many whole cliques, racks and spines stay free, and how many racks each gang spans
+(``benchmarks/fragmentation.py``).
+
+    .venv/bin/python -m benchmarks.scheduler --fragmentation [1024] [--seeds 20] [--steps 3000]
 """
 
 from __future__ import annotations
@@ -35,11 +41,16 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
+
+if __package__ in (None, ""):  # run as a script: python benchmarks/scheduler.py
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from corral.domain.platform.nodes import Node, Taint, belongs_to
 from corral.scheduler import ClusterSnapshot, Placement, Queue, place_group
@@ -428,8 +439,22 @@ def main() -> None:
         const="5000",
         help="run the preemption streams instead, at these sizes (default 5000)",
     )
+    parser.add_argument(
+        "--fragmentation",
+        nargs="?",
+        const="1024",
+        help="compare the packing orders under churn instead, at these sizes (default 1024)",
+    )
+    parser.add_argument("--seeds", type=int, default=20, help="streams per size (--fragmentation)")
+    parser.add_argument("--steps", type=int, default=3000, help="jobs per stream (--fragmentation)")
     args = parser.parse_args()
     streams = {"gang8": gang8_stream, "mixed": mixed_stream}
+    if args.fragmentation:
+        from benchmarks.fragmentation import compare, verdict
+
+        sizes = [int(s) for s in args.fragmentation.split(",")]
+        print(verdict(compare(sizes, args.seeds, args.steps)))
+        return
     if args.preemption:
         for size in (int(s) for s in args.preemption.split(",")):
             run_preemption(make_nodes(size), args.seed)

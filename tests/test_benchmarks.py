@@ -21,7 +21,8 @@ SMALLEST = {
 
 
 def test_every_benchmark_is_listed() -> None:
-    found = {path.name for path in (REPO / "benchmarks").glob("*.py") if path.name != "__init__.py"}
+    scripts = (REPO / "benchmarks").glob("*.py")
+    found = {path.name for path in scripts if "__main__" in path.read_text()}
     assert found == set(SMALLEST)
 
 
@@ -52,3 +53,25 @@ def test_the_preemption_streams_run_and_compare_with_no_preemption() -> None:
     assert [line.split()[0] for line in lines[2:4]] == ["fill", "preempt"]
     assert "required honoured 100%" in lines[3]
     assert lines[4].startswith("  preemption: ") and "without preemption (" in lines[4]
+
+
+def test_the_fragmentation_streams_compare_three_orders_and_corral_is_better() -> None:
+    command = ["--fragmentation", "256", "--seeds", "3", "--steps", "600"]
+    done = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "scheduler.py"), *command],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "256 nodes x 8 GPUs, 3 seeded streams of 600 jobs"
+    assert [line.split()[:2] for line in lines[1:4]] == [
+        ["baseline", "(tightest)"],
+        ["KAI", "(top-down)"],
+        ["corral", "(best-fit)"],
+    ]
+    assert all("split though one rack held it 0" in line for line in lines[2:4])
+    assert lines[4].startswith("  corral against the baseline: ")
+    assert lines[4].endswith(": better"), lines[4]

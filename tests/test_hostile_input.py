@@ -2,10 +2,14 @@
 
 One table: deep nesting for every parser (workflow file, config body, bundle), anchor bombs,
 huge bodies, lone surrogates, NUL, huge integers, Jinja bombs in a workflow and in a pod
-template. Each request is answered with its 4xx and a message that names the limit; after each
+template; and issue 25's: a huge header without a token (item 1), a task asking for the host's
+network (item 2), live streams nobody may open (item 4), dashboard numbers past 2^63 (item 5).
+Each request is answered with its 4xx and a message that names the limit; after each
 one the server answers ``/health`` within 1 s; over the whole table its resident memory grows by
 less than 300 MiB. A cluster file (``corral server --cluster``) nested too deep stops the server
-at start with the file, line and column.
+at start with the file, line and column. Below the table, what a row cannot send: headers a MiB
+at a time, slow heads and bodies, too many connections (item 1), and streams over the cap
+(item 4).
 """
 
 from __future__ import annotations
@@ -47,8 +51,10 @@ class Hostile:
     json_body: Any = None
     content: bytes | None = None
     params: dict[str, Any] = field(default_factory=dict)
-    token: str | None = None  # None: the admin's
-    dashboard: bool = False  # sent with the admin's dashboard session, answered with a page
+    token: str | None = None  # None: the admin's; "": no Authorization header
+    dashboard: bool = False  # sent with a dashboard session, answered with a page
+    user: str = "admin"  # whose dashboard session: another name is a new user with no roles
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 def workflow(file: str) -> dict[str, Any]:
@@ -241,7 +247,47 @@ TABLE = [
         content=b"x" * (20 * MiB),
         token="not-a-token",
     ),
+    Hostile(  # issue 25, item 1 (the slow and many-connection cases are tests below)
+        "head: a 100 KiB header without a token",
+        "GET",
+        "/api/pool",
+        431,
+        "The request's headers are larger than this server's limit of 65,536 bytes",
+        token="",
+        headers={"X-Big": "a" * 100_000},
+    ),
+    Hostile(  # issue 25, item 2 (what an isolated task reaches: tests/test_task_trust.py)
+        "task: the host's network on a platform that does not allow it",
+        "POST",
+        SUBMIT,
+        400,
+        "Task with platform: default does not have hostNetwork flag enabled. Task t",
+        json_body=workflow(
+            "workflow:\n  name: w\n  tasks:\n  - name: t\n    image: busybox\n"
+            "    command: [true]\n    hostNetwork: true\n"
+        ),
+    ),
+    Hostile(  # issue 25, item 4 (the caps on streams: a test below)
+        "live stream: a user with no roles",
+        "GET",
+        "/ui/events",
+        403,
+        "nobody may not workflow:List",
+        params={"topic": "workflows"},
+        dashboard=True,
+        user="nobody",
+    ),
     Hostile(
+        "live stream: a workflow that does not exist",
+        "GET",
+        "/ui/events",
+        404,
+        "Workflow nope-1 not found.",
+        params={"topic": "workflow:nope-1"},
+        dashboard=True,
+        user="nobody",
+    ),
+    Hostile(  # issue 25, item 5
         "dashboard: page 2^63 - 1",
         "GET",
         "/ui/workflows",
@@ -265,16 +311,36 @@ POD_TEMPLATE_BOMBS = [("pod template: nested range loops", BURN, POD_TOO_SLOW)]
 POD_TEMPLATE_BOMBS += [("pod template: doubled string", DOUBLE, TOO_BIG)]
 
 
-_sessions: dict[str, str] = {}
+_sessions: dict[tuple[str, str], str] = {}
 
 
-def admin_session(server: LiveServer) -> str:
-    """The admin's dashboard session cookie (one login per server)."""
-    if server.url not in _sessions:
-        login = httpx.post(f"{server.url}/ui/login", data={"token": server.token})
-        assert login.status_code == 303, login.text
-        _sessions[server.url] = f"corral_session={login.cookies['corral_session']}"
-    return _sessions[server.url]
+def dashboard_session(server: LiveServer, username: str) -> str:
+    """A dashboard session cookie of ``username``: the admin, or a new user with no roles."""
+    if username == "admin":
+        key = (server.url, username)
+        if key not in _sessions:
+            login = httpx.post(f"{server.url}/ui/login", data={"token": server.token})
+            assert login.status_code == 303, login.text
+            _sessions[key] = f"corral_session={login.cookies['corral_session']}"
+        return _sessions[key]
+    return session_cookie(server, username, [])
+
+
+def session_cookie(server: LiveServer, username: str, roles: list[str]) -> str:
+    """A dashboard session of a new user holding ``roles`` (one per name and server)."""
+    key = (server.url, username)
+    if key in _sessions:
+        return _sessions[key]
+    admin = {"Authorization": f"Bearer {server.token}"}
+    made = httpx.post(
+        f"{server.url}/api/auth/user", json={"username": username, "roles": roles}, headers=admin
+    )
+    assert made.status_code == 201, made.text
+    token = httpx.post(f"{server.url}/api/auth/user/{username}/token", json={}, headers=admin)
+    login = httpx.post(f"{server.url}/ui/login", data={"token": token.json()["token"]})
+    assert login.status_code == 303, login.text
+    _sessions[key] = f"corral_session={login.cookies['corral_session']}"
+    return _sessions[key]
 
 
 def rss(server: LiveServer) -> int:
@@ -293,8 +359,11 @@ def health_seconds(server: LiveServer) -> float:
 
 def send(client: httpx.Client, server: LiveServer, case: Hostile) -> httpx.Response:
     headers = {"Authorization": f"Bearer {case.token or server.token}"}
+    if case.token == "":
+        headers = {}
     if case.dashboard:
-        headers = {"Cookie": admin_session(server)}
+        headers = {"Cookie": dashboard_session(server, case.user)}
+    headers.update(case.headers)
     if case.content is not None:
         headers["Content-Type"] = "application/json"
     try:
@@ -514,19 +583,6 @@ def test_connections_beyond_the_bound_per_client_get_429(server: LiveServer) -> 
 
 
 # -- live-update streams (issue 25, item 4) -----------------------------------------------------
-
-
-def session_cookie(server: LiveServer, username: str, roles: list[str]) -> str:
-    """A dashboard session of a new user holding ``roles``."""
-    admin = {"Authorization": f"Bearer {server.token}"}
-    made = httpx.post(
-        f"{server.url}/api/auth/user", json={"username": username, "roles": roles}, headers=admin
-    )
-    assert made.status_code == 201, made.text
-    token = httpx.post(f"{server.url}/api/auth/user/{username}/token", json={}, headers=admin)
-    login = httpx.post(f"{server.url}/ui/login", data={"token": token.json()["token"]})
-    assert login.status_code == 303, login.text
-    return f"corral_session={login.cookies['corral_session']}"
 
 
 def open_stream(server: LiveServer, cookie: str) -> tuple[int, socket.socket]:

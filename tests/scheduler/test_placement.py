@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from corral.domain.platform.nodes import Taint
 from corral.scheduler import ClusterSnapshot, Pending, Placement, Queue, QueueUsage, place_group
+from corral.scheduler.packing import Packing
 from tests.scheduler.helpers import (
     CLIQUE,
     GPU_TAINT,
@@ -102,10 +103,13 @@ def test_required_level_picks_the_tightest_domain_that_fits() -> None:
     snapshot = _two_zones()
     pods = [pod(f"p{i}", gpu=8) for i in range(2)]
     placed = _placed(place_group(snapshot, pod_group(2, constraint(required=CLIQUE)), pods))
-    assert set(placed.values()) == {"a0", "a1"}  # ca0 (16 free) before cb0 (24), ties by id
+    assert set(placed.values()) == {"a0", "a1"}  # ca0 (16 free) before cb0 (24)
     three = [pod(f"p{i}", gpu=8) for i in range(3)]
     placed = _placed(place_group(snapshot, pod_group(3, constraint(required=CLIQUE)), three))
     assert set(placed.values()) == {"b0", "b1", "b2"}
+    top_down = ClusterSnapshot.from_nodes(snapshot.nodes, LEVELS, Packing.TOP_DOWN)
+    placed = _placed(place_group(top_down, pod_group(2, constraint(required=CLIQUE)), pods))
+    assert set(placed.values()) == {"b0", "b1"}  # KAI's: zone zb (24 free) is the fuller
 
 
 def test_required_level_never_spills_over() -> None:

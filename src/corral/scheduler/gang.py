@@ -3,9 +3,10 @@
 
 Phases, as Kubernetes' scheduler framework names them: *filter* (nodeSelector, taints,
 resources per node), *candidates* (topology domains that could hold a set, finest level
-first, tightest fit first), *reserve* (tentative binds on the snapshot, rolled back when a
-later set or pod fails, so the next candidate sees the true free capacity) and the caller's
-*bind* (``snapshot.bind(placement.bindings)``). The snapshot is unchanged when this returns.
+first, in the order of ``packing.py``, which also spreads a set over as few children of its
+domain as hold it), *reserve* (tentative binds on the snapshot, rolled back when a later set
+or pod fails, so the next candidate sees the true free capacity) and the caller's *bind*
+(``snapshot.bind(placement.bindings)``). The snapshot is unchanged when this returns.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from corral.scheduler.explain import explain_pending
+from corral.scheduler.packing import Packing, candidate_key, fewest_children, own_key
 from corral.scheduler.podgroup import GroupError, PodRequest, PodSet, read_pod_group
 from corral.scheduler.queues import QueueUsage
 from corral.scheduler.resources import Demand
@@ -127,6 +129,11 @@ def place_within(
         trial.rollback(0)
 
 
+def _prefers_nodes(pods: Sequence[PodRequest]) -> bool:
+    """Whether a pod has a preferred node affinity: its preference leads it, pod by pod."""
+    return any(pod.affinity.preferred for pod in pods)
+
+
 def _check_levels(snapshot: ClusterSnapshot, root: PodSet) -> None:
     for pod_set in root.walk():
         constraint = pod_set.constraint
@@ -166,7 +173,29 @@ class _Trial:
     def _place_in(self, pod_set: PodSet, domain: Domain) -> bool:
         if not all(self.place_set(child, domain) for child in pod_set.children):
             return False
+        if self.snapshot.packing is not Packing.TIGHTEST and not _prefers_nodes(pod_set.members):
+            mark = len(self.bound)
+            if self._spread(pod_set.members, domain):
+                return True
+            self.rollback(mark)  # the children's room was optimistic: pod by pod instead
         return all(self._place_pod(pod, domain) for pod in pod_set.members)
+
+    def _spread(self, pods: Sequence[PodRequest], domain: Domain) -> bool:
+        """Place ``pods`` in as few children of ``domain`` as hold them, level by level down
+        to the finest (``packing.fewest_children``); there, pod by pod."""
+        if not pods:
+            return True
+        if not domain.children:
+            return all(self._place_pod(pod, domain) for pod in pods)
+        shares = fewest_children(domain, pods)
+        if shares is None:
+            return False
+        start = 0
+        for child, count in shares:
+            if not self._spread(pods[start : start + count], child):
+                return False
+            start += count
+        return True
 
     def _place_pod(self, pod: PodRequest, domain: Domain) -> bool:
         snapshot = self.snapshot
@@ -234,28 +263,41 @@ def candidate_domains(
 def _fitting_domains(
     snapshot: ClusterSnapshot, level: int, within: Domain, pod_set: PodSet
 ) -> Iterator[Domain]:
-    """Domains of ``level`` inside ``within`` that pass the fit test, tightest first (least
-    free GPUs), ties by id. From the free-GPU index when searching the whole topology, so the
-    common case (first bucket fits) looks at a handful of domains, not all of them."""
+    """Domains of ``level`` inside ``within`` that pass the fit test, in the snapshot's packing
+    order (``packing.candidate_key``). From the free-GPU index when searching the whole
+    topology, so the common case (first bucket fits) looks at a handful of domains."""
     if level == TOPOLOGY_ROOT:
         if fits(within, pod_set):
             yield within
         return
+    if snapshot.packing is Packing.TOP_DOWN:
+        yield from _top_down(level, within, pod_set)
+        return
+    key = candidate_key(snapshot.packing)
     if within.level == TOPOLOGY_ROOT:
         index = snapshot.by_free_gpu[level]
         for free in sorted(index):
             if free < pod_set.total.gpu:
                 continue
-            for domain in sorted(index[free], key=_domain_id):
+            for domain in sorted(index[free], key=key):
                 if fits(domain, pod_set):
                     yield domain
         return
     inside = [d for d in snapshot.domains_at(level, within) if fits(d, pod_set)]
-    yield from sorted(inside, key=_domain_order)
+    yield from sorted(inside, key=key)
 
 
-def _domain_id(domain: Domain) -> str:
-    return domain.id
+def _top_down(level: int, within: Domain, pod_set: PodSet) -> Iterator[Domain]:
+    """The domains of ``level`` inside ``within`` that pass the fit test, fullest first from
+    the top down (``packing.top_down_key``): depth first, each domain's children by free GPUs;
+    a domain that fails the fit test is not entered (none inside it can pass)."""
+    for child in sorted(within.children, key=own_key):
+        if not fits(child, pod_set):
+            continue
+        if child.level == level:
+            yield child
+        else:
+            yield from _top_down(level, child, pod_set)
 
 
 def _domain_order(domain: Domain) -> tuple[int, str]:

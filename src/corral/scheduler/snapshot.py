@@ -23,6 +23,7 @@ from typing import Any
 
 from corral.domain.platform.node_affinity import NO_AFFINITY, NodeAffinity
 from corral.domain.platform.nodes import Node, belongs_to
+from corral.scheduler.packing import Packing
 from corral.scheduler.resources import Demand, Extended, capacity
 
 TOPOLOGY_ROOT = -1
@@ -91,9 +92,13 @@ class Binding:
 class ClusterSnapshot:
     """Free capacity of a cluster's nodes and topology domains; see the module docstring."""
 
-    def __init__(self, nodes: Sequence[Node], levels: Sequence[str]) -> None:
+    def __init__(
+        self, nodes: Sequence[Node], levels: Sequence[str], packing: Packing = Packing.BEST_FIT
+    ) -> None:
         if len(set(levels)) != len(levels):
             raise ValueError(f"topology levels must be unique, got {list(levels)}")
+        #: How gangs are packed (``scheduler/packing.py``); the older order for comparisons.
+        self.packing = packing
         self.levels: tuple[str, ...] = tuple(levels)
         self.nodes: tuple[Node, ...] = tuple(nodes)
         self.index: dict[str, int] = {node.name: i for i, node in enumerate(self.nodes)}
@@ -133,10 +138,12 @@ class ClusterSnapshot:
         ]
 
     @classmethod
-    def from_nodes(cls, nodes: Sequence[Node], levels: Sequence[str]) -> ClusterSnapshot:
+    def from_nodes(
+        cls, nodes: Sequence[Node], levels: Sequence[str], packing: Packing = Packing.BEST_FIT
+    ) -> ClusterSnapshot:
         """A snapshot of empty ``nodes`` with a topology over ``levels`` (node labels,
         coarsest first)."""
-        return cls(nodes, levels)
+        return cls(nodes, levels, packing)
 
     # -- building ---------------------------------------------------------------------------
 
