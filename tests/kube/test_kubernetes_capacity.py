@@ -89,7 +89,7 @@ def test_a_node_added_to_the_cluster_is_listed_and_one_deleted_is_not(
     assert entries(w, EXTRA, pools=["nvl72"]) == [
         {
             "node": EXTRA,
-            "type": "RESERVED",
+            "type": "SHARED",  # my-pool's gb200 platform takes the trays too
             "pools": [{"pool": "nvl72", "platform": "gb200"}],
             "capacity": {"storage": 3072, "cpu": 144, "memory": 850, "gpu": 8},
             "used": {"storage": 0, "cpu": 0, "memory": 0, "gpu": 0},
@@ -99,8 +99,11 @@ def test_a_node_added_to_the_cluster_is_listed_and_one_deleted_is_not(
     status, info = w.api.call("GET", f"/api/resources/{EXTRA}")
     assert status == 200, info
     assert info["allocatable"][GPU_RESOURCE] == "8"
-    assert info["type"] == "RESERVED"
-    assert [(p["pool"], p["platform"]) for p in info["pools"]] == [("nvl72", "gb200")]
+    assert info["type"] == "SHARED"
+    assert [(p["pool"], p["platform"]) for p in info["pools"]] == [
+        ("my-pool", "gb200"),
+        ("nvl72", "gb200"),
+    ]
     assert usage(w, "nvl72")["total_capacity"] == str(GB200_NODES * 4 + 8)
 
     delete_node(w, EXTRA)
@@ -173,7 +176,8 @@ def test_pools_of_an_embedded_backend_keep_the_cluster_description(kube_world: K
     listed = resources(w, pools=["robotics-training"])["resources"]
     assert EXTRA not in {entry["node"] for entry in listed}
     assert len([e for e in listed if e["node"].startswith("gb200-")]) == GB200_NODES
-    # Each cluster's tray serves only the pools of its own backend, so neither is SHARED.
+    # Each cluster's tray serves only the pools of its own backend: the embedded one only
+    # robotics-training; the Kubernetes one nvl72 and my-pool (SHARED), listed for nvl72 only.
     (embedded,) = [e for e in listed if e["node"] == tray]
     assert (embedded["type"], embedded["pools"]) == (
         "RESERVED",
@@ -181,11 +185,12 @@ def test_pools_of_an_embedded_backend_keep_the_cluster_description(kube_world: K
     )
     (kubernetes,) = entries(w, tray, pools=["nvl72"])
     assert (kubernetes["type"], kubernetes["pools"]) == (
-        "RESERVED",
+        "SHARED",
         [{"pool": "nvl72", "platform": "gb200"}],
     )
     # A name of both clusters: both are listed; `resource info` shows the one serving a pool.
-    assert [e["pools"] for e in entries(w, tray)] == [embedded["pools"], kubernetes["pools"]]
+    both_pools = [{"pool": "my-pool", "platform": "gb200"}, *kubernetes["pools"]]
+    assert [e["pools"] for e in entries(w, tray)] == [embedded["pools"], both_pools]
     status, info = w.api.call("GET", f"/api/resources/{tray}")
     assert status == 200, info
     assert [p["pool"] for p in info["pools"]] == ["robotics-training"]

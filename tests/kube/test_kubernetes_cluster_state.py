@@ -3,14 +3,21 @@ per pool, KAI's reasons for waiting, exit codes and logs of pods."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from corral.domain.topology.kai_objects import NAMESPACE_LABEL
 from tests.kube.kube_world import NAMESPACE, KubeWorld
 
 TOPOLOGY = ("kai.scheduler/v1alpha1", "Topology")
 QUEUE = ("scheduling.run.ai/v2", "Queue")
 NVL72_TOPOLOGY = "osmo-pool-default-nvl72-topology"
+MY_POOL_TOPOLOGY = "osmo-pool-default-my-pool-topology"
 ZONE = "topology.kubernetes.io/zone"
 CLIQUE = "nvidia.com/gpu-clique"
+
+
+def _topologies(w: KubeWorld) -> dict[str, dict[str, Any]]:
+    return {t["metadata"]["name"]: t for t in w.fake.objects(*TOPOLOGY)}
 
 
 def _writes(w: KubeWorld, since: int) -> list[tuple[str, str, str]]:
@@ -20,7 +27,8 @@ def _writes(w: KubeWorld, since: int) -> list[tuple[str, str, str]]:
 def test_topology_is_recreated_only_when_its_levels_change(kube_world: KubeWorld) -> None:
     w = kube_world
     w.controller.tick()
-    [topology] = w.fake.objects(*TOPOLOGY)
+    assert set(_topologies(w)) == {NVL72_TOPOLOGY, MY_POOL_TOPOLOGY}
+    topology = _topologies(w)[NVL72_TOPOLOGY]
     assert topology["metadata"]["labels"] == {NAMESPACE_LABEL: NAMESPACE, "osmo.pool": "nvl72"}
 
     start = len(w.fake.journal)
@@ -38,7 +46,7 @@ def test_topology_is_recreated_only_when_its_levels_change(kube_world: KubeWorld
         ("delete", "Topology", NVL72_TOPOLOGY),
         ("apply", "Topology", NVL72_TOPOLOGY),
     ]
-    [topology] = w.fake.objects(*TOPOLOGY)
+    topology = _topologies(w)[NVL72_TOPOLOGY]
     assert topology["spec"]["levels"] == [{"nodeLabel": ZONE}, {"nodeLabel": CLIQUE}]
 
 
@@ -60,7 +68,7 @@ def test_queues_follow_the_pool_quota_and_pools_that_go_away(kube_world: KubeWor
     assert status == 200, body
     w.controller.tick()
     assert w.fake.get_object(*QUEUE, None, "osmo-pool-default-nvl72") is None
-    assert w.fake.objects(*TOPOLOGY) == []
+    assert set(_topologies(w)) == {MY_POOL_TOPOLOGY}  # the other pool's stays
 
 
 def test_a_cluster_without_the_topology_crd_still_gets_its_queues(kube_world: KubeWorld) -> None:

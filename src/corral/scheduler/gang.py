@@ -300,10 +300,6 @@ def _top_down(level: int, within: Domain, pod_set: PodSet) -> Iterator[Domain]:
             yield from _top_down(level, child, pod_set)
 
 
-def _domain_order(domain: Domain) -> tuple[int, str]:
-    return domain.free_gpu, domain.id
-
-
 def fits(domain: Domain, pod_set: PodSet) -> bool:
     """KAI's optimistic fit test (docs/osmo-reference.md#kais-topology-and-gang-semantics): pod
     copies by free GPUs per node when every member asks for the same GPUs, else summed
@@ -350,7 +346,7 @@ def best_node(
         and child.free_memory >= demand.memory
         and child.max_node_gpu() >= demand.gpu
     ]
-    children.sort(key=_domain_order)
+    children.sort(key=own_key)
     for child in children:
         found = best_node(snapshot, child, demand, eligible)
         if found is not None:
@@ -387,7 +383,7 @@ def preferred_node(
         and child.max_node_gpu() >= demand.gpu
     ]
     children.sort(
-        key=lambda child: (-snapshot.best_score(pod.affinity, child, scores), *_domain_order(child))
+        key=lambda child: (-snapshot.best_score(pod.affinity, child, scores), *own_key(child))
     )
     for child in children:
         found = preferred_node(snapshot, child, pod, eligible, scores)

@@ -65,7 +65,8 @@ def top_down_key(domain: Domain) -> tuple[tuple[int, ...], str]:
 
 
 def own_key(domain: Domain) -> tuple[int, str]:
-    """The order before issue 25: a domain's own free GPUs, then its id."""
+    """A domain's own free GPUs, then its id (the candidate order before issue 25; still the
+    order of children when one pod descends to its node)."""
     return domain.free_gpu, domain.id
 
 
