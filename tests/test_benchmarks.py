@@ -39,16 +39,21 @@ def test_the_benchmark_runs_and_prints_its_baseline(name: str) -> None:
     assert "baseline" in done.stdout, done.stdout
 
 
-def test_the_preemption_streams_run_and_compare_with_no_preemption() -> None:
+def scheduler_benchmark(*arguments: str) -> list[str]:
+    """The lines ``benchmarks/scheduler.py`` prints with ``arguments``."""
     done = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "scheduler.py"), "--preemption", "256"],
+        [sys.executable, str(REPO / "benchmarks" / "scheduler.py"), *arguments],
         capture_output=True,
         text=True,
         timeout=300,
         cwd=REPO,
     )
     assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
+    return done.stdout.splitlines()
+
+
+def test_the_preemption_streams_run_and_compare_with_no_preemption() -> None:
+    lines = scheduler_benchmark("--preemption", "256")
     assert lines[0] == "256 nodes x 8 GPUs, 16 cliques"
     assert [line.split()[0] for line in lines[2:4]] == ["fill", "preempt"]
     assert "required honoured 100%" in lines[3]
@@ -56,16 +61,7 @@ def test_the_preemption_streams_run_and_compare_with_no_preemption() -> None:
 
 
 def test_the_fragmentation_streams_compare_three_orders_and_corral_is_better() -> None:
-    command = ["--fragmentation", "256", "--seeds", "3", "--steps", "600"]
-    done = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "scheduler.py"), *command],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=REPO,
-    )
-    assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
+    lines = scheduler_benchmark("--fragmentation", "256", "--seeds", "3", "--steps", "600")
     assert lines[0] == "256 nodes x 8 GPUs, 3 seeded streams of 600 jobs"
     assert [line.split()[:2] for line in lines[1:4]] == [
         ["baseline", "(tightest)"],

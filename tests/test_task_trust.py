@@ -86,16 +86,7 @@ def test_a_task_reaches_none_of_the_servers_secrets(tmp_path: Path) -> None:
                 "server environ": f"/proc/{server.process.pid}/environ",
                 "server memory": f"/proc/{server.process.pid}/mem",
             }
-            response = http.post(
-                "/api/pool/default/workflow", json={"file": hostile_task(server, targets)}
-            )
-            assert response.status_code == 200, response.text
-            workflow_id = response.json()["name"]
-            deadline = time.monotonic() + 60
-            while http.get(f"/api/workflow/{workflow_id}").json()["status"] != "COMPLETED":
-                assert time.monotonic() < deadline, http.get(f"/api/workflow/{workflow_id}").json()
-                time.sleep(0.2)
-            log = http.get(f"/api/workflow/{workflow_id}/logs", params={"task": "probe"}).text
+            log = run_to_completion(http, hostile_task(server, targets), "probe")
             assert http.get("/health").json()["status"] == "ok"
         assert server.process.poll() is None
         lines = [
@@ -141,7 +132,8 @@ def reach_task(name: str, ports: dict[str, int], secret: str, *, host_network: b
     return yaml.safe_dump({"workflow": {"name": name, "tasks": [task]}})
 
 
-def run_to_completion(http: httpx.Client, file: str) -> str:
+def run_to_completion(http: httpx.Client, file: str, task: str) -> str:
+    """Submit ``file`` to the default pool, wait for it to complete, and return ``task``'s log."""
     response = http.post("/api/pool/default/workflow", json={"file": file})
     assert response.status_code == 200, response.text
     workflow_id = response.json()["name"]
@@ -149,7 +141,7 @@ def run_to_completion(http: httpx.Client, file: str) -> str:
     while http.get(f"/api/workflow/{workflow_id}").json()["status"] != "COMPLETED":
         assert time.monotonic() < deadline, http.get(f"/api/workflow/{workflow_id}").json()
         time.sleep(0.2)
-    return http.get(f"/api/workflow/{workflow_id}/logs", params={"task": "reach"}).text
+    return http.get(f"/api/workflow/{workflow_id}/logs", params={"task": task}).text
 
 
 def test_a_task_reaches_neither_the_api_nor_postgresql_and_cannot_read_the_url(
@@ -166,7 +158,9 @@ def test_a_task_reaches_neither_the_api_nor_postgresql_and_cannot_read_the_url(
         ports = {"api": int(server.url.rsplit(":", 1)[1]), "postgres": make_url(url).port or 5432}
         headers = {"Authorization": f"Bearer {server.token}"}
         with httpx.Client(base_url=server.url, headers=headers, timeout=10) as http:
-            log = run_to_completion(http, reach_task("isolated", ports, url, host_network=False))
+            log = run_to_completion(
+                http, reach_task("isolated", ports, url, host_network=False), "reach"
+            )
             assert log.splitlines() == [
                 "api: unreachable",
                 "postgres: unreachable",
@@ -177,7 +171,9 @@ def test_a_task_reaches_neither_the_api_nor_postgresql_and_cannot_read_the_url(
             allow = {"platforms": {"default": {"host_network_allowed": True}}}
             patched = http.patch("/api/configs/pool/default", json={"configs_dict": allow})
             assert patched.status_code == 200, patched.text
-            log = run_to_completion(http, reach_task("host", ports, url, host_network=True))
+            log = run_to_completion(
+                http, reach_task("host", ports, url, host_network=True), "reach"
+            )
             assert log.splitlines()[:2] == ["api: reached", "postgres: reached"]
     finally:
         server.stop()
