@@ -315,6 +315,9 @@ def test_a_waiting_workflow_a_failure_and_a_broken_pool_at_phone_and_desktop_wid
                 page.goto(cluster.server.url + path)
                 assert overflow(page) == [], (name, path)
             assert refused == []  # not even /favicon.ico
+            after = page.locator("#diff-table tbody tr").first.locator("td").nth(3)
+            box = after.bounding_box()  # the last page is the config diff: its After side
+            assert box is not None and box["x"] + box["width"] <= width, (name, box)
             if name == "phone":  # the first screen of a config diff (docs/dashboard.md#phones)
                 screenshot(page, "config-phone", tmp_path, full_page=False)
             page.close()
