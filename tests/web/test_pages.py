@@ -16,7 +16,8 @@ from corral.errors import TooManyRequestsError, UnavailableError
 from corral.services.runtime import open_runtime
 from corral.web import live
 from corral.web.app import create_server_app
-from corral.web.pages import _local, _queue_positions, age
+from corral.web.drawing import age
+from corral.web.pages import _local, _queue_positions
 from corral.web.topology_data import owner_names
 from tests.conftest import REPO, Api
 

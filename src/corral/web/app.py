@@ -16,8 +16,9 @@ from corral.api.guard import RequestLimits
 from corral.errors import CorralError, UserError
 from corral.services.pool_usage import pool_usage
 from corral.services.runtime import Runtime
+from corral.web.drawing import error_page
 from corral.web.live import build_events
-from corral.web.pages import build_dashboard, error_page
+from corral.web.pages import build_dashboard
 
 log = structlog.get_logger("corral.web")
 FAVICON = Path(__file__).parent / "static" / "favicon.svg"

@@ -3,47 +3,42 @@ with the same authorization (docs/dashboard.md).
 
 Each page asks the authorizer what the REST endpoint it mirrors asks: a pool the caller may not
 use is not shown, a workflow of a pool it may not read answers 403, and a rollback needs
-``config:Update`` like ``POST /api/configs/history/rollback``.
+``config:Update`` like ``POST /api/configs/history/rollback`` (``config_pages.py``). Drawing
+a page is ``drawing.py``; the checks every route shares are ``page_context.py``.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import parse_qs, urlencode
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
-from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.concurrency import run_in_threadpool
 
-from corral import __version__
 from corral.api import browser_session
-from corral.api.auth import Authorizer, Principal
+from corral.api.auth import Authorizer
 from corral.api.config_routes import check_template_reads
-from corral.api.guard import guarded_principal
-from corral.api.workflow_access import read_workflow, request_cancel
+from corral.api.workflow_access import request_cancel
 from corral.domain.configs.references import NO_PLATFORM_FIX
-from corral.domain.configs.types import ConfigType
 from corral.domain.views.explain import explain_workflow
 from corral.domain.views.pool_quota import gpu_quota
 from corral.domain.workflows.statuses import WorkflowStatus
 from corral.errors import CorralError, ForbiddenError, NotFoundError, UserError
 from corral.services import sandbox
-from corral.services.config_service import WriteMeta
 from corral.services.placement_now import GroupPlacement
 from corral.services.pool_usage import pool_usage
 from corral.services.runtime import Runtime, utc_now
-from corral.store.config_store import HistoryQuery
-from corral.store.workflows import ALIVE, QUEUED, StoredWorkflow
+from corral.store.workflows import ALIVE, QUEUED
+from corral.web.config_pages import add_config_pages
 from corral.web.dag import dag_svg
+from corral.web.page_context import PageContext
 from corral.web.topology_data import cluster_of, ghost_of, own_workflows, owner_names, pool_picture
 from corral.web.topology_view import UNLABELLED, Level
 
-TEMPLATES = Path(__file__).parent / "templates"
 STATIC = Path(__file__).parent / "static"
 STATIC_TYPES = {
     ".svg": "image/svg+xml",
@@ -56,22 +51,11 @@ PAGE_SIZE = 50
 OVERVIEW_ROWS = 5
 #: The last page a list may ask for (its offset stays a 32-bit integer in every database).
 MAX_PAGE = 1_000_000
-#: Revision numbers are 32-bit integers in the store.
-MAX_REVISION = 2**31 - 1
-#: Every page: scripts and styles only from /ui/static (htmx adds its own indicator styles),
-#: never inside another site's frame.
-PAGE_HEADERS = {
-    "Content-Security-Policy": "default-src 'self'; style-src 'self' 'unsafe-inline'; "
-    "frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "same-origin",
-}
 #: How far back the overview counts finished workflows.
 RECENT = timedelta(hours=24)
 PRIORITY_ORDER = {"HIGH": 0, "NORMAL": 1, "LOW": 2}
 #: The most bytes of a task's log a page shows (the tail).
 LOG_TAIL_BYTES = 64 * 1024
-HISTORY_SHOWN = 20
 STATUS_TABS = {
     "running": ("RUNNING",),
     "waiting": QUEUED,
@@ -80,52 +64,15 @@ STATUS_TABS = {
 }
 
 
-def templates() -> Environment:
-    """The page templates: ours, autoescaped (every value shown came from users)."""
-    environment = Environment(
-        loader=FileSystemLoader(TEMPLATES),
-        autoescape=select_autoescape(default=True),
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    environment.filters["age"] = age
-    environment.filters["names"] = lambda values, name: [name(value) for value in values]
-    environment.filters["pretty"] = lambda value: json.dumps(value, indent=2, sort_keys=False)
-    environment.globals["version"] = __version__
-    return environment
-
-
 def build_dashboard(runtime: Runtime, authorizer: Authorizer) -> APIRouter:
     router = APIRouter(prefix="/ui", include_in_schema=False)
     store = runtime.workflows
     configs = runtime.configs
 
-    def render(request: Request, name: str, status: int = 200, **values: Any) -> HTMLResponse:
-        principal = guarded_principal(request)
-        token = request.scope.get("state", {}).get("session_token")
-        csrf = browser_session.csrf_token(authorizer.sessions.key, token) if token else ""
-        admin = principal is not None and authorizer.is_admin(principal)
-        return draw(request, name, status, admin=admin, csrf=csrf, **values)
-
-    def caller(request: Request) -> Principal:
-        found = guarded_principal(request)
-        if found is None:  # the guard lets no request without a session through
-            raise ForbiddenError("Log in to see the dashboard.")
-        return found
-
-    def usable_pools(principal: Principal) -> list[str]:
-        authorizer.check(principal, "pool:List")
-        return authorizer.allowed_pools(principal, sorted(configs.state().pool_names()))
-
-    def readable_pools(principal: Principal) -> list[str]:
-        return [
-            name
-            for name in store.pools()
-            if authorizer.allows(principal, "workflow:Read", f"pool/{name}")
-        ]
-
-    def readable(principal: Principal, workflow_id: str) -> StoredWorkflow:
-        return read_workflow(store, authorizer, principal, workflow_id)
+    context = PageContext(runtime, authorizer)
+    render, caller, readable = context.render, context.caller, context.readable
+    usable_pools, readable_pools = context.usable_pools, context.readable_pools
+    add_config_pages(router, context)
 
     # ------------------------------------------------------------------------ login
 
@@ -439,74 +386,6 @@ def build_dashboard(runtime: Runtime, authorizer: Authorizer) -> APIRouter:
             message=f"Cancel requested for {workflow_id}; its tasks are being stopped.",
         )
 
-    # ----------------------------------------------------------------------- config
-
-    @router.get("/config", response_class=HTMLResponse)
-    def config(
-        request: Request,
-        type: str = "POOL",
-        first: Annotated[int | None, Query(ge=1, le=MAX_REVISION)] = None,
-        second: Annotated[int | None, Query(ge=1, le=MAX_REVISION)] = None,
-        rolled_back: Annotated[int | None, Query(ge=1, le=MAX_REVISION)] = None,
-        made: Annotated[int, Query(ge=0, le=MAX_REVISION)] = 0,
-    ) -> HTMLResponse:
-        principal = caller(request)
-        types = [
-            t
-            for t in ConfigType
-            if authorizer.allows(principal, "config:Read", f"config/{t.url_segment}")
-        ]
-        if not types:
-            authorizer.check(principal, "config:Read", "config/*")
-        chosen = ConfigType.parse(type)
-        authorizer.check(principal, "config:Read", f"config/{chosen.url_segment}")
-        data, head = configs.snapshot(chosen)
-        history = configs.history(
-            HistoryQuery(config_types=[chosen], limit=HISTORY_SHOWN, order="DESC"),
-            with_data=False,
-        )
-        diff = None
-        if first is not None:
-            diff = configs.diff(chosen, first, second)
-        return render(
-            request,
-            "config.html",
-            types=types,
-            chosen=chosen,
-            data=data,
-            head=head,
-            history=history,
-            diff=diff,
-            first=first,
-            second=second,
-            rolled_back=rolled_back,
-            made=made,
-            may_update=authorizer.allows(
-                principal, "config:Update", f"config/{chosen.url_segment}"
-            ),
-        )
-
-    @router.post("/config/{segment}/rollback", response_class=HTMLResponse)
-    async def rollback(request: Request, segment: str) -> HTMLResponse:
-        principal = caller(request)
-        chosen = ConfigType.parse(segment)
-        authorizer.check(principal, "config:Update", f"config/{chosen.url_segment}")
-        form = parse_qs((await request.body()).decode("utf-8", "replace"))
-        revision = _number(form, "revision")
-        base = _number(form, "base")
-        meta = WriteMeta(
-            principal.username,
-            description=f"Rolled back from the dashboard to r{revision}",
-            base_revision=base,
-        )
-        result = await run_in_threadpool(configs.rollback, chosen, revision, meta)
-        made = result.revisions[0].revision if result.revisions else 0
-        # The page is drawn again (htmx follows HX-Location): it shows the new revision.
-        target = "/ui/config?" + urlencode(
-            {"type": chosen.value, "rolled_back": revision, "made": made}
-        )
-        return HTMLResponse("", headers={"HX-Location": target})
-
     return router
 
 
@@ -562,53 +441,3 @@ def _query(current: Mapping[str, Any], changes: Mapping[str, Any]) -> str:
 def _local(target: str) -> str:
     """A redirect target kept on this site's dashboard."""
     return target if target.startswith("/ui") and "//" not in target else "/ui"
-
-
-def _number(form: Mapping[str, list[str]], name: str) -> int:
-    text = form.get(name, [""])[0]
-    if not text.isdigit() or not 1 <= int(text) <= MAX_REVISION:
-        raise UserError(f"{name}: give a revision number (got {text!r}).")
-    return int(text)
-
-
-def age(moment: datetime | None, now: datetime | None = None) -> str:
-    """``3m``, ``2h``, ``4d``: how long ago."""
-    if moment is None:
-        return ""
-    if moment.tzinfo is None:  # SQLite hands back naive UTC
-        moment = moment.replace(tzinfo=UTC)
-    seconds = int(((now or datetime.now(UTC)) - moment).total_seconds())
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds // size}{unit}"
-    return f"{max(seconds, 0)}s"
-
-
-# After ``age``: the environment names it as a filter.
-PAGES = templates()
-
-
-def draw(
-    request: Request,
-    name: str,
-    code: int = 200,
-    *,
-    admin: bool = False,
-    csrf: str = "",
-    **values: Any,
-) -> HTMLResponse:
-    """The page ``name`` for the caller the guard found (the header's user name)."""
-    principal = guarded_principal(request)
-    html = PAGES.get_template(name).render(
-        user=principal.username if principal else None,
-        admin=admin,
-        csrf=csrf,
-        path=request.url.path,
-        **values,
-    )
-    return HTMLResponse(html, status_code=code, headers=PAGE_HEADERS)
-
-
-def error_page(request: Request, err: CorralError) -> HTMLResponse:
-    """A dashboard page's user error (a pool not found, a 403) as a page, not JSON."""
-    return draw(request, "error.html", err.status_code, status=err.status_code, message=err.message)
