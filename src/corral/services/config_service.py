@@ -28,14 +28,8 @@ from corral.domain.formats.diff import changes
 from corral.domain.formats.patch import strategic_merge
 from corral.errors import ConflictError, NotFoundError, UserError
 from corral.services import sandbox
-from corral.store.config_store import (
-    ConfigStore,
-    Current,
-    Heads,
-    HistoryQuery,
-    NewRevision,
-    Revision,
-)
+from corral.store.config_item_versions import Current, Heads
+from corral.store.config_store import ConfigStore, HistoryQuery, NewRevision, Revision
 
 Path = tuple[str | int, ...]
 Located = Mapping[str, Path]

@@ -19,23 +19,22 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from sqlalchemy import ColumnElement, Engine, Select, and_, func, or_, select, update
+from sqlalchemy import ColumnElement, Engine, Select, func, select, update
 from sqlalchemy.engine import Connection, RowMapping
 
 from corral.domain.configs.types import ConfigType
+from corral.store.config_item_versions import (
+    Action,
+    ChangedItem,
+    Current,
+    Heads,
+    changed_items,
+    items_at_revision,
+    newest_revisions,
+    read_since,
+)
 from corral.store.database import writing
 from corral.store.tables import config_items, config_revisions, config_write_lock
-
-Action = Literal["created", "updated", "deleted"]
-
-
-@dataclass(frozen=True)
-class ChangedItem:
-    """One item a revision changed: its value after the revision (None: deleted)."""
-
-    name: str
-    action: Action
-    data: Any
 
 
 @dataclass(frozen=True)
@@ -69,14 +68,6 @@ class NewRevision:
 
 
 @dataclass(frozen=True)
-class Current:
-    """A type's items at its newest revision. Shared between threads: read-only."""
-
-    revision: int
-    items: Mapping[str, Any]
-
-
-@dataclass(frozen=True)
 class HistoryQuery:
     config_types: Sequence[ConfigType] = ()
     name: str | None = None
@@ -90,8 +81,6 @@ class HistoryQuery:
     order: Literal["ASC", "DESC"] = "ASC"
 
 
-#: What a writer sees inside the write transaction: the newest items of each written type.
-Heads = dict[ConfigType, Current]
 WritePlan = Callable[[Heads], list[NewRevision]]
 
 #: How long the current items read are used before the database is asked again.
@@ -128,7 +117,7 @@ class ConfigStore:
         ):
             writes = self._writes
             with self._engine.connect() as connection:
-                self._advance(connection, _newest(connection))
+                self._advance(connection, newest_revisions(connection))
             self._checked = (now, writes)
         with self._cache_lock:
             return dict(self._cache)
@@ -177,14 +166,14 @@ class ConfigStore:
             )
             if row is None:
                 return None
-            changed = _changed(connection, [(ctype, revision)])
-            data = _items_at(connection, ctype, revision)
+            changed = changed_items(connection, [(ctype, revision)])
+            data = items_at_revision(connection, ctype, revision)
         return _revision(row, changed.get((ctype, revision), ()), data)
 
     def items_at(self, ctype: ConfigType, revision: int) -> dict[str, Any]:
         """The items of ``ctype`` at ``revision`` (whether or not that revision exists)."""
         with self._engine.connect() as connection:
-            return _items_at(connection, ctype, revision)
+            return items_at_revision(connection, ctype, revision)
 
     def history(self, query: HistoryQuery, *, with_data: bool = True) -> list[Revision]:
         """Matching non-deleted revisions: the newest ``limit`` after ``offset``, in ``order``.
@@ -200,9 +189,9 @@ class ConfigStore:
                 rows = [row for row in rows if wanted <= set(row["tags"])]
                 rows = rows[query.offset : query.offset + query.limit]
             keys = [(ConfigType(row["config_type"]), int(row["revision"])) for row in rows]
-            changed = _changed(connection, keys) if with_data else {}
+            changed = changed_items(connection, keys) if with_data else {}
             whole = {
-                key: _items_at(connection, *key)
+                key: items_at_revision(connection, *key)
                 for key in keys
                 if with_data and query.revision is not None
             }
@@ -226,7 +215,7 @@ class ConfigStore:
                 .where(config_write_lock.c.id == 1)
                 .values(writes=config_write_lock.c.writes + 1)
             )
-            heads = self._advance(connection, _newest(connection))
+            heads = self._advance(connection, newest_revisions(connection))
             now = self._clock()
             written: list[Revision] = []
             for new in plan(heads):
@@ -283,8 +272,8 @@ class ConfigStore:
             elif known is not None and known.revision < revision:
                 behind[ctype] = known
             else:
-                found[ctype] = Current(revision, _items_at(connection, ctype, revision))
-        found.update(_read_since(connection, behind, newest))
+                found[ctype] = Current(revision, items_at_revision(connection, ctype, revision))
+        found.update(read_since(connection, behind, newest))
         with self._cache_lock:
             for ctype, current in found.items():
                 if self._cache.get(ctype, _NONE).revision < current.revision:
@@ -293,101 +282,6 @@ class ConfigStore:
 
 
 _NONE = Current(-1, {})
-
-
-def _newest(connection: Connection) -> dict[ConfigType, int]:
-    table = config_revisions.c
-    rows = connection.execute(
-        select(table.config_type, func.max(table.revision)).group_by(table.config_type)
-    ).all()
-    return {ConfigType(name): int(revision) for name, revision in rows}
-
-
-def _read_since(
-    connection: Connection, behind: Mapping[ConfigType, Current], newest: Mapping[ConfigType, int]
-) -> Heads:
-    """Each type in ``behind`` brought from its revision to ``newest``'s, reading only the item
-    versions in between (copied, not changed in place: readers may hold the old items)."""
-    if not behind:
-        return {}
-    table = config_items.c
-    wanted = [
-        and_(
-            table.config_type == ctype.value,
-            table.revision > known.revision,
-            table.revision <= newest[ctype],
-        )
-        for ctype, known in behind.items()
-    ]
-    rows = connection.execute(
-        select(table.config_type, table.name, table.data)
-        .where(or_(*wanted))
-        .order_by(table.config_type, table.revision, table.position)
-    ).all()
-    items = {ctype: dict(known.items) for ctype, known in behind.items()}
-    for name_of_type, name, data in rows:
-        kept = items[ConfigType(name_of_type)]
-        if data is None:
-            kept.pop(name, None)
-        else:
-            kept[name] = data
-    return {ctype: Current(newest[ctype], items[ctype]) for ctype in behind}
-
-
-def _items_at(connection: Connection, ctype: ConfigType, revision: int) -> dict[str, Any]:
-    """The newest version of each item of ``ctype`` up to ``revision`` (deleted ones left
-    out), in the order they were created: as a dict that each revision updated in turn."""
-    table = config_items.c
-    up_to = and_(table.config_type == ctype.value, table.revision <= revision)
-    latest = (
-        select(table.name, func.max(table.revision).label("revision"))
-        .where(up_to)
-        .group_by(table.name)
-        .subquery()
-    )
-    born = (
-        select(table.name, func.max(table.revision).label("revision"))
-        .where(up_to, table.action == "created")
-        .group_by(table.name)
-        .subquery()
-    )
-    birth = config_items.alias("birth")
-    rows = connection.execute(
-        select(table.name, table.data)
-        .join(latest, and_(table.name == latest.c.name, table.revision == latest.c.revision))
-        .join(born, born.c.name == table.name)
-        .join(
-            birth,
-            and_(
-                birth.c.config_type == ctype.value,
-                birth.c.name == born.c.name,
-                birth.c.revision == born.c.revision,
-            ),
-        )
-        .where(table.config_type == ctype.value, table.data.is_not(None))
-        .order_by(born.c.revision, birth.c.position)
-    ).all()
-    return {name: data for name, data in rows}
-
-
-def _changed(
-    connection: Connection, keys: Sequence[tuple[ConfigType, int]]
-) -> dict[tuple[ConfigType, int], tuple[ChangedItem, ...]]:
-    """What each (type, revision) in ``keys`` changed, in the order it was recorded."""
-    if not keys:
-        return {}
-    table = config_items.c
-    wanted = [
-        and_(table.config_type == ctype.value, table.revision == number) for ctype, number in keys
-    ]
-    found: dict[tuple[ConfigType, int], list[ChangedItem]] = {}
-    for ctype, number, name, action, data in connection.execute(
-        select(table.config_type, table.revision, table.name, table.action, table.data)
-        .where(or_(*wanted))
-        .order_by(table.config_type, table.revision, table.position)
-    ):
-        found.setdefault((ConfigType(ctype), number), []).append(ChangedItem(name, action, data))
-    return {key: tuple(items) for key, items in found.items()}
 
 
 def _record(
