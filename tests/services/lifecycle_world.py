@@ -12,7 +12,7 @@ import yaml
 
 from corral.services.lifecycle import LifecycleController
 from corral.store.cluster_objects import ClusterObjectStore
-from corral.store.workflows import StoredWorkflow
+from corral.store.workflow_records import StoredWorkflow
 from tests.conftest import REPO, Api
 
 WORKFLOWS = REPO / "examples" / "workflows"

@@ -10,7 +10,8 @@ from sqlalchemy import Engine
 from corral.services.leadership import Leadership
 from corral.services.runtime import utc_now
 from corral.store.lease import LeaseStore, LostLease
-from corral.store.workflows import Changes, WorkflowStore
+from corral.store.workflow_records import Changes
+from corral.store.workflows import WorkflowStore
 
 TTL = 10.0
 

@@ -14,7 +14,7 @@ from corral.backends.port import BackendError, ClusterBackend, Rule
 from corral.domain.configs.snapshot import Configs
 from corral.domain.configs.types import ConfigType
 from corral.services.workflow_step import TickReport, WorkflowStep
-from corral.store.workflows import StoredGroup, StoredTask, StoredWorkflow
+from corral.store.workflow_records import StoredGroup, StoredTask, StoredWorkflow
 
 NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
 CONFIGS = Configs({ConfigType.POOL: {"p": {"backend": "default"}}})

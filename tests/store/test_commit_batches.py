@@ -10,7 +10,8 @@ from sqlalchemy import Engine, insert, select, text, update
 from corral.services.runtime import utc_now
 from corral.store.database import StatementCounter
 from corral.store.tables import workflow_groups, workflow_tasks, workflows
-from corral.store.workflows import Changes, WorkflowStore
+from corral.store.workflow_records import Changes
+from corral.store.workflows import WorkflowStore
 
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 SAME = 2500  # more than one chunk of identifiers

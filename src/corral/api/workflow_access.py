@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from corral.api.auth import Authorizer, Principal
 from corral.errors import ConflictError, NotFoundError
-from corral.store.workflows import ALIVE, StoredWorkflow, WorkflowStore
+from corral.store.workflow_listings import ALIVE
+from corral.store.workflow_records import StoredWorkflow
+from corral.store.workflows import WorkflowStore
 
 
 def missing(workflow_id: str) -> NotFoundError:

@@ -34,12 +34,8 @@ from corral.services.submission import (
     SubmitRequest,
     SubmittingUser,
 )
-from corral.store.workflows import (
-    StoredGroup,
-    StoredTask,
-    StoredWorkflow,
-    WorkflowStore,
-)
+from corral.store.workflow_records import StoredGroup, StoredTask, StoredWorkflow
+from corral.store.workflows import WorkflowStore
 
 VALIDATED = "Workflow validation succeeded."
 #: Set on a submission's answer when its Idempotency-Key was used before: nothing new was made.

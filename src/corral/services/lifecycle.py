@@ -61,17 +61,17 @@ from corral.services.working_set import (
 from corral.store.cluster_objects import ClusterObjectStore
 from corral.store.database import StatementCounter
 from corral.store.lease import LostLease
-from corral.store.workflows import (
-    ALIVE,
+from corral.store.workflow_listings import ALIVE
+from corral.store.workflow_records import (
     GROUP_SCHEDULING,
     Changes,
     SharedReason,
     StoredGroup,
     StoredWorkflow,
-    WorkflowStore,
     pod_of,
     with_changes,
 )
+from corral.store.workflows import WorkflowStore
 
 log = structlog.get_logger("corral.lifecycle")
 

@@ -42,7 +42,8 @@ from corral.store.lease import LeaseRow, LeaseStore
 from corral.store.revoked_sessions import RevokedSessions
 from corral.store.tokens import TokenStore
 from corral.store.users import UserStore
-from corral.store.workflows import StoredTask, StoredWorkflow, WorkflowStore, pod_of
+from corral.store.workflow_records import StoredTask, StoredWorkflow, pod_of
+from corral.store.workflows import WorkflowStore
 
 Clock = Callable[[], datetime]
 #: How far back the pool views count preempted GPUs.

@@ -35,7 +35,8 @@ from corral.services import sandbox
 from corral.services.config_service import ConfigService
 from corral.services.jinja_worker import render_in_subprocess
 from corral.services.placement_now import GroupPlacement
-from corral.store.workflows import IdempotencyKey, KeyTaken, WorkflowStore
+from corral.store.workflow_records import IdempotencyKey
+from corral.store.workflows import KeyTaken, WorkflowStore
 
 #: How often a submission re-numbers itself when its id was taken anyway (a workflow stored
 #: with a number that was never taken: by hand, or before numbers were taken).

@@ -32,7 +32,7 @@ from typing import Any
 
 from corral.backends.port import GroupObjects
 from corral.services.placement import Placements
-from corral.store.workflows import StoredGroup, StoredWorkflow
+from corral.store.workflow_records import StoredGroup, StoredWorkflow
 
 #: Groups whose objects the cache keeps, least recently used first out (a 16-task group's
 #: objects take about 100 KB of memory).

@@ -5,15 +5,16 @@ with a row of the controller's inbox (``controller_inbox``) that tells the contr
 The controller reads what it works on in set-based queries (:meth:`WorkflowStore.controller_view`,
 :meth:`WorkflowStore.manifests`) and writes a tick's changes in one transaction of batched
 statements (:meth:`WorkflowStore.commit`), never one query per workflow.
+
+The records read back are ``workflow_records.py``; reading whole workflows
+``workflow_reads.py``; the lists the API and the dashboard show ``workflow_listings.py``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any, TypeVar
+from datetime import datetime
+from typing import Any
 
 from sqlalchemy import (
     Connection,
@@ -25,14 +26,13 @@ from sqlalchemy import (
     delete,
     func,
     insert,
-    or_,
     select,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.exc import IntegrityError
 
 from corral.domain.workflows.plan import WorkflowPlan
-from corral.domain.workflows.spec import ExitAction, TaskFileContents
+from corral.domain.workflows.spec import TaskFileContents
 from corral.errors import ConflictError, NotFoundError
 from corral.store.bulk import insert_rows, update_rows
 from corral.store.database import autocommit, writing
@@ -47,6 +47,18 @@ from corral.store.tables import (
     workflow_tasks,
     workflows,
 )
+from corral.store.workflow_listings import ALIVE, WorkflowListings
+from corral.store.workflow_reads import controller_rows, read_workflow
+from corral.store.workflow_records import (
+    GROUP_SCHEDULING,
+    Changes,
+    IdempotencyKey,
+    InboxEntry,
+    KeptSubmission,
+    SharedReason,
+    StoredWorkflow,
+    UncleanedGroup,
+)
 
 #: Statuses at acceptance (OSMO: workflow PENDING, groups SUBMITTING, tasks WAITING).
 WORKFLOW_ACCEPTED = "PENDING"
@@ -54,12 +66,6 @@ GROUP_ACCEPTED = "SUBMITTING"
 TASK_ACCEPTED = "WAITING"
 
 
-#: Workflow statuses the controller still works on.
-ALIVE = ("PENDING", "RUNNING", "WAITING")
-#: Alive workflows none of whose groups started yet.
-QUEUED = ("PENDING", "WAITING")
-#: Group status while a scheduler may place it.
-GROUP_SCHEDULING = "SCHEDULING"
 #: What the inbox says of a workflow.
 SUBMITTED, CANCEL = "submitted", "cancel"
 #: Ids per ``IN (...)`` list: SQLite allows 32,766 variables per statement.
@@ -81,167 +87,7 @@ _TAKE_NUMBER = (
 _ONE_STATEMENT_FROM = 8
 
 
-@dataclass(frozen=True)
-class SharedReason:
-    """Why the waiting groups of one shape wait, written for the pods ``pod_names``."""
-
-    reason: str
-    pod_names: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class IdempotencyKey:
-    """A submission's ``Idempotency-Key`` and a digest of the request it came with."""
-
-    key: str
-    request_hash: str
-
-
-@dataclass(frozen=True)
-class KeptSubmission:
-    """What a user's idempotency key was used for."""
-
-    workflow_id: str
-    request_hash: str
-
-
-@dataclass(frozen=True)
-class InboxEntry:
-    id: int
-    workflow_id: str
-    kind: str  # SUBMITTED or CANCEL
-
-
-@dataclass
-class Changes:
-    """Column updates by primary key, written together by :meth:`WorkflowStore.commit`."""
-
-    workflows: dict[str, dict[str, Any]] = field(default_factory=dict)
-    groups: dict[str, dict[str, Any]] = field(default_factory=dict)
-    tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: (task uuid, retry id) -> what the attempt printed, kept in the database.
-    logs: dict[tuple[str, int], str] = field(default_factory=dict)
-    #: Shape -> why its groups wait (``pending_shapes``).
-    shapes: dict[str, SharedReason] = field(default_factory=dict)
-    #: Inbox rows the controller has read and acted on.
-    inbox_done: list[int] = field(default_factory=list)
-    #: Rows of ``preemptions``: gangs evicted by the scheduler.
-    preemptions: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def empty(self) -> bool:
-        return not (
-            self.workflows
-            or self.groups
-            or self.tasks
-            or self.logs
-            or self.shapes
-            or self.inbox_done
-            or self.preemptions
-        )
-
-    def merge(self, other: Changes) -> None:
-        """Add ``other``'s changes (a later one wins per column)."""
-        for mine, theirs in (
-            (self.workflows, other.workflows),
-            (self.groups, other.groups),
-            (self.tasks, other.tasks),
-        ):
-            for key, values in theirs.items():
-                mine.setdefault(key, {}).update(values)
-        self.logs.update(other.logs)
-        self.shapes.update(other.shapes)
-        self.inbox_done.extend(other.inbox_done)
-        self.preemptions.extend(other.preemptions)
-
-    def workflow(self, workflow_id: str, **values: Any) -> None:
-        self.workflows.setdefault(workflow_id, {}).update(values)
-
-    def group(self, group_uuid: str, **values: Any) -> None:
-        self.groups.setdefault(group_uuid, {}).update(values)
-
-    def task(self, task_uuid: str, **values: Any) -> None:
-        self.tasks.setdefault(task_uuid, {}).update(values)
-
-
-@dataclass(frozen=True)
-class UncleanedGroup:
-    uuid: str
-    workflow_id: str
-    workflow_uuid: str
-    backend: str
-    namespace: str
-    #: ``[apiVersion, kind]`` of every object the group was given, in creation order.
-    kinds: list[list[str]]
-
-
-@dataclass(frozen=True)
-class StoredTask:
-    name: str
-    uuid: str
-    pod_name: str
-    platform: str
-    lead: bool
-    status: str
-    retry_id: int
-    node: str | None = None
-    exit_code: int | None = None
-    started_at: datetime | None = None
-    ended_at: datetime | None = None
-    message: str | None = None
-    exit_actions: tuple[ExitAction, ...] = ()
-
-
-@dataclass(frozen=True)
-class StoredGroup:
-    name: str
-    uuid: str
-    status: str
-    upstream: list[str]
-    resource_kinds: list[list[str]]
-    manifests: list[dict[str, Any]]
-    tasks: list[StoredTask]
-    ignore_non_lead: bool = True
-    scheduling_at: datetime | None = None
-    started_at: datetime | None = None
-    ended_at: datetime | None = None
-    domains: dict[str, str] | None = None
-    pending_reason: str | None = None
-    cleaned: bool = False
-    #: While it waits for corral's scheduler: the shape whose reason it shares.
-    pending_shape: str | None = None
-    #: Evicted by the scheduler: the next step stops its tasks and ends or requeues it.
-    evict: bool = False
-    #: Why it was last evicted.
-    preempted_by: str | None = None
-
-
-@dataclass(frozen=True)
-class StoredWorkflow:
-    workflow_id: str
-    name: str
-    uuid: str
-    pool: str
-    backend: str
-    namespace: str
-    status: str
-    priority: str
-    submitted_by: str
-    submitted_at: datetime
-    exec_timeout_s: float
-    queue_timeout_s: float
-    spec: str
-    template: str | None
-    groups: list[StoredGroup]
-    started_at: datetime | None = None
-    ended_at: datetime | None = None
-    cancel_requested_by: str | None = None
-    message: str | None = None
-    local_files: Mapping[str, TaskFileContents] = field(default_factory=dict)
-    restarted_from: str | None = None
-
-
-class WorkflowStore:
+class WorkflowStore(WorkflowListings):
     def __init__(self, engine: Engine, clock: Callable[[], datetime]) -> None:
         self._engine = engine
         self._clock = clock
@@ -345,39 +191,10 @@ class WorkflowStore:
 
     def get(self, workflow_id: str) -> StoredWorkflow:
         with self._engine.connect() as connection:
-            row = (
-                connection.execute(select(workflows).where(workflows.c.workflow_id == workflow_id))
-                .mappings()
-                .first()
-            )
-            if row is None:
-                raise NotFoundError(f"Workflow {workflow_id} not found.")
-            groups = (
-                connection.execute(
-                    select(workflow_groups)
-                    .where(workflow_groups.c.workflow_id == workflow_id)
-                    .order_by(workflow_groups.c.position)
-                )
-                .mappings()
-                .all()
-            )
-            tasks = (
-                connection.execute(
-                    select(workflow_tasks)
-                    .where(workflow_tasks.c.group_uuid.in_([g["group_uuid"] for g in groups]))
-                    .order_by(workflow_tasks.c.position)
-                )
-                .mappings()
-                .all()
-            )
-            shared = _shared_reasons(connection, groups)
-        return _workflow(
-            row,
-            [
-                _group(g, [t for t in tasks if t["group_uuid"] == g["group_uuid"]], shared)
-                for g in groups
-            ],
-        )
+            found = read_workflow(connection, workflow_id)
+        if found is None:
+            raise NotFoundError(f"Workflow {workflow_id} not found.")
+        return found
 
     def controller_view(self, ids: Sequence[str] | None = None) -> list[StoredWorkflow]:
         """Alive workflows as the controller works on them, oldest first: every alive one, or
@@ -387,10 +204,10 @@ class WorkflowStore:
         found: list[StoredWorkflow] = []
         if ids is None:
             with self._engine.connect() as connection:
-                return _controller_rows(connection, None)
+                return controller_rows(connection, None)
         for start in range(0, len(ids), _CHUNK):
             with self._engine.connect() as connection:
-                found.extend(_controller_rows(connection, ids[start : start + _CHUNK]))
+                found.extend(controller_rows(connection, ids[start : start + _CHUNK]))
         return sorted(found, key=lambda w: (w.submitted_at, w.workflow_id))
 
     def manifests(self, group_uuids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
@@ -516,169 +333,6 @@ class WorkflowStore:
         with writing(self._engine) as connection:
             connection.execute(delete(pending_shapes).where(pending_shapes.c.shape.not_in(in_use)))
 
-    def preempted_gpus(self, since: datetime) -> dict[str, int]:
-        """Per pool, the GPUs of its gangs evicted by preemption or reclaim since ``since``."""
-        with self._engine.connect() as connection:
-            rows = connection.execute(
-                select(preemptions.c.pool, func.sum(preemptions.c.gpus))
-                .where(preemptions.c.at >= since)
-                .group_by(preemptions.c.pool)
-            ).all()
-        return {row[0]: int(row[1]) for row in rows}
-
-    def pools(self) -> list[str]:
-        """Every pool some workflow was submitted to."""
-        with self._engine.connect() as connection:
-            rows = connection.execute(select(workflows.c.pool).distinct()).all()
-        return sorted(row[0] for row in rows)
-
-    def kept_log(self, task_uuid: str, retry_id: int) -> str | None:
-        """The log kept for an attempt whose backend no longer has it, if any."""
-        with self._engine.connect() as connection:
-            return connection.execute(
-                select(task_logs.c.text).where(
-                    task_logs.c.task_uuid == task_uuid, task_logs.c.retry_id == retry_id
-                )
-            ).scalar()
-
-    def list(
-        self,
-        *,
-        users: Sequence[str] | None = None,
-        pools: Sequence[str] | None = None,
-        limit: int = 100,
-        visible_to: tuple[str, Sequence[str]] | None = None,
-        statuses: Sequence[str] | None = None,
-        offset: int = 0,
-    ) -> list[dict[str, Any]]:
-        """Newest first; only the summary columns. ``visible_to=(user, pools)`` keeps the
-        user's own workflows and those in ``pools``."""
-        query = _visible(
-            select(
-                workflows.c.workflow_id,
-                workflows.c.pool,
-                workflows.c.status,
-                workflows.c.priority,
-                workflows.c.submitted_by,
-                workflows.c.submitted_at,
-            ),
-            visible_to,
-        ).order_by(workflows.c.submitted_at.desc(), workflows.c.workflow_id.desc())
-        if users is not None:
-            query = query.where(workflows.c.submitted_by.in_(list(users)))
-        if pools is not None:
-            query = query.where(workflows.c.pool.in_(list(pools)))
-        if statuses is not None:
-            query = query.where(workflows.c.status.in_(list(statuses)))
-        with self._engine.connect() as connection:
-            rows = connection.execute(query.limit(limit).offset(offset)).mappings().all()
-        return [dict(row) for row in rows]
-
-    def status_counts(
-        self, since: datetime, visible_to: tuple[str, Sequence[str]] | None = None
-    ) -> dict[str, int]:
-        """How many workflows are in each status: every alive one, and those that ended since
-        ``since``."""
-        query = _visible(
-            select(workflows.c.status, func.count()).where(
-                or_(workflows.c.status.in_(ALIVE), workflows.c.ended_at >= since)
-            ),
-            visible_to,
-        ).group_by(workflows.c.status)
-        with self._engine.connect() as connection:
-            return {row[0]: int(row[1]) for row in connection.execute(query).all()}
-
-    def recent_failures(
-        self, since: datetime, limit: int, visible_to: tuple[str, Sequence[str]] | None = None
-    ) -> Sequence[dict[str, Any]]:
-        """The workflows that ended FAILED* since ``since``, the latest first: id, pool,
-        status, when and why they ended."""
-        query = _visible(
-            select(
-                workflows.c.workflow_id,
-                workflows.c.pool,
-                workflows.c.status,
-                workflows.c.ended_at,
-                workflows.c.message,
-            ).where(workflows.c.status.like("FAILED%"), workflows.c.ended_at >= since),
-            visible_to,
-        ).order_by(workflows.c.ended_at.desc(), workflows.c.workflow_id)
-        with self._engine.connect() as connection:
-            rows = connection.execute(query.limit(limit)).mappings().all()
-        return [{**row, "ended_at": _utc(row["ended_at"])} for row in rows]
-
-    def queued(self, pools: Sequence[str]) -> Sequence[tuple[str, str, str, datetime]]:
-        """The workflows of ``pools`` that wait to start (PENDING or WAITING): id, pool,
-        priority and submission time, oldest first."""
-        query = (
-            select(
-                workflows.c.workflow_id,
-                workflows.c.pool,
-                workflows.c.priority,
-                workflows.c.submitted_at,
-            )
-            .where(workflows.c.status.in_(QUEUED), workflows.c.pool.in_(list(pools)))
-            .order_by(workflows.c.submitted_at, workflows.c.workflow_id)
-        )
-        with self._engine.connect() as connection:
-            rows = connection.execute(query).all()
-        return [(row[0], row[1], row[2], _utc(row[3]) or row[3]) for row in rows]
-
-    def change_marker(self, workflow_id: str | None = None) -> tuple[Any, ...]:
-        """A value that changes when a workflow (``workflow_id``, or any) is submitted or
-        changes status, or one of its groups or tasks does: what a live page polls."""
-        with self._engine.connect() as connection:
-            if workflow_id is None:
-                return tuple(
-                    connection.execute(
-                        select(
-                            func.count(),
-                            func.max(workflows.c.submitted_at),
-                            func.max(workflows.c.started_at),
-                            func.max(workflows.c.ended_at),
-                            func.count(workflows.c.cancel_requested_by),
-                        )
-                    ).one()
-                ) + tuple(
-                    connection.execute(
-                        select(workflows.c.status, func.count()).group_by(workflows.c.status)
-                    ).all()
-                )
-            groups = select(workflow_groups.c.group_uuid).where(
-                workflow_groups.c.workflow_id == workflow_id
-            )
-            return (
-                connection.execute(
-                    select(workflows.c.status, workflows.c.cancel_requested_by).where(
-                        workflows.c.workflow_id == workflow_id
-                    )
-                ).first(),
-                tuple(
-                    connection.execute(
-                        select(workflow_groups.c.status, workflow_groups.c.pending_reason).where(
-                            workflow_groups.c.workflow_id == workflow_id
-                        )
-                    ).all()
-                ),
-                tuple(
-                    connection.execute(
-                        select(
-                            workflow_tasks.c.status,
-                            workflow_tasks.c.retry_id,
-                            workflow_tasks.c.node,
-                        ).where(workflow_tasks.c.group_uuid.in_(groups))
-                    ).all()
-                ),
-            )
-
-
-def _visible(query: Any, visible_to: tuple[str, Sequence[str]] | None) -> Any:
-    """``query`` kept to the user's own workflows and those in the pools it may read."""
-    if visible_to is None:
-        return query
-    owner, readable = visible_to
-    return query.where(or_(workflows.c.submitted_by == owner, workflows.c.pool.in_(list(readable))))
-
 
 class KeyTaken(Exception):
     """The submitter already used this idempotency key (for the workflow it names)."""
@@ -798,93 +452,6 @@ def _write_shapes(
     )
 
 
-def _shared_reasons(connection: Connection, groups: Sequence[Any]) -> dict[str, SharedReason]:
-    """The reasons of the shapes that the waiting ``groups`` (rows) share."""
-    shapes = {
-        g["pending_shape"]
-        for g in groups
-        if g["pending_shape"] and g["status"] == GROUP_SCHEDULING and not g["pending_reason"]
-    }
-    if not shapes:
-        return {}
-    rows = connection.execute(select(pending_shapes).where(pending_shapes.c.shape.in_(shapes)))
-    return {row.shape: SharedReason(row.reason, tuple(row.pod_names)) for row in rows.mappings()}
-
-
-def shared_reason_for(found: SharedReason, pod_names: Sequence[str]) -> str:
-    """The shape's reason as it reads for a group whose pods are ``pod_names`` (in the same
-    order): where it names a pod of the group it was written for, the group's own."""
-    if len(found.pod_names) != len(pod_names):
-        return found.reason
-    reason = found.reason
-    for theirs, mine in zip(found.pod_names, pod_names, strict=True):
-        reason = reason.replace(f"pod {theirs} ", f"pod {mine} ")
-    return reason
-
-
-_CONTROLLER_WORKFLOW_COLUMNS = [
-    c for c in workflows.c if c.name not in ("spec", "template", "local_files")
-]
-_CONTROLLER_GROUP_COLUMNS = [c for c in workflow_groups.c if c.name != "manifests"]
-
-
-def _controller_rows(connection: Connection, ids: Sequence[str] | None) -> list[StoredWorkflow]:
-    """Every alive workflow (``ids`` None: three scans of what is alive), or the alive ones of
-    ``ids``, found by their keys only: a filter on the status as well let SQLite walk every
-    alive workflow to find a few."""
-    alive = workflows.c.status.in_(ALIVE)
-    if ids is None:
-        rows = _rows(connection, select(*_CONTROLLER_WORKFLOW_COLUMNS).where(alive))
-        owner = workflows.c.workflow_id == workflow_groups.c.workflow_id
-        groups = _rows(
-            connection, select(*_CONTROLLER_GROUP_COLUMNS).join(workflows, owner).where(alive)
-        )
-        tasks = _rows(
-            connection,
-            select(workflow_tasks)
-            .join(workflow_groups, workflow_groups.c.group_uuid == workflow_tasks.c.group_uuid)
-            .join(workflows, owner)
-            .where(alive),
-        )
-    else:
-        chosen = workflows.c.workflow_id.in_(list(ids))
-        rows = [
-            row
-            for row in _rows(connection, select(*_CONTROLLER_WORKFLOW_COLUMNS).where(chosen))
-            if row["status"] in ALIVE
-        ]
-        kept = [row["workflow_id"] for row in rows]
-        groups = _rows(
-            connection,
-            select(*_CONTROLLER_GROUP_COLUMNS).where(workflow_groups.c.workflow_id.in_(kept)),
-        )
-        tasks = _rows(
-            connection,
-            select(workflow_tasks).where(
-                workflow_tasks.c.group_uuid.in_([g["group_uuid"] for g in groups])
-            ),
-        )
-    tasks_of: dict[str, list[Any]] = {}
-    for task in sorted(tasks, key=lambda t: (t["group_uuid"], t["position"])):
-        tasks_of.setdefault(task["group_uuid"], []).append(task)
-    groups_of: dict[str, list[StoredGroup]] = {}
-    for group in sorted(groups, key=lambda g: (g["workflow_id"], g["position"])):
-        stored = _group({**group, "manifests": []}, tasks_of.get(group["group_uuid"], []), {})
-        groups_of.setdefault(group["workflow_id"], []).append(stored)
-    rows = sorted(rows, key=lambda row: (row["submitted_at"], row["workflow_id"]))
-    return [
-        _workflow(
-            {**row, "spec": "", "template": None, "local_files": None},
-            groups_of.get(row["workflow_id"], []),
-        )
-        for row in rows
-    ]
-
-
-def _rows(connection: Connection, query: Any) -> list[Any]:
-    return list(connection.execute(query).mappings().all())
-
-
 def _group_rows(plan: WorkflowPlan) -> list[dict[str, Any]]:
     return [
         {
@@ -923,132 +490,3 @@ def _task_rows(plan: WorkflowPlan) -> list[dict[str, Any]]:
         for group in plan.groups
         for position, task in enumerate(group.tasks)
     ]
-
-
-def _group(row: Any, tasks: Sequence[Any], shared: Mapping[str, SharedReason]) -> StoredGroup:
-    reason = row["pending_reason"]
-    found = shared.get(row["pending_shape"] or "")
-    if reason is None and found is not None and row["status"] == GROUP_SCHEDULING:
-        reason = shared_reason_for(found, [t["pod_name"] for t in tasks])
-    return StoredGroup(
-        name=row["name"],
-        uuid=row["group_uuid"],
-        status=row["status"],
-        upstream=list(row["upstream"]),
-        resource_kinds=[list(kind) for kind in row["resource_kinds"]],
-        manifests=list(row["manifests"]),
-        ignore_non_lead=bool(row["ignore_non_lead"]),
-        scheduling_at=_utc(row["scheduling_at"]),
-        started_at=_utc(row["started_at"]),
-        ended_at=_utc(row["ended_at"]),
-        domains=row["domains"],
-        pending_reason=reason,
-        pending_shape=row["pending_shape"],
-        cleaned=bool(row["cleaned"]),
-        evict=bool(row["evict"]),
-        preempted_by=row["preempted_by"],
-        tasks=[
-            StoredTask(
-                name=t["name"],
-                uuid=t["task_uuid"],
-                pod_name=t["pod_name"],
-                platform=t["platform"],
-                lead=bool(t["lead"]),
-                status=t["status"],
-                retry_id=int(t["retry_id"]),
-                node=t["node"],
-                exit_code=t["exit_code"],
-                started_at=_utc(t["started_at"]),
-                ended_at=_utc(t["ended_at"]),
-                message=t["message"],
-                exit_actions=tuple(
-                    ExitAction(action, tuple((low, high) for low, high in ranges))
-                    for action, ranges in t["exit_actions"] or ()
-                ),
-            )
-            for t in tasks
-        ],
-    )
-
-
-def _workflow(row: Any, groups: list[StoredGroup]) -> StoredWorkflow:
-    return StoredWorkflow(
-        workflow_id=row["workflow_id"],
-        name=row["name"],
-        uuid=row["uuid"],
-        pool=row["pool"],
-        backend=row["backend"],
-        namespace=row["namespace"],
-        status=row["status"],
-        priority=row["priority"],
-        submitted_by=row["submitted_by"],
-        submitted_at=_utc(row["submitted_at"]) or row["submitted_at"],
-        exec_timeout_s=float(row["exec_timeout_s"]),
-        queue_timeout_s=float(row["queue_timeout_s"]),
-        spec=row["spec"],
-        template=row["template"],
-        groups=groups,
-        started_at=_utc(row["started_at"]),
-        ended_at=_utc(row["ended_at"]),
-        cancel_requested_by=row["cancel_requested_by"],
-        message=row["message"],
-        local_files={
-            path: TaskFileContents(str(found["contents"]), bool(found.get("base64")))
-            for path, found in (row["local_files"] or {}).items()
-        },
-        restarted_from=row["restarted_from"],
-    )
-
-
-def _utc(value: datetime | None) -> datetime | None:
-    """SQLite hands back naive datetimes; every time corral stores is UTC."""
-    if value is None or value.tzinfo is not None:
-        return value
-    return value.replace(tzinfo=UTC)
-
-
-def with_changes(workflow: StoredWorkflow, changes: Changes) -> StoredWorkflow:
-    """``workflow`` as it reads once ``changes`` are written (the controller's memory follows
-    the database this way instead of reading the workflow again)."""
-    groups = []
-    for group in workflow.groups:
-        changed = [task.uuid in changes.tasks for task in group.tasks]
-        values = changes.groups.get(group.uuid, {})
-        if any(changed):
-            tasks = [
-                _updated(task, changes.tasks[task.uuid]) if hit else task
-                for task, hit in zip(group.tasks, changed, strict=True)
-            ]
-            values = {**values, "tasks": tasks}
-        groups.append(_updated(group, values) if values else group)
-    return _updated(workflow, {**changes.workflows.get(workflow.workflow_id, {}), "groups": groups})
-
-
-_Record = TypeVar("_Record", StoredTask, StoredGroup, StoredWorkflow)
-
-
-def _updated(record: _Record, values: Mapping[str, Any]) -> _Record:
-    """``dataclasses.replace`` for these plain records, without its per-call introspection (a
-    tick updates thousands of tasks in memory)."""
-    unknown = set(values) - _FIELDS[type(record)]
-    if unknown:
-        raise TypeError(f"{type(record).__name__} has no field {sorted(unknown)}")
-    new = object.__new__(type(record))
-    new.__dict__.update(record.__dict__)
-    new.__dict__.update(values)
-    return new
-
-
-_FIELDS = {
-    kind: {f.name for f in dataclasses.fields(kind)}
-    for kind in (StoredTask, StoredGroup, StoredWorkflow)
-}
-
-
-def pod_of(workflow: StoredWorkflow, task: StoredTask) -> dict[str, Any]:
-    """The stored Pod manifest of ``task``."""
-    for group in workflow.groups:
-        for manifest in group.manifests:
-            if manifest["kind"] == "Pod" and manifest["metadata"]["name"] == task.pod_name:
-                return manifest
-    raise LookupError(f"task {task.name} of {workflow.workflow_id} has no stored pod")

@@ -13,7 +13,7 @@ from corral.api.guard import guarded_principal
 from corral.api.workflow_access import read_workflow
 from corral.errors import ForbiddenError
 from corral.services.runtime import Runtime
-from corral.store.workflows import StoredWorkflow
+from corral.store.workflow_records import StoredWorkflow
 from corral.web.drawing import draw
 
 

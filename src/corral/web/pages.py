@@ -32,7 +32,7 @@ from corral.services import sandbox
 from corral.services.placement_now import GroupPlacement
 from corral.services.pool_usage import pool_usage
 from corral.services.runtime import Runtime, utc_now
-from corral.store.workflows import ALIVE, QUEUED
+from corral.store.workflow_listings import ALIVE, QUEUED
 from corral.web.config_pages import add_config_pages
 from corral.web.dag import dag_svg
 from corral.web.page_context import PageContext

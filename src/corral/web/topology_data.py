@@ -17,7 +17,8 @@ from corral.services.memo import SameInputs
 from corral.services.placement_now import GroupPlacement, OfferedGroup, groups_placed_now
 from corral.services.pool_usage import gpus_per_node, layout_of, node_gpus
 from corral.services.runtime import utc_now
-from corral.store.workflows import ALIVE, StoredWorkflow
+from corral.store.workflow_listings import ALIVE
+from corral.store.workflow_records import StoredWorkflow
 from corral.web.topology_view import Level, TopologyPicture, picture
 
 #: Group statuses before its pods are bound.
