@@ -24,17 +24,21 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import structlog
 
-from corral.services.gc_settings import tune_gc
+from corral.services.gc_settings import collection_clock, tune_gc
 from corral.services.leadership import Leadership
-from corral.services.lifecycle import LifecycleController, run_until_stopped
+from corral.services.lifecycle import LifecycleController
 from corral.services.server_logs import LogLevel, configure_logging
+from corral.store.lease import LostLease
 
 log = structlog.get_logger("corral.controller")
+#: The ticks' own lines, as the controller writes them.
+tick_log = structlog.get_logger("corral.lifecycle")
 
 #: Seconds between a child's unexpected exit and its restart.
 RESTART_DELAY_SECONDS = 1.0
@@ -139,6 +143,41 @@ class ControllerProcess:
 
 
 # -- the child --------------------------------------------------------------------------------
+
+
+def run_until_stopped(
+    controller: LifecycleController, interval: float, stop: threading.Event
+) -> None:
+    """Tick every ``interval`` seconds until ``stop`` is set (the server's background thread),
+    while this server holds the controller lease (if it takes part in one).
+
+    A failing tick is logged and retried on the next one: the database holds the truth, so
+    nothing is lost by trying again."""
+    while not stop.is_set():
+        leadership = controller.leadership
+        if leadership is None or leadership.held():
+            _tick_once(controller)
+        stop.wait(interval)
+
+
+def _tick_once(controller: LifecycleController) -> None:
+    started = time.perf_counter()
+    collecting = collection_clock()
+    collected_before = collecting.seconds
+    try:
+        with controller.counting() as queries:
+            report = controller.tick()
+            report.queries = queries()
+    except LostLease as err:
+        tick_log.warning("controller stopped: the lease moved on", reason=str(err))
+    except Exception:
+        tick_log.exception("lifecycle tick failed; retrying")
+    else:
+        report.seconds = time.perf_counter() - started
+        report.gc_seconds = collecting.seconds - collected_before
+        tick_log.debug("controller tick", **report.log_fields())
+        for workflow_id in report.finished_workflows:
+            tick_log.info("workflow finished", workflow_id=workflow_id)
 
 
 def _die_with_parent(parent: int) -> None:

@@ -21,27 +21,27 @@ result is committed before anything relies on it, so a tick after a restart (or 
 server's, after a take-over) sees the state before a step or after it, never half of it. Memory
 follows the database only after a commit; anything unexpected in a tick drops the working set,
 and the next tick reads it all again.
+
+After a commit each workflow is filed under what it waits on by ``tick_index.py``; the loop that
+ticks is ``controller_process.run_until_stopped``.
 """
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from datetime import datetime, timedelta
+from datetime import datetime
 from functools import partial
 from typing import Any
 
 import structlog
 
-from corral.backends.execution import TaskExecutor, TaskRun
-from corral.backends.port import BackendError, ClusterBackend, GroupObjects
+from corral.backends.port import BackendError, GroupObjects
 from corral.backends.registry import Backends
 from corral.domain.configs.snapshot import Configs
 from corral.domain.topology.kai_objects import queue_manifests, topology_manifests
 from corral.domain.workflows.statuses import TaskStatus
-from corral.services.gc_settings import collection_clock
 from corral.services.leadership import Leadership
 from corral.services.placement import (
     BoundPodOnNode,
@@ -50,7 +50,9 @@ from corral.services.placement import (
     min_runtimes,
     pool_queues,
 )
-from corral.services.workflow_step import TickReport, WorkflowStep
+from corral.services.tick_index import HOLDS_NODES, WorkingSetIndexer
+from corral.services.tick_report import TickReport
+from corral.services.workflow_step import WorkflowStep
 from corral.services.working_set import (
     Finished,
     ManifestCache,
@@ -60,15 +62,11 @@ from corral.services.working_set import (
 )
 from corral.store.cluster_objects import ClusterObjectStore
 from corral.store.database import StatementCounter
-from corral.store.lease import LostLease
-from corral.store.workflow_listings import ALIVE
 from corral.store.workflow_records import (
-    GROUP_SCHEDULING,
     Changes,
     SharedReason,
     StoredGroup,
     StoredWorkflow,
-    pod_of,
     with_changes,
 )
 from corral.store.workflows import WorkflowStore
@@ -79,16 +77,12 @@ log = structlog.get_logger("corral.lifecycle")
 FINISHED = tuple(s.value for s in TaskStatus if s.group_finished)
 #: Groups in these statuses need their objects in a step: to be created, started or polled.
 _NEEDS_MANIFESTS = ("SUBMITTING", "WAITING", "INITIALIZING", "RUNNING")
-#: Groups in these statuses hold the nodes they were bound to.
-_HOLDS_NODES = ("INITIALIZING", "RUNNING")
 #: How often the working set is checked against the database (the ids of alive workflows).
 RESYNC_SECONDS = 30.0
 #: A tick reads at most this many inbox rows and steps at most this many workflows; the rest
 #: waits for the next tick (a burst of submissions makes more ticks, not longer ones).
 MAX_INBOX_PER_TICK = 1000
 MAX_STEPS_PER_TICK = 500
-#: A timeout fires once it is over, strictly.
-_JUST_AFTER = timedelta(microseconds=1)
 
 
 class LifecycleController:
@@ -203,7 +197,7 @@ class LifecycleController:
             group.uuid: (workflow.workflow_id, group.started_at or group.scheduling_at)
             for workflow in alive
             for group in workflow.groups
-            if group.status in _HOLDS_NODES
+            if group.status in HOLDS_NODES
         }
         placements = Placements(
             self.nodes(),
@@ -217,7 +211,7 @@ class LifecycleController:
         for workflow in alive:
             working.keep(workflow)
             working.dirty.add(workflow.workflow_id)
-        _Indexer(self, working, state).waiting(alive)
+        WorkingSetIndexer(self, working, state).waiting(alive)
         for group in self.workflows.uncleaned_groups(FINISHED):
             working.cleanup[group.uuid] = Finished(
                 group.workflow_id,
@@ -262,7 +256,7 @@ class _Tick:
         self.state = state
         self.report = report
         self.now = controller.clock()
-        self.index = _Indexer(controller, working, state)
+        self.index = WorkingSetIndexer(controller, working, state)
 
     def run(self) -> None:
         changes = Changes()
@@ -474,144 +468,6 @@ class _Tick:
         self.report.cleaned_groups += len(done)
 
 
-class _Indexer:
-    """Files a workflow, as the database has it after a commit, under what it waits on."""
-
-    def __init__(self, controller: LifecycleController, working: WorkingSet, state: Configs):
-        self.controller = controller
-        self.working = working
-        self.state = state
-        self._backends: dict[str, tuple[ClusterBackend, TaskExecutor]] = {}
-
-    def backend(self, name: str) -> tuple[ClusterBackend, TaskExecutor]:
-        """The backend and its executor, once per tick."""
-        found = self._backends.get(name)
-        if found is None:
-            backend = self.controller.backends.get(name, self.state)
-            found = self._backends[name] = (backend, backend.executor())
-        return found
-
-    def waiting(self, workflows: Iterable[StoredWorkflow]) -> None:
-        """Hand the waiting groups of ``workflows`` (read from the database) to their
-        scheduler, with their objects read in one query."""
-        working = self.working
-        pending = [
-            (workflow, group)
-            for workflow in workflows
-            for group in workflow.groups
-            if group.status == GROUP_SCHEDULING
-            and group.uuid not in working.placements.waiting
-            and group.uuid not in working.observed
-        ]
-        if not pending:
-            return
-        manifests = self.controller.workflows.manifests([g.uuid for _, g in pending])
-        for workflow, group in pending:
-            self._wait(workflow, group, manifests.get(group.uuid, []))
-
-    def workflow(self, workflow: StoredWorkflow, now: datetime) -> None:
-        """Keep ``workflow`` (stepped, with the objects of its active groups) and index it."""
-        working = self.working
-        if workflow.status not in ALIVE:
-            working.forget(workflow.workflow_id)
-        else:
-            working.keep(workflow)
-        for group in workflow.groups:
-            if group.status == GROUP_SCHEDULING:
-                if (
-                    group.uuid not in working.placements.waiting
-                    and group.uuid not in working.observed
-                ):
-                    self._wait(workflow, group, group.manifests)
-            else:
-                working.placements.drop(group.uuid)
-                working.observed.pop(group.uuid, None)
-                working.owners.pop(group.uuid, None)
-            if group.status not in _HOLDS_NODES:
-                working.bound.pop(group.uuid, None)
-            if TaskStatus(group.status).group_finished and not group.cleaned:
-                working.cleanup[group.uuid] = Finished(
-                    workflow.workflow_id,
-                    GroupObjects(
-                        group.uuid,
-                        workflow.uuid,
-                        workflow.backend,
-                        workflow.namespace,
-                        group.resource_kinds,
-                    ),
-                )
-        if workflow.status in ALIVE:
-            self._follow(workflow, now)
-
-    def _wait(
-        self, workflow: StoredWorkflow, group: StoredGroup, manifests: Sequence[Mapping[str, Any]]
-    ) -> None:
-        try:
-            backend, _ = self.backend(workflow.backend)
-        except BackendError as err:
-            log.warning("backend unavailable", backend=workflow.backend, error=err.message)
-            self.working.dirty.add(workflow.workflow_id)
-            return
-        if backend.schedules_itself:
-            self.working.observed[group.uuid] = Observed(
-                workflow.workflow_id, _pod_group_name(manifests)
-            )
-            return
-        pool = self.state.find_pool(workflow.pool)
-        levels = tuple(key.label for key in pool.topology_keys) if pool else ()
-        position = next(i for i, g in enumerate(workflow.groups) if g.uuid == group.uuid)
-        since = group.scheduling_at or self.controller.clock()
-        waiting = self.working.placements.add(
-            group.uuid,
-            manifests,
-            levels=levels,
-            priority=workflow.priority,
-            age=(since, workflow.submitted_at, workflow.workflow_id, position),
-        )
-        self.working.owners[group.uuid] = workflow.workflow_id
-        if group.pending_shape != waiting.shape.key:
-            self.working.new_shapes[group.uuid] = waiting.shape.key
-
-    def _follow(self, workflow: StoredWorkflow, now: datetime) -> None:
-        """When the workflow needs its next step by itself: at once (tasks to start, a
-        creation to retry, a cancel to finish), at a timer, or at every tick."""
-        working = self.working
-        workflow_id = workflow.workflow_id
-        working.every_tick.discard(workflow_id)
-        wake: list[datetime] = []
-        retry = any(g.uuid in self.controller.create_failures for g in workflow.groups)
-        if retry or workflow.cancel_requested_by is not None:
-            working.dirty.add(workflow_id)
-        for group in workflow.groups:
-            status = TaskStatus(group.status)
-            if status is TaskStatus.SCHEDULING and group.scheduling_at is not None:
-                wake.append(group.scheduling_at + timedelta(seconds=workflow.queue_timeout_s))
-            if status is TaskStatus.RUNNING and group.started_at is not None:
-                wake.append(group.started_at + timedelta(seconds=workflow.exec_timeout_s))
-            if status.group_finished:
-                continue
-            for task in group.tasks:
-                if task.status == TaskStatus.INITIALIZING.value:
-                    working.dirty.add(workflow_id)
-                elif task.status == TaskStatus.RUNNING.value:
-                    check = self._next_check(workflow, task)
-                    if check is None:
-                        working.every_tick.add(workflow_id)
-                    else:
-                        wake.append(check)
-        working.wake(workflow_id, min(wake) + _JUST_AFTER if wake else None)
-
-    def _next_check(self, workflow: StoredWorkflow, task: Any) -> datetime | None:
-        if task.started_at is None:
-            return None
-        try:
-            _, executor = self.backend(workflow.backend)
-            run = TaskRun(task.uuid, task.retry_id, pod_of(workflow, task), task.started_at)
-        except (BackendError, LookupError):
-            return None  # no pod at hand: poll it every tick
-        return executor.next_check(run)
-
-
 def _bind(
     changes: Changes, group: StoredGroup, nodes: Mapping[str, str], domains: dict[str, str]
 ) -> None:
@@ -645,45 +501,3 @@ def _only_group(changes: Changes, group_uuid: str) -> Changes:
     only = Changes()
     only.groups[group_uuid] = changes.groups[group_uuid]
     return only
-
-
-def run_until_stopped(
-    controller: LifecycleController, interval: float, stop: threading.Event
-) -> None:
-    """Tick every ``interval`` seconds until ``stop`` is set (the server's background thread),
-    while this server holds the controller lease (if it takes part in one).
-
-    A failing tick is logged and retried on the next one: the database holds the truth, so
-    nothing is lost by trying again."""
-    while not stop.is_set():
-        leadership = controller.leadership
-        if leadership is None or leadership.held():
-            _tick_once(controller)
-        stop.wait(interval)
-
-
-def _tick_once(controller: LifecycleController) -> None:
-    started = time.perf_counter()
-    collecting = collection_clock()
-    collected_before = collecting.seconds
-    try:
-        with controller.counting() as queries:
-            report = controller.tick()
-            report.queries = queries()
-    except LostLease as err:
-        log.warning("controller stopped: the lease moved on", reason=str(err))
-    except Exception:
-        log.exception("lifecycle tick failed; retrying")
-    else:
-        report.seconds = time.perf_counter() - started
-        report.gc_seconds = collecting.seconds - collected_before
-        log.debug("controller tick", **report.log_fields())
-        for workflow_id in report.finished_workflows:
-            log.info("workflow finished", workflow_id=workflow_id)
-
-
-def _pod_group_name(manifests: Sequence[Mapping[str, Any]]) -> str | None:
-    for manifest in manifests:
-        if manifest["kind"] == "PodGroup":
-            return str(manifest["metadata"]["name"])
-    return None

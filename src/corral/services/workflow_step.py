@@ -17,7 +17,7 @@ safe.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -29,6 +29,7 @@ from corral.domain.configs.snapshot import Configs
 from corral.domain.workflows.exit_actions import exit_outcome, pool_exit_actions
 from corral.domain.workflows.group_order import GroupState, failed_downstream, ready_groups
 from corral.domain.workflows.statuses import TaskState, TaskStatus, group_status, workflow_status
+from corral.services.tick_report import TickReport
 from corral.store.workflow_records import Changes, StoredGroup, StoredTask, StoredWorkflow, pod_of
 
 log = structlog.get_logger("corral.lifecycle")
@@ -41,42 +42,6 @@ PREEMPTED_CODE = 3006
 MAX_CREATE_ATTEMPTS = 5
 #: A task in one of these holds a node (and may have a process to stop).
 _RUNNING_STATES = (TaskStatus.INITIALIZING, TaskStatus.RUNNING)
-
-
-@dataclass
-class TickReport:
-    """What one tick did, for logs and tests."""
-
-    #: Workflows alive when the tick started, and how many of them it stepped.
-    alive: int = 0
-    stepped: int = 0
-    created_groups: int = 0
-    placed_groups: int = 0
-    placed_pods: int = 0
-    finished_tasks: int = 0
-    cleaned_groups: int = 0
-    finished_workflows: list[str] = field(default_factory=list)
-    #: SQL statements the tick sent, how long it took, and how much of that went to
-    #: collecting garbage.
-    queries: int = 0
-    seconds: float = 0.0
-    gc_seconds: float = 0.0
-
-    def log_fields(self) -> dict[str, Any]:
-        """What the per-tick debug line says."""
-        return {
-            "seconds": round(self.seconds, 6),
-            "gc_seconds": round(self.gc_seconds, 6),
-            "alive": self.alive,
-            "stepped": self.stepped,
-            "created_groups": self.created_groups,
-            "placed_groups": self.placed_groups,
-            "placed_pods": self.placed_pods,
-            "finished_tasks": self.finished_tasks,
-            "cleaned_groups": self.cleaned_groups,
-            "finished_workflows": len(self.finished_workflows),
-            "queries": self.queries,
-        }
 
 
 class Controller(Protocol):

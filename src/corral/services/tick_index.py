@@ -1,0 +1,174 @@
+"""Filing workflows in the controller's working set under what each waits on: a scheduler
+(corral's or the cluster's own), a timer, every tick, or the next tick (a part of a tick,
+``lifecycle.py``; the working set is ``working_set.py``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from corral.backends.execution import TaskExecutor, TaskRun
+from corral.backends.port import BackendError, ClusterBackend, GroupObjects
+from corral.domain.configs.snapshot import Configs
+from corral.domain.workflows.statuses import TaskStatus
+from corral.services.working_set import Finished, Observed, WorkingSet
+from corral.store.workflow_listings import ALIVE
+from corral.store.workflow_records import GROUP_SCHEDULING, StoredGroup, StoredWorkflow, pod_of
+
+if TYPE_CHECKING:  # the controller builds an indexer per tick
+    from corral.services.lifecycle import LifecycleController
+
+log = structlog.get_logger("corral.lifecycle")
+
+#: Groups in these statuses hold the nodes they were bound to.
+HOLDS_NODES = ("INITIALIZING", "RUNNING")
+#: A timeout fires once it is over, strictly.
+_JUST_AFTER = timedelta(microseconds=1)
+
+
+class WorkingSetIndexer:
+    """Files a workflow, as the database has it after a commit, under what it waits on."""
+
+    def __init__(self, controller: LifecycleController, working: WorkingSet, state: Configs):
+        self.controller = controller
+        self.working = working
+        self.state = state
+        self._backends: dict[str, tuple[ClusterBackend, TaskExecutor]] = {}
+
+    def backend(self, name: str) -> tuple[ClusterBackend, TaskExecutor]:
+        """The backend and its executor, once per tick."""
+        found = self._backends.get(name)
+        if found is None:
+            backend = self.controller.backends.get(name, self.state)
+            found = self._backends[name] = (backend, backend.executor())
+        return found
+
+    def waiting(self, workflows: Iterable[StoredWorkflow]) -> None:
+        """Hand the waiting groups of ``workflows`` (read from the database) to their
+        scheduler, with their objects read in one query."""
+        working = self.working
+        pending = [
+            (workflow, group)
+            for workflow in workflows
+            for group in workflow.groups
+            if group.status == GROUP_SCHEDULING
+            and group.uuid not in working.placements.waiting
+            and group.uuid not in working.observed
+        ]
+        if not pending:
+            return
+        manifests = self.controller.workflows.manifests([g.uuid for _, g in pending])
+        for workflow, group in pending:
+            self._wait(workflow, group, manifests.get(group.uuid, []))
+
+    def workflow(self, workflow: StoredWorkflow, now: datetime) -> None:
+        """Keep ``workflow`` (stepped, with the objects of its active groups) and index it."""
+        working = self.working
+        if workflow.status not in ALIVE:
+            working.forget(workflow.workflow_id)
+        else:
+            working.keep(workflow)
+        for group in workflow.groups:
+            if group.status == GROUP_SCHEDULING:
+                if (
+                    group.uuid not in working.placements.waiting
+                    and group.uuid not in working.observed
+                ):
+                    self._wait(workflow, group, group.manifests)
+            else:
+                working.placements.drop(group.uuid)
+                working.observed.pop(group.uuid, None)
+                working.owners.pop(group.uuid, None)
+            if group.status not in HOLDS_NODES:
+                working.bound.pop(group.uuid, None)
+            if TaskStatus(group.status).group_finished and not group.cleaned:
+                working.cleanup[group.uuid] = Finished(
+                    workflow.workflow_id,
+                    GroupObjects(
+                        group.uuid,
+                        workflow.uuid,
+                        workflow.backend,
+                        workflow.namespace,
+                        group.resource_kinds,
+                    ),
+                )
+        if workflow.status in ALIVE:
+            self._follow(workflow, now)
+
+    def _wait(
+        self, workflow: StoredWorkflow, group: StoredGroup, manifests: Sequence[Mapping[str, Any]]
+    ) -> None:
+        try:
+            backend, _ = self.backend(workflow.backend)
+        except BackendError as err:
+            log.warning("backend unavailable", backend=workflow.backend, error=err.message)
+            self.working.dirty.add(workflow.workflow_id)
+            return
+        if backend.schedules_itself:
+            self.working.observed[group.uuid] = Observed(
+                workflow.workflow_id, _pod_group_name(manifests)
+            )
+            return
+        pool = self.state.find_pool(workflow.pool)
+        levels = tuple(key.label for key in pool.topology_keys) if pool else ()
+        position = next(i for i, g in enumerate(workflow.groups) if g.uuid == group.uuid)
+        since = group.scheduling_at or self.controller.clock()
+        waiting = self.working.placements.add(
+            group.uuid,
+            manifests,
+            levels=levels,
+            priority=workflow.priority,
+            age=(since, workflow.submitted_at, workflow.workflow_id, position),
+        )
+        self.working.owners[group.uuid] = workflow.workflow_id
+        if group.pending_shape != waiting.shape.key:
+            self.working.new_shapes[group.uuid] = waiting.shape.key
+
+    def _follow(self, workflow: StoredWorkflow, now: datetime) -> None:
+        """When the workflow needs its next step by itself: at once (tasks to start, a
+        creation to retry, a cancel to finish), at a timer, or at every tick."""
+        working = self.working
+        workflow_id = workflow.workflow_id
+        working.every_tick.discard(workflow_id)
+        wake: list[datetime] = []
+        retry = any(g.uuid in self.controller.create_failures for g in workflow.groups)
+        if retry or workflow.cancel_requested_by is not None:
+            working.dirty.add(workflow_id)
+        for group in workflow.groups:
+            status = TaskStatus(group.status)
+            if status is TaskStatus.SCHEDULING and group.scheduling_at is not None:
+                wake.append(group.scheduling_at + timedelta(seconds=workflow.queue_timeout_s))
+            if status is TaskStatus.RUNNING and group.started_at is not None:
+                wake.append(group.started_at + timedelta(seconds=workflow.exec_timeout_s))
+            if status.group_finished:
+                continue
+            for task in group.tasks:
+                if task.status == TaskStatus.INITIALIZING.value:
+                    working.dirty.add(workflow_id)
+                elif task.status == TaskStatus.RUNNING.value:
+                    check = self._next_check(workflow, task)
+                    if check is None:
+                        working.every_tick.add(workflow_id)
+                    else:
+                        wake.append(check)
+        working.wake(workflow_id, min(wake) + _JUST_AFTER if wake else None)
+
+    def _next_check(self, workflow: StoredWorkflow, task: Any) -> datetime | None:
+        if task.started_at is None:
+            return None
+        try:
+            _, executor = self.backend(workflow.backend)
+            run = TaskRun(task.uuid, task.retry_id, pod_of(workflow, task), task.started_at)
+        except (BackendError, LookupError):
+            return None  # no pod at hand: poll it every tick
+        return executor.next_check(run)
+
+
+def _pod_group_name(manifests: Sequence[Mapping[str, Any]]) -> str | None:
+    for manifest in manifests:
+        if manifest["kind"] == "PodGroup":
+            return str(manifest["metadata"]["name"])
+    return None
