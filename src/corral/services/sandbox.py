@@ -5,7 +5,7 @@ and admins. Jinja's sandbox stops unsafe attribute access, but not
 ``{% for i in range(100000) %}{% for j in range(100000) %}``, nor a string doubled thirty times;
 a Python thread cannot be stopped from outside, and a process cannot cap one thread's memory.
 So, as OSMO does with its sandbox pool, every function that renders templates runs in a worker
-process (``python -m corral.services.sandbox``, never a shell):
+process (``python -m corral.services.sandbox_worker``, never a shell):
 
 - **memory**: the worker imports and warms everything it needs, then caps its address space at
   what it uses plus the limit (``RLIMIT_AS``): a template that needs more gets MemoryError, and
@@ -17,7 +17,8 @@ process (``python -m corral.services.sandbox``, never a shell):
 
 Workers are kept between calls (starting Python and importing corral takes a few hundred
 milliseconds; a call takes about one), ``size`` of them, and calls wait for a free one. The
-function to run is named, not sent: only the functions in :func:`functions` can be called.
+function to run is named, not sent: only the functions in ``sandbox_worker.functions`` can be
+called.
 Arguments and results travel as pickles over the worker's stdin and stdout; exceptions that
 are user errors come back as they were raised. An argument wrapped in :class:`Kept` (the
 configs, a cluster's nodes) is sent to a worker once and named in later calls: pickling 5,000
@@ -28,11 +29,9 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import functools
 import math
 import os
 import pickle
-import resource
 import selectors
 import signal
 import struct
@@ -40,17 +39,12 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager, nullcontext
+from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import partial
-from types import FrameType
 from typing import IO, Any
 
 from corral.domain.configs.workflow_models import WorkflowConfig
-from corral.domain.jinja.rendering import RenderTooSlow, install_render_guard
-from corral.errors import CorralError, UserError
-from corral.services.gc_settings import keep_out_of_collections, tune_gc
+from corral.errors import UserError
 
 #: Workers kept per server process (OSMO's default sandbox pool has 2).
 POOL_SIZE = 2
@@ -63,8 +57,8 @@ MIN_MEMORY = 32 * 2**20
 #: A worker that has used this much CPU time in all is replaced after its call (RLIMIT_CPU
 #: counts the whole process; this keeps the arithmetic far from any overflow and clears caches).
 _RECYCLE_CPU_SECONDS = 3600
-_LENGTH = struct.Struct("!Q")
-_READY = b"ready"
+FRAME_LENGTH = struct.Struct("!Q")
+READY = b"ready"
 #: How long a new worker may take to import and warm up.
 _START_SECONDS = 60.0
 #: Arguments a worker keeps between calls (:class:`Kept`), the oldest replaced first.
@@ -130,7 +124,7 @@ class Kept:
 
 
 @dataclass(frozen=True)
-class _Keep:
+class KeepArgument:
     """Worker side: keep ``value`` in ``slot`` and use it."""
 
     slot: int
@@ -138,14 +132,14 @@ class _Keep:
 
 
 @dataclass(frozen=True)
-class _Use:
+class UseArgument:
     """Worker side: use what ``slot`` holds."""
 
     slot: int
 
 
 class SandboxPool:
-    """Worker processes that run :func:`functions` under :class:`Limits`."""
+    """Worker processes that run ``sandbox_worker.functions`` under :class:`Limits`."""
 
     def __init__(self, size: int = POOL_SIZE) -> None:
         #: At most this many workers run at once (the WORKFLOW config may change it).
@@ -156,8 +150,8 @@ class SandboxPool:
         self._closed = False
 
     def call(self, function: str, *args: Any, limits: Limits, what: str, **kwargs: Any) -> Any:
-        """``functions()[function](*args, **kwargs)`` in a worker; ``what`` names the work in
-        errors ("Jinja rendering of the workflow")."""
+        """``sandbox_worker.functions()[function](*args, **kwargs)`` in a worker; ``what``
+        names the work in errors ("Jinja rendering of the workflow")."""
         worker = self._take(limits.memory_bytes)
         try:
             return worker.call(function, args, kwargs, limits, what)
@@ -232,7 +226,7 @@ class _Worker:
     def __init__(self, memory_bytes: int) -> None:
         self.memory_bytes = memory_bytes
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "corral.services.sandbox", str(memory_bytes)],
+            [sys.executable, "-m", "corral.services.sandbox_worker", str(memory_bytes)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -252,7 +246,7 @@ class _Worker:
             ready = self._read(_Deadline(_START_SECONDS))
         except TimeoutError:
             ready = None
-        if ready != _READY:
+        if ready != READY:
             self.kill()
             raise RuntimeError("a sandbox worker did not start")
 
@@ -282,10 +276,10 @@ class _Worker:
         ``deadline``."""
         assert self.process.stdout is not None
         stream = self.process.stdout
-        header = _read_exactly(stream, _LENGTH.size, deadline, self._selector)
+        header = _read_exactly(stream, FRAME_LENGTH.size, deadline, self._selector)
         if header is None:
             return None
-        (length,) = _LENGTH.unpack(header)
+        (length,) = FRAME_LENGTH.unpack(header)
         return _read_exactly(stream, length, deadline, self._selector)
 
     def call(
@@ -303,7 +297,7 @@ class _Worker:
         )
         deadline = _Deadline(limits.wall_seconds, self.process.pid, limits.cpu_seconds)
         try:
-            self.process.stdin.write(_LENGTH.pack(len(request)) + request)
+            self.process.stdin.write(FRAME_LENGTH.pack(len(request)) + request)
             self.process.stdin.flush()
             answer = self._read(deadline)
         except BrokenPipeError:
@@ -334,13 +328,13 @@ class _Worker:
         for slot, held in enumerate(self._slots):
             if held is arg.value:
                 self._last_use[slot] = self._calls
-                return _Use(slot)
+                return UseArgument(slot)
         if len(self._slots) < _KEPT_SLOTS:
             self._slots.append(None)
             self._last_use.append(0)
         slot = min(range(len(self._slots)), key=self._last_use.__getitem__)
         self._slots[slot], self._last_use[slot] = arg.value, self._calls
-        return _Keep(slot, arg.value)
+        return KeepArgument(slot, arg.value)
 
     def _died(self, limits: Limits, what: str) -> UserError:
         code = self.process.wait()
@@ -424,145 +418,3 @@ def _read_exactly(
         chunks.append(chunk)
         missing -= len(chunk)
     return b"".join(chunks)
-
-
-# ---------------------------------------------------------------------------------- worker
-
-
-@functools.cache
-def functions() -> dict[str, Callable[..., Any]]:
-    """The functions a worker runs, by name (imported in the worker only)."""
-    from corral.domain.platform.render import render_pool
-    from corral.domain.platform.template_checks import new_pool_problems
-    from corral.domain.workflows.spec_parser import parse_workflow_spec
-    from corral.domain.workflows.template import render_jinja
-    from corral.services.feasibility import plan_checked
-
-    return {
-        "render_jinja": render_jinja,
-        "parse_workflow_spec": parse_workflow_spec,
-        "plan_workflow": plan_checked,
-        "render_pool": render_pool,
-        "new_pool_problems": new_pool_problems,
-    }
-
-
-def _warm_up() -> None:
-    """Load what calls would load lazily, before the address space is capped."""
-    from corral.domain.schemas.objects import manifest_problems
-
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "warm"}, "spec": {}}
-    manifest_problems(pod)
-    manifest_problems({"apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroup"})
-
-
-def _address_space() -> int:
-    """Bytes of address space this process uses now (Linux; elsewhere 0 and no cap)."""
-    try:
-        with open("/proc/self/statm", encoding="ascii") as statm:
-            return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError):
-        return 0
-
-
-def _cap_cpu(seconds: int) -> None:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    used = math.ceil(usage.ru_utime + usage.ru_stime)
-    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
-    soft = used + seconds
-    if hard != resource.RLIM_INFINITY and soft >= hard:
-        raise RuntimeError("the worker used up its CPU time")  # never: recycled long before
-    resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
-
-
-@contextmanager
-def _cpu_deadline(seconds: float) -> Iterator[None]:
-    """Interrupt what runs inside after ``seconds`` of CPU time (SIGVTALRM)."""
-
-    def expired(signum: int, frame: FrameType | None) -> None:
-        del signum, frame
-        raise RenderTooSlow(seconds)
-
-    previous = signal.signal(signal.SIGVTALRM, expired)
-    signal.setitimer(signal.ITIMER_VIRTUAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
-        signal.signal(signal.SIGVTALRM, previous)
-
-
-def _cpu_used() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return float(usage.ru_utime + usage.ru_stime)
-
-
-def _answer(function: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, Any]:
-    try:
-        return "ok", functions()[function](*args, **kwargs)
-    except CorralError as err:
-        return "error", err
-    except MemoryError:
-        return "memory", None
-    except Exception as err:  # a bug: sent back as it is when it can be pickled
-        try:
-            pickle.dumps(err)
-        except Exception:
-            return "crash", repr(err)
-        return "crash", err
-
-
-def _resolve(args: tuple[Any, ...], kept: dict[int, Any]) -> tuple[Any, ...]:
-    """The arguments with every kept value in place (and new ones kept)."""
-    resolved = []
-    for arg in args:
-        if isinstance(arg, _Keep):
-            kept[arg.slot] = arg.value
-            arg = arg.value
-            keep_out_of_collections()  # configs and nodes, read by every later call
-        elif isinstance(arg, _Use):
-            arg = kept[arg.slot]
-        resolved.append(arg)
-    return tuple(resolved)
-
-
-def main(argv: list[str]) -> int:
-    memory_bytes = int(argv[1])
-    kept: dict[int, Any] = {}
-    protocol_out = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)  # anything printed goes to stderr, never into the protocol
-    protocol_in = sys.stdin.buffer
-    _warm_up()
-    functions()
-    tune_gc()
-    keep_out_of_collections()
-    os.nice(WORKER_NICENESS)
-    used = _address_space()
-    if used:
-        resource.setrlimit(resource.RLIMIT_AS, (used + memory_bytes, used + memory_bytes))
-    protocol_out.write(_LENGTH.pack(len(_READY)) + _READY)
-    protocol_out.flush()
-    while True:
-        header = protocol_in.read(_LENGTH.size)
-        if len(header) < _LENGTH.size:
-            return 0
-        (length,) = _LENGTH.unpack(header)
-        function, args, kwargs, cpu_seconds, render_seconds = pickle.loads(protocol_in.read(length))
-        args = _resolve(args, kept)
-        _cap_cpu(int(cpu_seconds))
-        guard = partial(_cpu_deadline, render_seconds) if render_seconds else nullcontext
-        install_render_guard(guard)
-        kind, value = _answer(function, args, kwargs)
-        answer = pickle.dumps((kind, value, _cpu_used()))
-        protocol_out.write(_LENGTH.pack(len(answer)) + answer)
-        protocol_out.flush()
-        if kind == "memory":
-            return 1  # a fresh worker is started for the next call
-
-
-if __name__ == "__main__":
-    # Run as the imported module, not as __main__: what the server pickles names the classes
-    # of corral.services.sandbox (Kept slots, errors), and they must be the same classes here.
-    from corral.services.sandbox import main as imported_main
-
-    sys.exit(imported_main(sys.argv))
