@@ -11,7 +11,7 @@ import pytest
 
 from corral.domain.schemas.objects import manifest_problems
 from corral.domain.topology.kai_objects import queue_manifests, topology_manifests
-from corral.services.placement import pool_queues, queue_of
+from corral.services.pool_queues import pool_queues, queue_of
 from tests.kube.kube_world import NAMESPACE, KubeWorld, stored_shape
 from tests.services.lifecycle_world import CLIQUE
 

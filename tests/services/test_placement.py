@@ -10,13 +10,9 @@ from typing import Any
 from corral.domain.configs.types import ConfigType
 from corral.domain.platform.nodes import Node
 from corral.scheduler import Queue
-from corral.services.placement import (
-    BoundPodOnNode,
-    Evicted,
-    PassResult,
-    Placements,
-    pool_queues,
-)
+from corral.services.placement import Placements
+from corral.services.placement_records import BoundPodOnNode, Evicted, PassResult
+from corral.services.pool_queues import pool_queues
 
 T0 = datetime(2026, 11, 21, tzinfo=UTC)
 

@@ -9,7 +9,8 @@ from typing import Any
 
 from corral.domain.platform.nodes import Node
 from corral.scheduler import Queue
-from corral.services.placement import Evicted, PassResult, Placements
+from corral.services.placement import Placements
+from corral.services.placement_records import Evicted, PassResult
 
 T0 = datetime(2026, 11, 26, tzinfo=UTC)
 ZONE, CLIQUE = "zone", "clique"

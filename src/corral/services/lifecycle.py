@@ -43,13 +43,9 @@ from corral.domain.configs.snapshot import Configs
 from corral.domain.topology.kai_objects import queue_manifests, topology_manifests
 from corral.domain.workflows.statuses import TaskStatus
 from corral.services.leadership import Leadership
-from corral.services.placement import (
-    BoundPodOnNode,
-    Evicted,
-    Placements,
-    min_runtimes,
-    pool_queues,
-)
+from corral.services.placement import Placements
+from corral.services.placement_records import BoundPodOnNode, Evicted
+from corral.services.pool_queues import min_runtimes, pool_queues
 from corral.services.tick_index import HOLDS_NODES, WorkingSetIndexer
 from corral.services.tick_report import TickReport
 from corral.services.workflow_step import WorkflowStep

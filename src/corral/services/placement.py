@@ -12,7 +12,8 @@ on one snapshot, or fail alike (the scheduler never orders by pod names). So a p
 first group of each shape in turn, and once one fails, none behind it is tried in that pass; a
 shape that failed is not tried again until capacity is given back (the *generation* grows) or
 the queues change. Thousands of waiting groups cost a pass a handful of tries. The groups of a
-shape share one pending reason (``store/workflows.py``, ``pending_shapes``).
+shape share one pending reason (``store/workflows.py``, ``pending_shapes``). The records a pass
+works on are ``placement_records.py``; the queues come from ``pool_queues.py``.
 
 **Queues and preemption** (``scheduler/queues.py``, ``scheduler/preemption.py``): every group
 counts against its queue's maximum; HIGH and NORMAL groups also against its guarantee, LOW
@@ -29,155 +30,35 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 import structlog
 
-from corral.domain.configs.snapshot import State, as_configs
-from corral.domain.labels import POOL as POOL_LABEL
 from corral.domain.labels import PRIORITY as PRIORITY_LABEL
 from corral.domain.labels import QUEUE as QUEUE_LABEL
 from corral.domain.platform.nodes import Node
-from corral.domain.topology.kai_objects import queue_manifests
-from corral.domain.topology.podgroup import queue_name
 from corral.scheduler import Binding, ClusterSnapshot, Pending, Placement, Queue, QueueUsage
 from corral.scheduler.explain import explain_pending
-from corral.scheduler.fair_share import PRIORITY_RANK, queue_share
+from corral.scheduler.fair_share import queue_share
 from corral.scheduler.gang import UNEXPLAINED, place_pod_set
 from corral.scheduler.podgroup import GroupError, PodSet, read_pod_group, shape_of
 from corral.scheduler.preemption import PREEMPTIBLE, Preemption, Running, preempt
-from corral.scheduler.resources import Demand, pod_demand
+from corral.scheduler.resources import pod_demand
+from corral.services.placement_records import (
+    NEVER,
+    BoundPodOnNode,
+    Evicted,
+    PassResult,
+    Placed,
+    Shape,
+    WaitingGroup,
+)
 
 log = structlog.get_logger("corral.placement")
 
 POD_GROUP_KIND = ("scheduling.run.ai/v2alpha2", "PodGroup")
-#: ``Shape.failed_at`` of a shape whose PodGroup cannot be read: never tried.
-NEVER = (-1,)
-
-
-def pool_queues(state: State) -> list[Queue]:
-    """The pool queues of every backend, read from the Queue manifests the Kubernetes backend
-    syncs (``domain/topology/kai_objects.py``); the parent queues are unlimited and not needed
-    here."""
-    backends = {pool.backend for pool in as_configs(state).pools().values()}
-    return [
-        queue_of(manifest)
-        for backend in sorted(backends)
-        for manifest in queue_manifests(state, backend)
-        if POOL_LABEL in manifest["metadata"]["labels"]
-    ]
-
-
-def queue_of(manifest: Mapping[str, Any]) -> Queue:
-    """The scheduler's view of a queue manifest (-1 means unlimited)."""
-    gpu = manifest["spec"]["resources"]["gpu"]
-    quota, limit = int(gpu["quota"]), int(gpu["limit"])
-    return Queue(
-        manifest["metadata"]["name"],
-        gpu_guarantee=None if quota < 0 else quota,
-        gpu_maximum=None if limit < 0 else limit,
-        weight=int(gpu["overQuotaWeight"]),
-        pool=manifest["metadata"]["labels"].get(POOL_LABEL, ""),
-    )
-
-
-def min_runtimes(state: State) -> dict[str, timedelta]:
-    """Per pool queue, how long its work is protected from preemption and reclaim."""
-    configs = as_configs(state)
-    return {
-        queue_name(configs.backend(pool.backend).k8s_namespace, name): timedelta(
-            seconds=pool.preemption.min_runtime_seconds()
-        )
-        for name, pool in configs.pools().items()
-        if pool.preemption.min_runtime_seconds()
-    }
-
-
-@dataclass(frozen=True)
-class BoundPodOnNode:
-    """A pod of the embedded cluster bound to a node: what it takes, whose it is."""
-
-    name: str
-    node: str
-    group_uuid: str | None  # None: not a task group's (no osmo.group_uuid label)
-    labels: Mapping[str, str]
-    spec: Mapping[str, Any]
-    #: What ``spec`` requests, when the caller computed it already.
-    demand: Demand | None = None
-
-
-@dataclass
-class Shape:
-    """What the groups of one shape ask for; ``root`` was read from the first of them, so its
-    pods carry that group's names."""
-
-    key: str
-    root: PodSet | None  # None: the PodGroup cannot be read (``reason`` says why)
-    levels: tuple[str, ...]
-    queue: str
-    low: bool
-    #: The generations (``Placements._stamp``) at which a group of this shape last failed to be
-    #: placed (:data:`NEVER`: it cannot be), and why.
-    failed_at: tuple[int, ...] | None = None
-    reason: str | None = None
-    #: When work that protected its victims may be evicted (a failed preemption is tried again
-    #: then, even if nothing else changed).
-    retry_at: datetime | None = None
-    #: The reason as the store has it.
-    reason_written: str | None = None
-
-    @property
-    def pod_names(self) -> tuple[str, ...]:
-        return () if self.root is None else tuple(pod.name for pod in self.root.all_pods())
-
-
-@dataclass(frozen=True)
-class WaitingGroup:
-    """A task group in SCHEDULING on the embedded cluster."""
-
-    key: str  # the group uuid
-    shape: Shape
-    #: Its pods' names, in the order of ``shape.root.all_pods()``.
-    pod_names: tuple[str, ...]
-    priority: str
-    age: tuple[Any, ...]  # sorts older groups first
-
-    @property
-    def queue(self) -> str:
-        return self.shape.queue
-
-    def order(self) -> tuple[int, tuple[Any, ...], str]:
-        return (PRIORITY_RANK.get(self.priority, 1), self.age, self.key)
-
-
-@dataclass(frozen=True)
-class Placed:
-    group: WaitingGroup
-    placement: Placement  # with the group's own pod names
-
-
-@dataclass(frozen=True)
-class Evicted:
-    """A running gang evicted for ``by`` (a group uuid) in ``queue``: reclaimed (its queue
-    borrowed above its guarantee) or preempted (same queue, lower priority)."""
-
-    group: str
-    by: str
-    queue: str
-    reclaimed: bool
-    gpus: int
-
-
-@dataclass
-class PassResult:
-    placed: list[Placed] = field(default_factory=list)
-    #: Gangs evicted for groups placed in this pass (before those placements).
-    evicted: list[Evicted] = field(default_factory=list)
-    #: Shapes whose reason changed in this pass.
-    reasons: list[Shape] = field(default_factory=list)
-    tries: int = 0
 
 
 @dataclass

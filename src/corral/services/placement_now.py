@@ -21,7 +21,9 @@ from corral.domain.configs.snapshot import State, as_configs
 from corral.domain.labels import GROUP_UUID, WORKFLOW_ID
 from corral.domain.workflows.plan import WorkflowPlan
 from corral.services.capacity import ClusterCapacity
-from corral.services.placement import BoundPodOnNode, Placements, min_runtimes, pool_queues
+from corral.services.placement import Placements
+from corral.services.placement_records import BoundPodOnNode
+from corral.services.pool_queues import min_runtimes, pool_queues
 
 
 @dataclass(frozen=True)
