@@ -24,7 +24,7 @@ from corral.api.metrics import Metrics
 from corral.api.openapi import corral_openapi
 from corral.api.pool_routes import build_pool_router
 from corral.api.resource_routes import build_resource_router
-from corral.api.responses import Health
+from corral.api.responses import Health, ServiceVersion
 from corral.api.user_routes import build_user_router
 from corral.api.workflow_routes import build_workflow_router
 from corral.domain.configs.config_type import ConfigType
@@ -100,6 +100,12 @@ def create_app(
             "controller": runtime.controller_role(),
         }
         return JSONResponse(body, status_code=200 if ok else 503)
+
+    @app.get("/api/version", tags=["system"], response_model=ServiceVersion)
+    def service_version() -> dict[str, str]:
+        """OSMO's version answer (public, as OSMO's: its CLI asks without logging in)."""
+        major, minor, revision = __version__.split(".")[:3]
+        return {"major": major, "minor": minor, "revision": revision, "hash": ""}
 
     @app.get("/openapi.json", include_in_schema=False)
     def openapi(caller: Caller) -> dict[str, Any]:

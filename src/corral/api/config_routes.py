@@ -16,6 +16,7 @@ from corral.api.schemas import (
     ApplyBody,
     ConfigTypeName,
     DeleteBody,
+    HistoryTypeName,
     IsoTime,
     PatchBody,
     RevisionPath,
@@ -27,6 +28,7 @@ from corral.api.schemas import (
 from corral.domain.configs.bundles import parse_bundle
 from corral.domain.configs.references import pool_warnings
 from corral.domain.configs.types import ConfigType
+from corral.domain.formats.wire_time import wire_time
 from corral.domain.platform.resolved_pool import verbose_pool
 from corral.errors import UserError
 from corral.services.config_service import (
@@ -103,7 +105,7 @@ def build_router(service: ConfigService, authorizer: Authorizer, on_write: Any) 
     @router.get("/history", response_model=R.ConfigList, **LEAN)
     def history(
         caller: Caller,
-        config_types: Annotated[list[ConfigTypeName], Query()] = [],  # noqa: B006 - FastAPI list
+        config_types: Annotated[list[HistoryTypeName], Query()] = [],  # noqa: B006 - FastAPI list
         name: str | None = None,
         revision: RevisionQuery = None,
         tags: Annotated[list[str], Query()] = [],  # noqa: B006
@@ -115,7 +117,9 @@ def build_router(service: ConfigService, authorizer: Authorizer, on_write: Any) 
         order: Literal["ASC", "DESC", "asc", "desc"] = "ASC",
         omit_data: bool = False,
     ) -> dict[str, Any]:
-        types = list(config_types)
+        types = [ctype for ctype in config_types if ctype is not None]
+        if config_types and not types:  # only OSMO's types that corral has no configs of
+            return {"configs": []}
         for ctype in types:
             can(caller, "config:Read", ctype)
         if not types:
@@ -309,7 +313,7 @@ def revision_json(revision: Revision, *, with_data: bool) -> dict[str, Any]:
         "revision": revision.revision,
         "name": revision.name,
         "username": revision.username,
-        "created_at": revision.created_at.isoformat(),
+        "created_at": wire_time(revision.created_at),
         "description": revision.description,
         "tags": revision.tags,
     }

@@ -4,7 +4,10 @@ In this order, so that an anonymous or oversized request costs the server next t
 
 1. **Authentication first.** A request without a valid bearer token is answered 401 before its
    body is read; the caller found is kept for the route (``request.state.principal``), which
-   does not look the token up again. ``/health`` and ``/metrics`` are public.
+   does not look the token up again. ``/health``, ``/metrics`` and ``/api/version`` are public.
+   OSMO's token exchange (``POST /api/auth/jwt/access_token``) may instead carry its API token
+   in a small JSON body, ``{"token": ...}``, as OSMO's CLI sends it: that body is read (at most
+   ``TOKEN_BODY_BYTES``) and the token in it authenticates the request.
 2. **Size.** A body longer than ``max_body_bytes`` is answered 413: at once when its
    ``Content-Length`` says so, else as soon as the bytes read pass the limit.
 3. **Shape.** A JSON body nested deeper than ``MAX_NESTING``, holding a lone surrogate or an
@@ -14,6 +17,8 @@ In this order, so that an anonymous or oversized request costs the server next t
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +39,10 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-PUBLIC_PATHS = frozenset({"/health", "/metrics"})
+PUBLIC_PATHS = frozenset({"/health", "/metrics", "/api/version"})
+#: OSMO's exchange of an API token for a short-lived one; its CLI sends the token in the body.
+TOKEN_EXCHANGE_PATH = "/api/auth/jwt/access_token"
+TOKEN_BODY_BYTES = 16 * 2**10
 #: Asked for by browsers on their own, with no credentials: answered without any.
 ANONYMOUS_PATHS = frozenset({*PUBLIC_PATHS, "/favicon.ico"})
 DEFAULT_MAX_BODY_BYTES = 10 * 2**20
@@ -62,6 +70,8 @@ class RequestGuard:
         self.limits = limits
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and "//" in scope["path"]:
+            scope["path"] = merge_slashes(scope["path"])
         if scope["type"] != "http" or scope["path"] in ANONYMOUS_PATHS:
             await self.app(scope, receive, send)
             return
@@ -69,6 +79,14 @@ class RequestGuard:
             await self._dashboard(scope, receive, send)
             return
         try:
+            if _token_in_body(scope):
+                body = await self._read_body(scope, receive, TOKEN_BODY_BYTES)
+                receive = _replay(body, receive)
+                token = token_of_body(body)
+                principal = await run_in_threadpool(self.authorizer.authenticate_token, token)
+                scope.setdefault("state", {})["principal"] = principal
+                await self.app(scope, receive, send)
+                return
             principal = await run_in_threadpool(self.authorizer.authenticate, Request(scope))
             scope.setdefault("state", {})["principal"] = principal
             if scope["method"] in _WITH_BODY:
@@ -136,11 +154,11 @@ class RequestGuard:
             receive = _replay(body, receive)
         await self.app(scope, receive, send)
 
-    async def _read_body(self, scope: Scope, receive: Receive) -> bytes:
-        limit = self.limits.max_body_bytes
+    async def _read_body(self, scope: Scope, receive: Receive, limit: int | None = None) -> bytes:
+        limit = limit or self.limits.max_body_bytes
         declared = Request(scope).headers.get("content-length", "")
         if declared.isdigit() and int(declared) > limit:
-            raise self._too_large(int(declared))
+            raise self._too_large(int(declared), limit)
         chunks: list[bytes] = []
         size = 0
         while True:
@@ -150,7 +168,7 @@ class RequestGuard:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > limit:
-                raise self._too_large(None)
+                raise self._too_large(None, limit)
             chunks.append(chunk)
             if not message.get("more_body", False):
                 break
@@ -162,14 +180,42 @@ class RequestGuard:
                 await run_in_threadpool(_check_json, body)
         return body
 
-    def _too_large(self, declared: int | None) -> PayloadTooLargeError:
-        limit = self.limits.max_body_bytes
+    def _too_large(self, declared: int | None, limit: int) -> PayloadTooLargeError:
         size = f" ({declared:,} bytes)" if declared is not None else ""
         return PayloadTooLargeError(
             f"The request body{size} is larger than this server's limit of {limit:,} bytes; "
             "send less (split a bundle, leave large files out of the workflow), or ask an "
             "admin to raise corral server --max-body-bytes."
         )
+
+
+def merge_slashes(path: str) -> str:
+    """``//api//pool`` as ``/api/pool``: OSMO's CLI joins its base URL and ``/api/...`` with a
+    slash between, and proxies in front of OSMO merge the two, as this does."""
+    return re.sub("/{2,}", "/", path)
+
+
+def _token_in_body(scope: Scope) -> bool:
+    """An OSMO token exchange with its API token in the body, not in a header."""
+    return (
+        scope["path"] == TOKEN_EXCHANGE_PATH
+        and scope["method"] == "POST"
+        and "authorization" not in Request(scope).headers
+    )
+
+
+def token_of_body(body: bytes) -> str:
+    """The API token of an OSMO token exchange's body, ``{"token": "..."}`` (401 otherwise)."""
+    try:
+        token = json.loads(body).get("token") if body else None
+    except (ValueError, AttributeError):
+        token = None
+    if not isinstance(token, str) or not token.strip():
+        raise UnauthorizedError(
+            'Send your API token, as {"token": "<token>"} in the body of this request or as '
+            "'Authorization: Bearer <token>'."
+        )
+    return token.strip()
 
 
 def guarded_principal(request: Request) -> Principal | None:

@@ -10,10 +10,8 @@ from pydantic import AfterValidator, WithJsonSchema
 from corral.api import responses as R
 from corral.api.auth import Authorizer
 from corral.api.config_routes import Caller, check_template_reads
-from corral.domain.configs.models import Pool
 from corral.domain.platform.render import pool_topology
 from corral.domain.platform.variables import SET_PATTERN, parse_set_values
-from corral.domain.views.pool_quota import status_of
 from corral.services import sandbox
 from corral.services.config_service import ConfigService
 
@@ -33,14 +31,6 @@ SetValue = Annotated[
 
 def build_pool_router(service: ConfigService, authorizer: Authorizer) -> APIRouter:
     router = APIRouter(prefix="/api/pool", tags=["pools"])
-
-    @router.get("", response_model=R.PoolList)
-    def list_pools(caller: Caller) -> dict[str, Any]:
-        """The pools the caller may submit to (``workflow:Create`` on ``pool/<name>``)."""
-        authorizer.check(caller, "pool:List")
-        configs = service.state()
-        usable = authorizer.allowed_pools(caller, sorted(configs.pool_names()))
-        return {"pools": [pool_summary(configs.pool(name)) for name in usable]}
 
     @router.get("/{pool}/render", response_model=R.PoolRender)
     def render(
@@ -74,15 +64,3 @@ def build_pool_router(service: ConfigService, authorizer: Authorizer) -> APIRout
         return pool_topology(service.state(), pool)
 
     return router
-
-
-def pool_summary(pool: Pool) -> dict[str, Any]:
-    """What a user needs to pick a pool: name, status, platforms."""
-    return {
-        "name": pool.name,
-        "description": pool.description,
-        "status": status_of(pool),
-        "backend": pool.backend,
-        "default_platform": pool.default_platform,
-        "platforms": sorted(pool.platforms),
-    }

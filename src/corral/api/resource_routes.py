@@ -1,4 +1,5 @@
-"""``/api/pool_quota`` and ``/api/resources``: GPU quotas per pool, and resources per node.
+"""``/api/pool``, ``/api/pool_quota`` and ``/api/resources``: the pools, GPU quotas per pool,
+and resources per node.
 
 Both read the same inputs: the pools as configured now and, per cluster (the embedded one, each
 Kubernetes backend: :mod:`corral.services.capacity`), its nodes and the pods holding resources on
@@ -19,11 +20,15 @@ from corral.api.auth import Authorizer, Principal
 from corral.api.config_routes import Caller
 from corral.domain.configs.models import Pool
 from corral.domain.configs.snapshot import State
+from corral.domain.views.osmo_resources import osmo_entry
 from corral.domain.views.pool_quota import (
+    pool_minimal,
     queue_figures,
     quota_json,
 )
 from corral.domain.views.resource_listing import (
+    Amounts,
+    NodeResources,
     list_resources,
     node_info_json,
     resources_json,
@@ -50,6 +55,27 @@ def build_resource_router(
     def visible(caller: Principal, pools: Mapping[str, Pool]) -> list[str]:
         return authorizer.allowed_pools(caller, sorted(pools))
 
+    @router.get("/api/pool", response_model=R.PoolList)
+    def list_pools(
+        caller: Caller,
+        pools: Names = [],  # noqa: B006 - FastAPI query list
+        all_pools: bool = False,
+    ) -> dict[str, Any]:
+        """OSMO's PoolMinimal of each pool the caller may submit to, by name; ``pools``
+        narrows them (unless ``all_pools=true``)."""
+        authorizer.check(caller, "pool:List")
+        state = service.state()
+        configured = state.pools()
+        names = visible(caller, configured)
+        if pools and not all_pools:
+            names = [name for name in names if name in set(pools)]
+        mounts: dict[str, Mapping[str, list[str]]] = {}
+        for cluster in capacity(state):
+            mounts.update(layout_of(state, cluster.nodes, cluster.pools).default_mounts)
+        return {
+            "pools": {name: pool_minimal(configured[name], mounts.get(name, {})) for name in names}
+        }
+
     @router.get("/api/pool_quota", response_model=R.PoolQuota)
     def pool_quota(
         caller: Caller,
@@ -72,45 +98,63 @@ def build_resource_router(
         pools: Names = [],  # noqa: B006 - FastAPI query list
         platforms: Names = [],  # noqa: B006 - FastAPI query list
         include_all: Annotated[bool, Query(alias="all")] = False,
+        all_pools: bool = False,
     ) -> dict[str, Any]:
         """Per node: the pools and platforms it serves, what its pods request and what it has.
-        ``pools`` (default: every pool the caller may use), ``platforms`` narrow the listing;
-        ``all`` adds the nodes no pool uses."""
+        ``pools`` (default, and with ``all_pools=true``: every pool the caller may use),
+        ``platforms`` narrow the listing; ``all`` adds the nodes no pool uses."""
         authorizer.check(caller, "resources:Read")
         state = service.state()
         configured = state.pools()
-        names = _named_pools(authorizer, caller, configured, pools) or visible(caller, configured)
+        named = [] if all_pools else _named_pools(authorizer, caller, configured, pools)
+        names = named or visible(caller, configured)
         _check_platforms(configured, names, platforms)
-        listed = []
+        listed: list[tuple[NodeResources, dict[str, Any]]] = []
         used: dict[str, int] = dict.fromkeys(names, 0)
         for cluster in capacity(state):
-            listed.extend(
-                list_resources(
-                    layout_of(state, cluster.nodes, cluster.pools),
-                    cluster.nodes,
-                    demand_per_node(cluster.pods),
-                    pools=names,
-                    platforms=platforms,
-                    include_unused=include_all,
+            layout = layout_of(state, cluster.nodes, cluster.pools)
+            backend = backend_of(cluster, configured)
+            for found in list_resources(
+                layout,
+                cluster.nodes,
+                demand_per_node(cluster.pods),
+                pools=names,
+                platforms=platforms,
+                include_unused=include_all,
+            ):
+                node = cluster.node(found.name)
+                assert node is not None  # listed from this cluster's nodes
+                entry = osmo_entry(
+                    node,
+                    found.type,
+                    found.placements,
+                    (found.capacity, found.used),
+                    configured,
+                    layout,
+                    backend,
                 )
-            )
+                listed.append((found, {**entry, **found.as_json()}))
             for pod in cluster.pods:
                 pool = cluster.pool_of(pod)
                 if pool in used:
                     used[pool] += pod.demand.gpu
-        answer = resources_json(sorted(listed, key=lambda node: node.name))
+        listed.sort(key=lambda pair: pair[0].name)
+        answer = {
+            **resources_json([found for found, _ in listed]),
+            "resources": [entry for _, entry in listed],
+        }
         recent = preempted()
         answer["pool_queues"] = [
             queue_figures(name, configured[name], used[name], recent.get(name, 0)) for name in names
         ]
         return answer
 
-    @router.get("/api/resources/{name}", response_model=R.NodeInfo)
+    @router.get("/api/resources/{name}", response_model=R.NodeInfoList)
     def node_info(caller: Caller, name: str) -> dict[str, Any]:
-        """One node: labels, taints, capacity and use, and the pools and platforms (of those
-        the caller may use) it serves. A name of several clusters: the first whose node serves
-        a pool the caller may use, else the first (embedded, then Kubernetes backends by
-        name)."""
+        """The node of that name in each cluster (OSMO's ``{"resources": [...]}``): labels,
+        taints, capacity and use, and the pools and platforms (of those the caller may use)
+        it serves. The first entry is the node that serves a pool the caller may use, else
+        the embedded cluster's, then the Kubernetes backends' by name."""
         authorizer.check(caller, "resources:Read")
         state = service.state()
         configured = state.pools()
@@ -122,14 +166,36 @@ def build_resource_router(
                 continue
             demand = demand_per_node(cluster.pods).get(name)
             layout = layout_of(state, cluster.nodes, cluster.pools)
-            found.append(node_info_json(layout, node, demand, shown))
+            info = node_info_json(layout, node, demand, shown)
+            placements = [(p["pool"], p["platform"]) for p in info["pools"]]
+            amounts = (Amounts(**info["capacity"]), Amounts(**info["used"]))
+            entry = osmo_entry(
+                node,
+                info["type"],
+                placements,
+                amounts,
+                configured,
+                layout,
+                backend_of(cluster, configured),
+            )
+            found.append({**entry, **info})
         if not found:
             raise NotFoundError(
                 f"Node {name} does not exist! `corral resource list --all` lists the nodes."
             )
-        return next((info for info in found if info["pools"]), found[0])
+        found.sort(key=lambda info: not info["pools"])  # stable: cluster order otherwise
+        return {"resources": found}
 
     return router
+
+
+def backend_of(cluster: ClusterCapacity, configured: Mapping[str, Pool]) -> str:
+    """The backend config the cluster's pools name (OSMO's ``backend`` of a node), else the
+    cluster's own name."""
+    for pool in cluster.pools:
+        if pool in configured:
+            return configured[pool].backend
+    return cluster.backend
 
 
 def _named_pools(

@@ -39,6 +39,15 @@ class Health(Answer):
     controller: str
 
 
+class ServiceVersion(Answer):
+    """OSMO's ``GET /api/version``: the server's version in parts."""
+
+    major: str
+    minor: str
+    revision: str
+    hash: str
+
+
 # ---------------------------------------------------------------------------------- configs
 
 
@@ -94,17 +103,23 @@ class DiffAnswer(Answer):
 # ------------------------------------------------------------------------------------ pools
 
 
-class PoolSummary(Answer):
+class PoolMinimal(Answer):
+    """OSMO's PoolMinimal (the rest of its fields as the pool config has them)."""
+
+    model_config = ConfigDict(extra="allow")
+
     name: str
     description: str
     status: str
     backend: str | None
     default_platform: str | None
-    platforms: list[str]
+    platforms: dict[str, dict[str, Any]]
 
 
 class PoolList(Answer):
-    pools: list[PoolSummary]
+    """OSMO's ``{"pools": {name: PoolMinimal}}``."""
+
+    pools: dict[str, PoolMinimal]
 
 
 class TopologyLevel(Answer):
@@ -164,6 +179,12 @@ class NodeInfo(Answer):
     node: str
     type: str
     pools: list[dict[str, Any]]
+
+
+class NodeInfoList(Answer):
+    """OSMO's answer for one node: the node of that name in each cluster."""
+
+    resources: list[NodeInfo]
 
 
 # -------------------------------------------------------------------------------- workflows
@@ -236,16 +257,26 @@ SubmitAnswer = Submitted | Validated | DryRun
 
 
 class WorkflowRow(Answer):
-    workflow_id: str
+    """An item of OSMO's workflow list; ``labels`` is always empty (corral has none)."""
+
+    name: str
+    workflow_uuid: str
+    user: str
     pool: str
     status: str
     priority: str
-    submitted_by: str
-    submitted_at: str
+    submit_time: str
+    start_time: str | None
+    end_time: str | None
+    queued_time: float
+    overview: str
+    logs: str
+    labels: dict[str, str]
 
 
 class WorkflowList(Answer):
     workflows: list[WorkflowRow]
+    more_entries: bool
 
 
 class TaskView(Answer):
@@ -258,8 +289,8 @@ class TaskView(Answer):
     retry_id: int
     node: str | None
     exit_code: int | None
-    started_at: str | None
-    ended_at: str | None
+    start_time: str | None
+    end_time: str | None
     message: str | None
 
 
@@ -270,9 +301,9 @@ class GroupView(Answer):
     upstream: list[str]
     resource_kinds: list[list[str]]
     domains: dict[str, str]
-    scheduling_at: str | None
-    started_at: str | None
-    ended_at: str | None
+    scheduling_start_time: str | None
+    start_time: str | None
+    end_time: str | None
     pending_reason: str | None
     tasks: list[TaskView]
     manifests: list[dict[str, Any]] | None = None
@@ -281,18 +312,22 @@ class GroupView(Answer):
 class WorkflowView(Answer):
     name: str
     uuid: str
+    submitted_by: str
     pool: str
     backend: str
     namespace: str
     status: str
     priority: str
-    submitted_by: str
-    submitted_at: str
+    submit_time: str
+    start_time: str | None
+    end_time: str | None
+    queued_time: float
+    overview: str
+    logs: str
+    labels: dict[str, str]
     exec_timeout_s: float
     queue_timeout_s: float
     spec: str
-    started_at: str | None
-    ended_at: str | None
     cancel_requested_by: str | None
     message: str | None
     restarted_from: str | None
@@ -300,7 +335,7 @@ class WorkflowView(Answer):
 
 
 class Canceled(Answer):
-    workflow_id: str
+    name: str
     message: str
 
 
@@ -320,16 +355,27 @@ class Explained(Answer):
 # ------------------------------------------------------------------------------------ users
 
 
+class RoleAssignment(Answer):
+    role_name: str
+    assigned_by: str
+    assigned_at: str
+
+
 class UserView(Answer):
-    username: str
-    roles: list[str]
-    default_pool: str | None
+    """OSMO's user, with corral's default pool."""
+
+    id: str
     created_at: str
     created_by: str
+    roles: list[RoleAssignment]
+    default_pool: str | None
 
 
 class UserList(Answer):
     users: list[UserView]
+    total_results: int
+    start_index: int
+    items_per_page: int
 
 
 class NewToken(Answer):
@@ -345,8 +391,16 @@ class SessionAnswer(Answer):
     expires_at: str
 
 
-class Profile(Answer):
+class ProfileSettings(Answer):
     username: str
+    email_notification: bool
+    slack_notification: bool
+    pool: str | None
+
+
+class Profile(Answer):
+    """OSMO's profile answer: the settings, the caller's roles and the pools they may use."""
+
+    profile: ProfileSettings
     roles: list[str]
-    default_pool: str | None
     pools: list[str]

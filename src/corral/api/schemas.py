@@ -71,6 +71,29 @@ ConfigTypeName = Annotated[
     WithJsonSchema({"type": "string", "enum": CONFIG_TYPE_NAMES}),
 ]
 
+#: OSMO's config types corral has no configs of: a history query may name them (OSMO's CLI
+#: names them all) and finds no revisions of them.
+OSMO_ONLY_TYPES = ("BACKEND_TEST", "DATASET", "SERVICE")
+
+
+def _history_type(text: Any) -> ConfigType | None:
+    if isinstance(text, str) and text.upper() in OSMO_ONLY_TYPES:
+        return None
+    return _config_type(text)
+
+
+#: A config type a history query names: corral's, or one of OSMO's it has none of (None).
+HistoryTypeName = Annotated[
+    ConfigType | None,
+    BeforeValidator(_history_type),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "enum": [*CONFIG_TYPE_NAMES, *OSMO_ONLY_TYPES, *(n.lower() for n in OSMO_ONLY_TYPES)],
+        }
+    ),
+]
+
 #: Revisions are stored in a 32-bit column: a larger number names no revision (and would make
 #: the database refuse the query).
 REVISION_MAX = 2**31 - 1

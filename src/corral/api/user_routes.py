@@ -12,7 +12,7 @@ import re
 import secrets
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, status
+from fastapi import APIRouter, Body, Query, status
 from pydantic import Field, field_validator
 
 from corral.api import responses as R
@@ -20,6 +20,7 @@ from corral.api.auth import ADMIN_ONLY, Authorizer, Principal
 from corral.api.config_routes import Caller
 from corral.api.schemas import StrictBody
 from corral.domain.formats.names import CONFIG_NAME_PATTERN, MAX_NAME_LENGTH
+from corral.domain.formats.wire_time import wire_time
 from corral.errors import ConflictError, ForbiddenError, UserError
 from corral.services.config_service import ConfigService
 from corral.store.tokens import TokenStore
@@ -33,11 +34,13 @@ ItemName = Annotated[str, Field(pattern=CONFIG_NAME_PATTERN, max_length=MAX_NAME
 
 
 class NewUser(StrictBody):
-    username: Annotated[str, Field(json_schema_extra={"pattern": USERNAME.pattern})]
+    """OSMO's ``{"id", "roles"}``, with corral's default pool."""
+
+    id: Annotated[str, Field(json_schema_extra={"pattern": USERNAME.pattern})]
     roles: list[ItemName] = Field(default_factory=list)
     default_pool: ItemName | None = None
 
-    @field_validator("username")
+    @field_validator("id")
     @classmethod
     def _name(cls, value: str) -> str:
         if not USERNAME.fullmatch(value):
@@ -47,8 +50,10 @@ class NewUser(StrictBody):
         return value
 
 
-class RolesBody(StrictBody):
-    roles: list[ItemName]
+class RoleBody(StrictBody):
+    """OSMO's ``{"role_name": ...}``: one role to grant."""
+
+    role_name: ItemName
 
 
 class TokenBody(StrictBody):
@@ -56,7 +61,12 @@ class TokenBody(StrictBody):
 
 
 class ProfileBody(StrictBody):
-    default_pool: ItemName | None
+    """OSMO's profile settings: the default ``pool`` (null clears it). corral sends no
+    notifications, so turning one on is refused (docs/access.md#profile)."""
+
+    pool: ItemName | None = None
+    email_notification: bool | None = None
+    slack_notification: bool | None = None
 
 
 def build_user_router(
@@ -77,9 +87,9 @@ def build_user_router(
                 )
         return names
 
-    def existing_pool(name: str | None) -> str | None:
+    def existing_pool(name: str | None, field: str) -> str | None:
         if name is not None and name not in service.state().pool_names():
-            raise ConflictError(f"Pool {name} does not exist.", path=("default_pool",))
+            raise ConflictError(f"Pool {name} does not exist.", path=(field,))
         return name
 
     # ---------------------------------------------------------------------- sessions
@@ -96,26 +106,45 @@ def build_user_router(
             "token": minted.token,
             "token_type": "Bearer",
             "username": minted.username,
-            "expires_at": minted.expires_at.isoformat(),
+            "expires_at": wire_time(minted.expires_at),
         }
 
     # ------------------------------------------------------------------------- users
 
-    @router.post("/api/auth/user", status_code=status.HTTP_201_CREATED, response_model=R.UserView)
+    @router.post("/api/auth/user", response_model=R.UserView)
     def create_user(caller: Caller, body: NewUser) -> dict[str, Any]:
+        """A new user (200, as OSMO answers: its CLI reports any other status as an error)."""
         admin(caller, "create users")
         user = users.create(
-            body.username,
+            body.id,
             roles=known_roles(body.roles),
-            default_pool=existing_pool(body.default_pool),
+            default_pool=existing_pool(body.default_pool, "default_pool"),
             by=caller.username,
         )
         return user_json(user)
 
     @router.get("/api/auth/user", response_model=R.UserList)
-    def list_users(caller: Caller) -> dict[str, Any]:
+    def list_users(
+        caller: Caller,
+        id_prefix: Annotated[str, Query(max_length=256)] = "",
+        roles: Annotated[list[str], Query()] = [],  # noqa: B006 - FastAPI query list
+        count: Annotated[int, Query(ge=1, le=1000)] = 100,
+        offset: Annotated[int, Query(ge=0)] = 0,
+    ) -> dict[str, Any]:
+        """Users by name, OSMO's page of them: those whose name starts with ``id_prefix``
+        and (with ``roles``) who hold any of ``roles``."""
         admin(caller, "list users")
-        return {"users": [user_json(user) for user in users.all()]}
+        matching = [
+            user
+            for user in users.all()
+            if user.username.startswith(id_prefix) and (not roles or set(roles) & set(user.roles))
+        ]
+        return {
+            "users": [user_json(user) for user in matching[offset : offset + count]],
+            "total_results": len(matching),
+            "start_index": offset,
+            "items_per_page": count,
+        }
 
     @router.get("/api/auth/user/{username}", response_model=R.UserView)
     def get_user(caller: Caller, username: str) -> dict[str, Any]:
@@ -130,15 +159,18 @@ def build_user_router(
         return {"message": f"Deleted user {username} and revoked {revoked} token{plural}."}
 
     @router.post("/api/auth/user/{username}/roles", response_model=R.UserView)
-    def add_roles(caller: Caller, username: str, body: RolesBody) -> dict[str, Any]:
+    def add_role(caller: Caller, username: str, body: RoleBody) -> dict[str, Any]:
         admin(caller, f"assign roles to {username}")
         users.require(username)
-        return user_json(users.add_roles(username, known_roles(body.roles)))
+        granted = known_roles([body.role_name])
+        return user_json(users.add_roles(username, granted, by=caller.username))
 
     @router.delete("/api/auth/user/{username}/roles/{role}", response_model=R.UserView)
     def remove_role(caller: Caller, username: str, role: str) -> dict[str, Any]:
         admin(caller, f"remove roles from {username}")
-        return user_json(users.remove_role(username, role, authorizer.grants_admin))
+        return user_json(
+            users.remove_role(username, role, authorizer.grants_admin, by=caller.username)
+        )
 
     @router.post(
         "/api/auth/user/{username}/token",
@@ -158,12 +190,17 @@ def build_user_router(
     # ----------------------------------------------------------------------- profile
 
     def profile(caller: Principal) -> dict[str, Any]:
+        """OSMO's ``{profile, roles, pools}``: the pools are those the caller may submit to."""
         user = users.require(caller.username)
         pools = service.state().pool_names()
         return {
-            "username": user.username,
+            "profile": {
+                "username": user.username,
+                "email_notification": False,
+                "slack_notification": False,
+                "pool": user.default_pool,
+            },
             "roles": list(user.roles),
-            "default_pool": user.default_pool,
             "pools": authorizer.allowed_pools(caller, pools),
         }
 
@@ -177,7 +214,14 @@ def build_user_router(
     def update_profile(caller: Caller, body: ProfileBody) -> dict[str, Any]:
         """Set the caller's default pool: one they may submit to (or null to clear it)."""
         authorizer.check(caller, "profile:Update")
-        pool = existing_pool(body.default_pool)
+        for wanted in ("email_notification", "slack_notification"):
+            if getattr(body, wanted):
+                raise UserError(
+                    "corral sends no notifications; watch a workflow with corral workflow "
+                    "logs --follow or the dashboard instead.",
+                    path=(wanted,),
+                )
+        pool = existing_pool(body.pool, "pool")
         if pool is not None and not authorizer.allows(caller, "workflow:Create", f"pool/{pool}"):
             raise ForbiddenError(
                 f"{caller.username} may not use pool {pool}: no role grants workflow:Create "

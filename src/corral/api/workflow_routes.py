@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Annotated, Any
-from urllib.parse import quote
 
 from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import PlainTextResponse
@@ -20,9 +18,11 @@ from corral.api.config_routes import Caller
 from corral.api.responses import LEAN
 from corral.api.schemas import StrictBody
 from corral.api.workflow_access import read_workflow, request_cancel
+from corral.api.workflow_views import dashboard_page, logs_url, workflow_row, workflow_view
 from corral.domain.views.explain import explain_workflow
 from corral.domain.workflows.plan import PlannedGroup
 from corral.domain.workflows.spec import TaskFileContents
+from corral.domain.workflows.statuses import WorkflowStatus
 from corral.errors import NotFoundError
 from corral.services.config_service import ConfigService
 from corral.services.placement_now import GroupPlacement
@@ -34,7 +34,7 @@ from corral.services.submission import (
     SubmitRequest,
     SubmittingUser,
 )
-from corral.store.workflow_records import StoredGroup, StoredTask, StoredWorkflow
+from corral.store.workflow_records import StoredTask, StoredWorkflow
 from corral.store.workflows import WorkflowStore
 
 VALIDATED = "Workflow validation succeeded."
@@ -50,6 +50,8 @@ IdempotencyKeyHeader = Annotated[
         "every retry of it: a retry answers the workflow the first one made.",
     ),
 ]
+
+Names = Annotated[list[str], Query()]
 
 #: What the latest attempt of a task printed ("" before it started): ``Runtime.task_logs``.
 TaskLogs = Callable[[StoredWorkflow, StoredTask], str]
@@ -151,32 +153,49 @@ def build_workflow_router(
     @router.get("/api/workflow", response_model=R.WorkflowList)
     def list_workflows(
         caller: Caller,
+        http: Request,
+        users: Names = [],  # noqa: B006 - FastAPI query list
         all_users: bool = False,
-        pool: str | None = None,
+        pools: Names = [],  # noqa: B006
+        all_pools: bool = False,
+        statuses: Annotated[list[WorkflowStatus], Query()] = [],  # noqa: B006
+        name: Annotated[str | None, Query(max_length=256)] = None,
+        order: Annotated[str, Query(pattern="^(?i:asc|desc)$")] = "DESC",
         limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+        offset: Annotated[int, Query(ge=0)] = 0,
     ) -> dict[str, Any]:
-        """The caller's workflows, newest first (``all_users=true``: also everyone's in the
-        pools the caller may ``workflow:Read``)."""
+        """Workflows, newest first (OSMO's ``workflow list``): the caller's own, or
+        ``users``' or everyone's (``all_users=true``) in the pools the caller may
+        ``workflow:Read``; ``pools`` narrows them (``all_pools=true``: no narrowing)."""
         authorizer.check(caller, "workflow:List")
         readable = [
-            name
-            for name in store.pools()
-            if authorizer.allows(caller, "workflow:Read", f"pool/{name}")
+            found
+            for found in store.pools()
+            if authorizer.allows(caller, "workflow:Read", f"pool/{found}")
         ]
         rows = store.list(
-            users=None if all_users else [caller.username],
-            pools=[pool] if pool else None,
-            limit=limit,
+            users=None if all_users else (users or [caller.username]),
+            pools=pools if pools and not all_pools else None,
+            statuses=[str(found) for found in statuses] or None,
+            name_contains=name,
+            oldest_first=order.upper() == "ASC",
+            limit=limit + 1,
+            offset=offset,
             visible_to=(caller.username, readable),
         )
+        base, now = str(http.base_url), clock()
         return {
-            "workflows": [{**row, "submitted_at": row["submitted_at"].isoformat()} for row in rows]
+            "workflows": [workflow_row(row, base, now) for row in rows[:limit]],
+            "more_entries": len(rows) > limit,
         }
 
     @router.get("/api/workflow/{workflow_id}", response_model=R.WorkflowView, **LEAN)
-    def query(caller: Caller, workflow_id: str, verbose: bool = False) -> dict[str, Any]:
+    def query(
+        caller: Caller, http: Request, workflow_id: str, verbose: bool = False
+    ) -> dict[str, Any]:
         """A workflow, its groups and tasks; ``verbose=true`` adds each group's manifests."""
-        return _workflow_view(readable(caller, workflow_id), verbose=verbose)
+        found = readable(caller, workflow_id)
+        return workflow_view(found, str(http.base_url), clock(), verbose=verbose)
 
     @router.post("/api/workflow/{workflow_id}/cancel", response_model=R.Canceled)
     def cancel(caller: Caller, workflow_id: str) -> dict[str, Any]:
@@ -184,29 +203,37 @@ def build_workflow_router(
         ``workflow:Cancel`` on the workflow's pool. 409 once finished or already canceling."""
         request_cancel(store, authorizer, caller, workflow_id)
         return {
-            "workflow_id": workflow_id,
+            "name": workflow_id,
             "message": f"Cancel requested for workflow {workflow_id}; its tasks will be "
             "stopped and it will end FAILED_CANCELED.",
         }
 
     @router.get("/api/workflow/{workflow_id}/logs", response_class=PlainTextResponse)
-    def logs(caller: Caller, workflow_id: str, task: str | None = None) -> PlainTextResponse:
-        """One task's latest attempt's log as text; without ``task``, every task's, each under
-        a ``==> <task> (retry N) <==`` header."""
+    def logs(
+        caller: Caller,
+        workflow_id: str,
+        task_name: Annotated[str | None, Query(max_length=256)] = None,
+        last_n_lines: Annotated[int | None, Query(ge=1)] = None,
+    ) -> PlainTextResponse:
+        """One task's latest attempt's log as text (OSMO's ``task_name``); without it, every
+        task's, each under a ``==> <task> (retry N) <==`` header. ``last_n_lines`` keeps the
+        end of each log."""
         workflow = readable(caller, workflow_id)
         tasks = [t for group in workflow.groups for t in group.tasks]
-        if task is None:
-            sections = [
-                f"==> {t.name} (retry {t.retry_id}) <==\n{_task_log(workflow, t, task_logs)}"
-                for t in tasks
-            ]
+
+        def log_of(task: StoredTask) -> str:
+            return last_lines(_task_log(workflow, task, task_logs), last_n_lines)
+
+        if task_name is None:
+            sections = [f"==> {t.name} (retry {t.retry_id}) <==\n{log_of(t)}" for t in tasks]
             return PlainTextResponse("\n".join(sections))
         for candidate in tasks:
-            if candidate.name == task:
-                return PlainTextResponse(_task_log(workflow, candidate, task_logs))
+            if candidate.name == task_name:
+                return PlainTextResponse(log_of(candidate))
         raise NotFoundError(
-            f"Workflow {workflow_id} has no task {task}. Its tasks: "
-            f"{', '.join(t.name for t in tasks)}."
+            f"Workflow {workflow_id} has no task {task_name}. Its tasks: "
+            f"{', '.join(t.name for t in tasks)}.",
+            path=("task_name",),
         )
 
     @router.get("/api/workflow/{workflow_id}/explain", response_model=R.Explained)
@@ -232,11 +259,6 @@ def build_workflow_router(
     return router
 
 
-def dashboard_page(request: Request, workflow_id: str) -> str:
-    """The workflow's page in the dashboard, at the address the request reached."""
-    return f"{str(request.base_url).rstrip('/')}/ui/workflows/{quote(workflow_id, safe='')}"
-
-
 def _submitted(
     outcome: SubmitOutcome, mode: Mode, response: Response, request: Request
 ) -> dict[str, Any]:
@@ -249,11 +271,19 @@ def _submitted(
         return {"name": outcome.workflow_id, "logs": VALIDATED, "warnings": list(outcome.warnings)}
     return {
         "name": outcome.workflow_id,
-        "overview": f"/api/workflow/{outcome.workflow_id}",
-        "logs": "",
-        "dashboard_url": dashboard_page(request, outcome.workflow_id),
+        "overview": dashboard_page(str(request.base_url), outcome.workflow_id),
+        "logs": logs_url(str(request.base_url), outcome.workflow_id),
+        "dashboard_url": dashboard_page(str(request.base_url), outcome.workflow_id),
         "warnings": list(outcome.warnings),
     }
+
+
+def last_lines(text: str, count: int | None) -> str:
+    """The last ``count`` lines of ``text`` (all of it without a count)."""
+    if count is None:
+        return text
+    lines = text.splitlines(keepends=True)
+    return "".join(lines[-count:])
 
 
 def _task_log(workflow: StoredWorkflow, task: StoredTask, task_logs: TaskLogs) -> str:
@@ -308,65 +338,3 @@ def _planned_group(group: PlannedGroup, live: GroupPlacement | None = None) -> d
         "manifests": list(group.manifests),
         **({"placement": placement} if placement is not None else {}),
     }
-
-
-def _workflow_view(workflow: StoredWorkflow, *, verbose: bool) -> dict[str, Any]:
-    return {
-        "name": workflow.workflow_id,
-        "uuid": workflow.uuid,
-        "pool": workflow.pool,
-        "backend": workflow.backend,
-        "namespace": workflow.namespace,
-        "status": workflow.status,
-        "priority": workflow.priority,
-        "submitted_by": workflow.submitted_by,
-        "submitted_at": workflow.submitted_at.isoformat(),
-        "exec_timeout_s": workflow.exec_timeout_s,
-        "queue_timeout_s": workflow.queue_timeout_s,
-        "spec": workflow.spec,
-        "started_at": _iso(workflow.started_at),
-        "ended_at": _iso(workflow.ended_at),
-        "cancel_requested_by": workflow.cancel_requested_by,
-        "message": workflow.message,
-        "restarted_from": workflow.restarted_from,
-        "groups": [_stored_group(group, verbose=verbose) for group in workflow.groups],
-    }
-
-
-def _stored_group(group: StoredGroup, *, verbose: bool) -> dict[str, Any]:
-    view: dict[str, Any] = {
-        "name": group.name,
-        "uuid": group.uuid,
-        "status": group.status,
-        "upstream": group.upstream,
-        "resource_kinds": group.resource_kinds,
-        "domains": dict(sorted((group.domains or {}).items())),
-        "scheduling_at": _iso(group.scheduling_at),
-        "started_at": _iso(group.started_at),
-        "ended_at": _iso(group.ended_at),
-        "pending_reason": group.pending_reason,
-        "tasks": [
-            {
-                "name": t.name,
-                "uuid": t.uuid,
-                "pod_name": t.pod_name,
-                "platform": t.platform,
-                "lead": t.lead,
-                "status": t.status,
-                "retry_id": t.retry_id,
-                "node": t.node,
-                "exit_code": t.exit_code,
-                "started_at": _iso(t.started_at),
-                "ended_at": _iso(t.ended_at),
-                "message": t.message,
-            }
-            for t in group.tasks
-        ],
-    }
-    if verbose:
-        view["manifests"] = group.manifests
-    return view
-
-
-def _iso(moment: datetime | None) -> str | None:
-    return moment.astimezone(UTC).isoformat() if moment else None

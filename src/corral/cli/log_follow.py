@@ -88,7 +88,7 @@ class LogFollower:
             if task.get("started_at") is None:
                 continue
             name, state = task["name"], self.logs.setdefault(task["name"], TaskLog())
-            text = self.client.get_text(f"{self.path}/logs", task=name)
+            text = self.client.get_text(f"{self.path}/logs", task_name=name)
             if state.retry not in (-1, task["retry_id"]):
                 self._note(name, width, f"retry {task['retry_id']} started")
                 state.seen, state.partial = "", ""

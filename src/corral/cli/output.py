@@ -14,7 +14,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, NoReturn, ParamSpec, TypeVar
 
@@ -111,11 +111,14 @@ _UNLIMITED = 100_000
 
 
 def local_time(timestamp: str) -> str:
-    """An ISO timestamp from the API as ``YYYY-MM-DD HH:MM:SS`` in the local time zone."""
+    """An ISO timestamp from the API (naive UTC, as OSMO's) as ``YYYY-MM-DD HH:MM:SS`` in the
+    local time zone."""
     try:
         moment = datetime.fromisoformat(timestamp)
     except ValueError:
         return timestamp
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
     return moment.astimezone().strftime("%Y-%m-%d %H:%M:%S")
 
 

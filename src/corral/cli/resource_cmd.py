@@ -140,7 +140,7 @@ def info(
 ) -> None:
     """One node: the pools and platforms it serves, its resources, and what the platforms
     allow (host network, privileged, mounts)."""
-    found = Client().get(f"/api/resources/{quote(node, safe='')}")
+    found = Client().get(f"/api/resources/{quote(node, safe='')}")["resources"][0]
     served = [
         entry
         for entry in found["pools"]

@@ -51,13 +51,17 @@ def show_user(user: Mapping[str, Any], output: OutputFormat) -> None:
     print_table(
         ["Field", "Value"],
         [
-            ["Username", user["username"]],
-            ["Roles", ", ".join(user["roles"]) or "(none)"],
+            ["Username", user["id"]],
+            ["Roles", role_names(user) or "(none)"],
             ["Default pool", user.get("default_pool") or "(none)"],
             ["Created", local_time(user["created_at"])],
             ["Created by", user["created_by"]],
         ],
     )
+
+
+def role_names(user: Mapping[str, Any]) -> str:
+    return ", ".join(role["role_name"] for role in user["roles"])
 
 
 @app.command()
@@ -73,7 +77,7 @@ def create(
     output: FormatOption = OutputFormat.text,
 ) -> None:
     """Create a user (with roles and a default pool)."""
-    body = {"username": name, "roles": list(role or []), "default_pool": default_pool}
+    body = {"id": name, "roles": list(role or []), "default_pool": default_pool}
     show_user(Client().request("POST", "/api/auth/user", json=body), output)
 
 
@@ -81,12 +85,12 @@ def create(
 @handle_errors
 def list_users(output: FormatOption = OutputFormat.text) -> None:
     """List users and their roles."""
-    found = Client().get("/api/auth/user")
+    found = Client().get("/api/auth/user", count=1000)
     if output is OutputFormat.json:
         print_json(found)
         return
     rows = [
-        [u["username"], ", ".join(u["roles"]), u.get("default_pool") or "", u["created_by"]]
+        [u["id"], role_names(u), u.get("default_pool") or "", u["created_by"]]
         for u in found["users"]
     ]
     print_table(["Username", "Roles", "Default pool", "Created by"], rows)
@@ -135,7 +139,10 @@ def add_roles(
     output: FormatOption = OutputFormat.text,
 ) -> None:
     """Give the user one or more roles."""
-    user = Client().request("POST", user_path(name, "roles"), json={"roles": roles})
+    client = Client()
+    user: Mapping[str, Any] = {}
+    for role in roles:  # OSMO's API grants one role per request
+        user = client.request("POST", user_path(name, "roles"), json={"role_name": role})
     show_user(user, output)
 
 
@@ -160,9 +167,9 @@ def show_profile(found: Mapping[str, Any], output: OutputFormat) -> None:
     print_table(
         ["Field", "Value"],
         [
-            ["Username", found["username"]],
+            ["Username", found["profile"]["username"]],
             ["Roles", ", ".join(found["roles"]) or "(none)"],
-            ["Default pool", found.get("default_pool") or "(none)"],
+            ["Default pool", found["profile"].get("pool") or "(none)"],
             ["Pools you may use", ", ".join(found["pools"]) or "(none)"],
         ],
     )
@@ -182,5 +189,5 @@ def profile_set_pool(
     output: FormatOption = OutputFormat.text,
 ) -> None:
     """Set your default pool."""
-    found = Client().request("POST", "/api/profile/settings", json={"default_pool": pool})
+    found = Client().request("POST", "/api/profile/settings", json={"pool": pool})
     show_profile(found, output)

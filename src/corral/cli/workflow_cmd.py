@@ -180,7 +180,12 @@ def list_workflows(
     output: FormatOption = OutputFormat.text,
 ) -> None:
     """List workflows, newest first."""
-    found = Client().get("/api/workflow", all_users=all_users or None, pool=pool, limit=limit)
+    found = Client().get(
+        "/api/workflow",
+        all_users=all_users or None,
+        pools=[pool] if pool else None,
+        limit=limit,
+    )
     if output is OutputFormat.json:
         print_json(found)
         return
@@ -189,12 +194,12 @@ def list_workflows(
         return
     rows = [
         [
-            w["workflow_id"],
+            w["name"],
             w["pool"],
             w["status"],
             w["priority"],
-            w["submitted_by"],
-            local_time(w["submitted_at"]),
+            w["user"],
+            local_time(w["submit_time"]),
         ]
         for w in found["workflows"]
     ]
@@ -239,7 +244,7 @@ def logs(
         except KeyboardInterrupt:
             raise typer.Exit(130) from None
         return
-    typer.echo(Client().get_text(f"{_path(workflow_id)}/logs", task=task), nl=False)
+    typer.echo(Client().get_text(f"{_path(workflow_id)}/logs", task_name=task), nl=False)
 
 
 @app.command()
@@ -278,11 +283,11 @@ def print_workflow(found: dict[str, Any], client: Client) -> None:
     echo(f"Status      : {found['status']}")
     echo(f"Pool        : {found['pool']}")
     echo(f"Priority    : {found['priority']}")
-    echo(f"Submitted by: {found['submitted_by']} at {local_time(found['submitted_at'])}")
-    if found.get("started_at"):
-        echo(f"Started     : {local_time(found['started_at'])}")
-    if found.get("ended_at"):
-        echo(f"Ended       : {local_time(found['ended_at'])}")
+    echo(f"Submitted by: {found['submitted_by']} at {local_time(found['submit_time'])}")
+    if found.get("start_time"):
+        echo(f"Started     : {local_time(found['start_time'])}")
+    if found.get("end_time"):
+        echo(f"Ended       : {local_time(found['end_time'])}")
     if found.get("cancel_requested_by"):
         echo(f"Canceled by : {found['cancel_requested_by']}")
     if found.get("message"):
@@ -309,8 +314,8 @@ def print_workflow(found: dict[str, Any], client: Client) -> None:
             task.get("node") or "-",
             "-" if task.get("exit_code") is None else str(task["exit_code"]),
             str(task["retry_id"]),
-            local_time(task["started_at"]) if task.get("started_at") else "-",
-            local_time(task["ended_at"]) if task.get("ended_at") else "-",
+            local_time(task["start_time"]) if task.get("start_time") else "-",
+            local_time(task["end_time"]) if task.get("end_time") else "-",
         ]
         for group in found["groups"]
         for task in group["tasks"]
@@ -334,8 +339,8 @@ def leaf(domain: str) -> str:
 def default_pool(client: Client) -> str:
     """The user's default pool, else the only pool they may use (OSMO's order)."""
     settings = client.get("/api/profile/settings")
-    if settings.get("default_pool"):
-        return str(settings["default_pool"])
+    if settings["profile"].get("pool"):
+        return str(settings["profile"]["pool"])
     pools = settings.get("pools") or []
     if len(pools) == 1:
         return str(pools[0])

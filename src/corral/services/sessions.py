@@ -93,6 +93,7 @@ class SessionSigner:
             "iss": SESSION_ISSUER,
             "aud": SESSION_AUDIENCE,
             "sub": username,
+            "name": username,  # OSMO's CLI greets its user by this claim
             "uid": user_id,
             "iat": int(now.timestamp()),
             "exp": int(expires.timestamp()),

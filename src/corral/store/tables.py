@@ -17,6 +17,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    text,
 )
 
 metadata = MetaData()
@@ -94,6 +95,8 @@ users = Table(
     metadata,
     Column("username", String(256), primary_key=True),
     Column("roles", JSON, nullable=False),
+    #: Per role held, who granted it and when: ``{"<role>": {"by": ..., "at": <ISO time>}}``.
+    Column("role_grants", JSON, nullable=False, server_default=text("'{}'")),
     Column("default_pool", String(256), nullable=True),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("created_by", String(256), nullable=False),

@@ -1,4 +1,5 @@
-"""Users: a name, the role names they hold, and the pool their workflows go to by default.
+"""Users: a name, the role names they hold (who granted each, and when), and the pool their
+workflows go to by default.
 
 Tokens (:mod:`corral.store.tokens`) and sessions belong to a user; the roles a request acts with
 are read from here when it arrives. Every read-modify-write first touches the user's row, which
@@ -10,13 +11,14 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, Engine, delete, select, update
 from sqlalchemy.exc import IntegrityError
 
+from corral.domain.formats.wire_time import wire_time
 from corral.errors import ConflictError, NotFoundError
 from corral.store.database import writing
 from corral.store.tables import api_tokens, users
@@ -24,6 +26,14 @@ from corral.store.tables import api_tokens, users
 Clock = Callable[[], datetime]
 #: Whether a user holding these role names may administer corral (the authorizer decides).
 AdminTest = Callable[[Sequence[str]], bool]
+
+
+@dataclass(frozen=True)
+class RoleGrant:
+    """Who gave a user a role, and when (OSMO's ``assigned_by``, ``assigned_at``)."""
+
+    by: str
+    at: datetime
 
 
 @dataclass(frozen=True)
@@ -35,18 +45,33 @@ class User:
     created_by: str
     #: Random, new for every user created: sessions are bound to it (not to the name).
     user_id: str = ""
+    #: Per role held: its grant. A role granted before grants were kept counts as granted
+    #: with the user.
+    grants: Mapping[str, RoleGrant] = field(default_factory=dict)
+
+    def grant_of(self, role: str) -> RoleGrant:
+        return self.grants.get(role) or RoleGrant(self.created_by, self.created_at)
 
     def to_dict(self) -> dict[str, Any]:
+        """OSMO's user object, with corral's default pool beside it."""
         return {
-            "username": self.username,
-            "roles": list(self.roles),
-            "default_pool": self.default_pool,
-            "created_at": self.created_at.isoformat(),
+            "id": self.username,
+            "created_at": wire_time(self.created_at),
             "created_by": self.created_by,
+            "roles": [
+                {
+                    "role_name": role,
+                    "assigned_by": self.grant_of(role).by,
+                    "assigned_at": wire_time(self.grant_of(role).at),
+                }
+                for role in self.roles
+            ],
+            "default_pool": self.default_pool,
         }
 
 
 def _user(row: Any) -> User:
+    stored = row["role_grants"] or {}
     return User(
         row["username"],
         sorted(row["roles"]),
@@ -54,7 +79,25 @@ def _user(row: Any) -> User:
         row["created_at"],
         row["created_by"],
         row["user_id"],
+        {
+            role: RoleGrant(grant["by"], datetime.fromisoformat(grant["at"]))
+            for role, grant in stored.items()
+        },
     )
+
+
+def granted(
+    before: User | None, roles: Iterable[str], by: str, now: datetime
+) -> dict[str, dict[str, str]]:
+    """The stored grants of ``roles``: those held before keep theirs, new ones are ``by``'s."""
+    return {
+        role: (
+            {"by": before.grant_of(role).by, "at": before.grant_of(role).at.isoformat()}
+            if before is not None and role in before.roles
+            else {"by": by, "at": now.isoformat()}
+        )
+        for role in sorted(set(roles))
+    }
 
 
 def new_user_id() -> str:
@@ -95,6 +138,7 @@ def ensure_user(
             users.insert().values(
                 username=username,
                 roles=wanted,
+                role_grants=granted(None, wanted, by, now),
                 default_pool=None,
                 created_at=now,
                 created_by=by,
@@ -102,7 +146,11 @@ def ensure_user(
             )
         )
     elif wanted != found.roles:
-        connection.execute(update(users).where(users.c.username == username).values(roles=wanted))
+        connection.execute(
+            update(users)
+            .where(users.c.username == username)
+            .values(roles=wanted, role_grants=granted(found, wanted, by, now))
+        )
     return _required(read_user(connection, username), username)
 
 
@@ -157,14 +205,16 @@ class UserStore:
         self, username: str, *, roles: Iterable[str], default_pool: str | None, by: str
     ) -> User:
         """A new user; 409 if the name is taken."""
+        now = self._clock()
         try:
             with writing(self._engine) as connection:
                 connection.execute(
                     users.insert().values(
                         username=username,
                         roles=sorted(set(roles)),
+                        role_grants=granted(None, roles, by, now),
                         default_pool=default_pool,
-                        created_at=self._clock(),
+                        created_at=now,
                         created_by=by,
                         user_id=new_user_id(),
                     )
@@ -193,10 +243,10 @@ class UserStore:
             connection.execute(delete(users).where(users.c.username == username))
         return int(revoked or 0)
 
-    def add_roles(self, username: str, roles: Iterable[str]) -> User:
-        return self._change_roles(username, lambda current: current | set(roles))
+    def add_roles(self, username: str, roles: Iterable[str], by: str) -> User:
+        return self._change_roles(username, by, lambda current: current | set(roles))
 
-    def remove_role(self, username: str, role: str, is_admin: AdminTest) -> User:
+    def remove_role(self, username: str, role: str, is_admin: AdminTest, by: str) -> User:
         """Take ``role`` away; 409 if that leaves no user who may administer corral."""
 
         def without(current: set[str]) -> set[str]:
@@ -208,16 +258,19 @@ class UserStore:
             if not _would_leave_an_admin(connection, is_admin, {username: roles}):
                 raise _last_admin(username, f"Taking {role} from {username}")
 
-        return self._change_roles(username, without, keeps_an_admin)
+        return self._change_roles(username, by, without, keeps_an_admin)
 
     def set_roles(self, username: str, roles: Iterable[str]) -> User:
         """Replace the user's roles (IdP sync); creates the user if missing."""
         wanted = sorted(set(roles))
         with writing(self._engine) as connection:
-            found = ensure_user(connection, username, wanted, "oidc", self._clock())
+            now = self._clock()
+            found = ensure_user(connection, username, wanted, "oidc", now)
             if found.roles != wanted:
                 connection.execute(
-                    update(users).where(users.c.username == username).values(roles=wanted)
+                    update(users)
+                    .where(users.c.username == username)
+                    .values(roles=wanted, role_grants=granted(found, wanted, "oidc", now))
                 )
             return _required(read_user(connection, username), username)
 
@@ -232,6 +285,7 @@ class UserStore:
     def _change_roles(
         self,
         username: str,
+        by: str,
         change: Callable[[set[str]], set[str]],
         check: Callable[[Connection, list[str]], None] | None = None,
     ) -> User:
@@ -241,7 +295,10 @@ class UserStore:
             if check is not None:
                 check(connection, roles)
             if roles != found.roles:
+                grants = granted(found, roles, by, self._clock())
                 connection.execute(
-                    update(users).where(users.c.username == username).values(roles=roles)
+                    update(users)
+                    .where(users.c.username == username)
+                    .values(roles=roles, role_grants=grants)
                 )
             return _required(read_user(connection, username), username)

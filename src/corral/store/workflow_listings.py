@@ -57,26 +57,37 @@ class WorkflowListings:
         visible_to: tuple[str, Sequence[str]] | None = None,
         statuses: Sequence[str] | None = None,
         offset: int = 0,
+        name_contains: str | None = None,
+        oldest_first: bool = False,
     ) -> list[dict[str, Any]]:
-        """Newest first; only the summary columns. ``visible_to=(user, pools)`` keeps the
-        user's own workflows and those in ``pools``."""
+        """Newest first (``oldest_first``: the other way); only the summary columns.
+        ``visible_to=(user, pools)`` keeps the user's own workflows and those in ``pools``."""
         query = _visible(
             select(
                 workflows.c.workflow_id,
+                workflows.c.uuid,
                 workflows.c.pool,
                 workflows.c.status,
                 workflows.c.priority,
                 workflows.c.submitted_by,
                 workflows.c.submitted_at,
+                workflows.c.started_at,
+                workflows.c.ended_at,
             ),
             visible_to,
-        ).order_by(workflows.c.submitted_at.desc(), workflows.c.workflow_id.desc())
+        )
+        if oldest_first:
+            query = query.order_by(workflows.c.submitted_at, workflows.c.workflow_id)
+        else:
+            query = query.order_by(workflows.c.submitted_at.desc(), workflows.c.workflow_id.desc())
         if users is not None:
             query = query.where(workflows.c.submitted_by.in_(list(users)))
         if pools is not None:
             query = query.where(workflows.c.pool.in_(list(pools)))
         if statuses is not None:
             query = query.where(workflows.c.status.in_(list(statuses)))
+        if name_contains:
+            query = query.where(workflows.c.workflow_id.contains(name_contains, autoescape=True))
         with self._engine.connect() as connection:
             rows = connection.execute(query.limit(limit).offset(offset)).mappings().all()
         return [dict(row) for row in rows]

@@ -1,0 +1,124 @@
+"""The workflow objects of ``/api/workflow``, in OSMO's shape (docs/api.md#workflows).
+
+OSMO's CLI reads a list item's ``name, user, workflow_uuid, submit_time, start_time, end_time,
+queued_time, status, overview, logs, pool, priority, labels`` and a workflow's ``name, uuid,
+submitted_by, submit_time, overview, groups[].tasks[].{name, retry_id, start_time, status}``;
+corral's own fields (placement domains, pod names, nodes, exit codes) stand beside them. Times
+are naive UTC (:func:`corral.domain.formats.wire_time.wire_time`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote
+
+from corral.domain.formats.wire_time import optional_wire_time, wire_time
+from corral.store.workflow_records import StoredGroup, StoredTask, StoredWorkflow
+
+
+def dashboard_page(base_url: str, workflow_id: str) -> str:
+    """The workflow's page in the dashboard (OSMO's ``overview``), under ``base_url``."""
+    return f"{base_url.rstrip('/')}/ui/workflows/{quote(workflow_id, safe='')}"
+
+
+def logs_url(base_url: str, workflow_id: str) -> str:
+    """Where every task's log of the workflow is read (OSMO's ``logs``)."""
+    return f"{base_url.rstrip('/')}/api/workflow/{quote(workflow_id, safe='')}/logs"
+
+
+def queued_seconds(submitted: datetime, started: datetime | None, now: datetime) -> float:
+    """OSMO's ``queued_time``: seconds from submission to the first start (or to now)."""
+    return max(0.0, (_aware(started or now) - _aware(submitted)).total_seconds())
+
+
+def _aware(moment: datetime) -> datetime:
+    """SQLite hands back naive datetimes; every time corral stores is UTC."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def workflow_row(row: Mapping[str, Any], base_url: str, now: datetime) -> dict[str, Any]:
+    """One item of ``GET /api/workflow`` from a row of :meth:`WorkflowStore.list`."""
+    workflow_id = str(row["workflow_id"])
+    return {
+        "name": workflow_id,
+        "workflow_uuid": row["uuid"],
+        "user": row["submitted_by"],
+        "pool": row["pool"],
+        "status": row["status"],
+        "priority": row["priority"],
+        "submit_time": wire_time(row["submitted_at"]),
+        "start_time": optional_wire_time(row["started_at"]),
+        "end_time": optional_wire_time(row["ended_at"]),
+        "queued_time": queued_seconds(row["submitted_at"], row["started_at"], now),
+        "overview": dashboard_page(base_url, workflow_id),
+        "logs": logs_url(base_url, workflow_id),
+        "labels": {},
+    }
+
+
+def workflow_view(
+    workflow: StoredWorkflow, base_url: str, now: datetime, *, verbose: bool
+) -> dict[str, Any]:
+    """``GET /api/workflow/{id}``: the workflow, its groups and tasks."""
+    return {
+        "name": workflow.workflow_id,
+        "uuid": workflow.uuid,
+        "submitted_by": workflow.submitted_by,
+        "pool": workflow.pool,
+        "backend": workflow.backend,
+        "namespace": workflow.namespace,
+        "status": workflow.status,
+        "priority": workflow.priority,
+        "submit_time": wire_time(workflow.submitted_at),
+        "start_time": optional_wire_time(workflow.started_at),
+        "end_time": optional_wire_time(workflow.ended_at),
+        "queued_time": queued_seconds(workflow.submitted_at, workflow.started_at, now),
+        "overview": dashboard_page(base_url, workflow.workflow_id),
+        "logs": logs_url(base_url, workflow.workflow_id),
+        "labels": {},
+        "exec_timeout_s": workflow.exec_timeout_s,
+        "queue_timeout_s": workflow.queue_timeout_s,
+        "spec": workflow.spec,
+        "cancel_requested_by": workflow.cancel_requested_by,
+        "message": workflow.message,
+        "restarted_from": workflow.restarted_from,
+        "groups": [group_view(group, verbose=verbose) for group in workflow.groups],
+    }
+
+
+def group_view(group: StoredGroup, *, verbose: bool) -> dict[str, Any]:
+    view: dict[str, Any] = {
+        "name": group.name,
+        "uuid": group.uuid,
+        "status": group.status,
+        "upstream": group.upstream,
+        "resource_kinds": group.resource_kinds,
+        "domains": dict(sorted((group.domains or {}).items())),
+        "scheduling_start_time": optional_wire_time(group.scheduling_at),
+        "start_time": optional_wire_time(group.started_at),
+        "end_time": optional_wire_time(group.ended_at),
+        "pending_reason": group.pending_reason,
+        "tasks": [task_view(task) for task in group.tasks],
+    }
+    if verbose:
+        view["manifests"] = group.manifests
+    return view
+
+
+def task_view(task: StoredTask) -> dict[str, Any]:
+    return {
+        "name": task.name,
+        "uuid": task.uuid,
+        "pod_name": task.pod_name,
+        "platform": task.platform,
+        "lead": task.lead,
+        "status": task.status,
+        "retry_id": task.retry_id,
+        "node": task.node,
+        "exit_code": task.exit_code,
+        "start_time": optional_wire_time(task.started_at),
+        "end_time": optional_wire_time(task.ended_at),
+        "message": task.message,
+    }

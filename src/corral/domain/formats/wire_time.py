@@ -1,0 +1,21 @@
+"""Times on the wire: naive UTC ISO 8601, ``2026-11-27T05:50:57.941529``, as OSMO sends them.
+
+OSMO's clients parse only that form (``datetime.strptime`` without a zone); a ``+00:00`` suffix
+breaks ``osmo workflow query`` and ``osmo config history``. Every time corral's API answers with
+goes through :func:`wire_time`, so that one form is used from one endpoint to the next.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+
+def wire_time(moment: datetime) -> str:
+    """``moment`` in UTC without a zone suffix (a naive ``moment`` is taken to be UTC)."""
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC).replace(tzinfo=None)
+    return moment.isoformat()
+
+
+def optional_wire_time(moment: datetime | None) -> str | None:
+    return None if moment is None else wire_time(moment)
