@@ -191,7 +191,7 @@ def test_killing_the_server_loses_and_leaks_nothing(tmp_path: Path) -> None:
 
     finished = wait_until_finished(cluster, deadline_s=180)
     try:
-        statuses = {w["workflow_id"]: w["status"] for w in finished}
+        statuses = {w["name"]: w["status"] for w in finished}
         print(
             f"accepted {len(accepted)}, stored {len(statuses)}, alive at each kill {alive_at_kill}"
         )

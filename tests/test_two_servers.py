@@ -122,7 +122,7 @@ class Pair:
             deadline = time.monotonic() + 180
             while True:
                 found = http.get("/api/workflow", params={"limit": 1000, "all_users": True})
-                statuses = {w["workflow_id"]: w["status"] for w in found.json()["workflows"]}
+                statuses = {w["name"]: w["status"] for w in found.json()["workflows"]}
                 if set(statuses) == set(accepted) and not set(statuses.values()) & set(ALIVE):
                     return statuses
                 assert time.monotonic() < deadline, statuses

@@ -83,7 +83,7 @@ def build_world(api: Api) -> World:
         roles[name] = {"name": name, "description": name, "policies": policies}
     world.ok("POST", "/api/configs/apply", json={"bundle": {"pools": pools, "roles": roles}})
     for name, roles in USERS.items():
-        world.ok("POST", "/api/auth/user", json={"username": name, "roles": roles})
+        world.ok("POST", "/api/auth/user", json={"id": name, "roles": roles})
         world.tokens[name] = world.ok("POST", f"/api/auth/user/{name}/token", json={})["token"]
     return world
 

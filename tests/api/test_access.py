@@ -82,6 +82,10 @@ FRANK = "osmo-default, pool-editor"
 GINA_DENY = "denied by role 'deny-config' policy 1: Deny config:* on *"
 
 
+#: corral sends no notifications: every profile says so.
+NO_NOTIFICATIONS = {"email_notification": False, "slack_notification": False}
+
+
 @dataclass(frozen=True)
 class Case:
     user: str | None
@@ -251,7 +255,7 @@ MATRIX: list[Case] = [
         "/api/auth/user",
         403,
         admin_only("alice", "create users", ALICE),
-        {"username": "mallory", "roles": ["osmo-admin"]},
+        {"id": "mallory", "roles": ["osmo-admin"]},
     ),
     Case("alice", "GET", "/api/auth/user/bob", 403, admin_only("alice", "read user bob", ALICE)),
     Case(
@@ -263,7 +267,7 @@ MATRIX: list[Case] = [
         "/api/auth/user/alice/roles",
         403,
         admin_only("alice", "assign roles to alice", ALICE),
-        {"roles": ["osmo-admin"]},
+        {"role_name": "osmo-admin"},
     ),
     Case(
         "alice",
@@ -287,28 +291,25 @@ MATRIX: list[Case] = [
         "/api/auth/user/erin/roles",
         403,
         admin_only("erin", "assign roles to erin", ERIN),
-        {"roles": ["osmo-admin"]},
+        {"role_name": "osmo-admin"},
     ),
-    Case("gina", "GET", "/api/auth/user/alice", 200, {"roles": ["osmo-team", "osmo-user"]}),
+    Case("gina", "GET", "/api/auth/user/alice", 200, {"id": "alice", "created_by": "admin"}),
     Case(
         "admin",
         "POST",
         "/api/auth/user/alice/roles",
         409,
         "roles: Role osmo-nope does not exist; define it first (corral config set ROLE ...).",
-        {"roles": ["osmo-nope"]},
+        {"role_name": "osmo-nope"},
     ),
-    Case(
-        "admin", "POST", "/api/auth/user", 409, "User alice already exists.", {"username": "alice"}
-    ),
+    Case("admin", "POST", "/api/auth/user", 409, "User alice already exists.", {"id": "alice"}),
     Case(
         "admin",
         "POST",
         "/api/auth/user",
         400,
-        "username: a username is 1-256 letters, digits and . _ @ + -, starting with a letter or "
-        "digit",
-        {"username": "no spaces"},
+        "id: a username is 1-256 letters, digits and . _ @ + -, starting with a letter or digit",
+        {"id": "no spaces"},
     ),
     Case("admin", "GET", "/api/auth/user/zed", 404, "User zed does not exist."),
     Case(
@@ -324,7 +325,16 @@ MATRIX: list[Case] = [
         "GET",
         "/api/profile/settings",
         200,
-        {"username": "dave", "roles": [], "default_pool": None, "pools": []},
+        {
+            "profile": {
+                "username": "dave",
+                "email_notification": False,
+                "slack_notification": False,
+                "pool": None,
+            },
+            "roles": [],
+            "pools": [],
+        },
     ),
     Case("alice", "GET", "/api/profile/settings", 200, {"pools": ["default", *TEAM]}),
     Case("carol", "GET", "/api/profile/settings", 200, {"pools": ["team-a", "teamx"]}),
@@ -333,8 +343,8 @@ MATRIX: list[Case] = [
         "PUT",
         "/api/profile/settings",
         200,
-        {"default_pool": "teamx"},
-        {"default_pool": "teamx"},
+        {"profile": {**NO_NOTIFICATIONS, "username": "alice", "pool": "teamx"}},
+        {"pool": "teamx"},
     ),
     Case(
         "alice",
@@ -342,7 +352,7 @@ MATRIX: list[Case] = [
         "/api/profile/settings",
         403,
         "alice may not use pool other: no role grants workflow:Create on pool/other.",
-        {"default_pool": "other"},
+        {"pool": "other"},
     ),
     Case(
         "carol",
@@ -350,15 +360,15 @@ MATRIX: list[Case] = [
         "/api/profile/settings",
         403,
         "carol may not use pool team-b: no role grants workflow:Create on pool/team-b.",
-        {"default_pool": "team-b"},
+        {"pool": "team-b"},
     ),
     Case(
         "bob",
         "PUT",
         "/api/profile/settings",
         409,
-        "default_pool: Pool nope does not exist.",
-        {"default_pool": "nope"},
+        "pool: Pool nope does not exist.",
+        {"pool": "nope"},
     ),
     # --- authentication
     Case(
@@ -392,7 +402,7 @@ def check(case: Case, status: int, body: Any) -> None:
         )
         return
     if isinstance(case.expect, list):
-        assert [pool["name"] for pool in body["pools"]] == case.expect
+        assert list(body["pools"]) == case.expect
     elif isinstance(case.expect, dict):
         assert {key: body[key] for key in case.expect} == case.expect
 
@@ -463,18 +473,18 @@ def test_submitting_through_http_follows_pool_access(world: World, user: str) ->
 def test_listing_all_users_workflows_shows_only_readable_pools(world: World) -> None:
     reader = allow(["workflow:List", "workflow:Read"], ["pool/team-a"])
     world.ok("PUT", "/api/configs/role/team-a-reader", json={"configs": {"policies": [reader]}})
-    world.ok("POST", "/api/auth/user", json={"username": "hank", "roles": ["team-a-reader"]})
+    world.ok("POST", "/api/auth/user", json={"id": "hank", "roles": ["team-a-reader"]})
     world.tokens["hank"] = world.ok("POST", "/api/auth/user/hank/token", json={})["token"]
     for user, pool in (("admin", "other"), ("admin", "team-a"), ("alice", "team-b")):
         status, body = world.call(user, "POST", f"/api/pool/{pool}/workflow", json={"file": SPEC})
         assert status == 200, body
     status, body = world.call("hank", "GET", "/api/workflow", params={"all_users": "true"})
-    assert (status, [(w["submitted_by"], w["pool"]) for w in body["workflows"]]) == (
+    assert (status, [(w["user"], w["pool"]) for w in body["workflows"]]) == (
         200,
         [("admin", "team-a")],
     )
     status, body = world.call(
-        "hank", "GET", "/api/workflow", params={"all_users": "true", "pool": "other"}
+        "hank", "GET", "/api/workflow", params={"all_users": "true", "pools": "other"}
     )
     assert (status, body["workflows"]) == (200, [])
     status, body = world.call("admin", "GET", "/api/workflow", params={"all_users": "true"})
@@ -506,7 +516,7 @@ def test_removing_a_role_takes_effect_on_the_next_request(world: World) -> None:
         403,
         nobody("alice", "pool:List", "osmo-default, osmo-team"),
     )
-    world.ok("POST", "/api/auth/user/alice/roles", json={"roles": ["osmo-user"]})
+    world.ok("POST", "/api/auth/user/alice/roles", json={"role_name": "osmo-user"})
     assert world.call("alice", "GET", "/api/pool")[0] == 200
 
 
@@ -520,7 +530,7 @@ def test_editing_a_role_config_takes_effect_on_the_next_request(world: World) ->
         ],
     }
     world.ok("PUT", "/api/configs/role/osmo-default", json={"configs": role})
-    assert world.call("dave", "GET", "/api/pool") == (200, {"pools": []})
+    assert world.call("dave", "GET", "/api/pool") == (200, {"pools": {}})
 
 
 def test_deleting_a_user_revokes_their_tokens(world: World) -> None:
@@ -536,7 +546,7 @@ def test_deleting_a_user_revokes_their_tokens(world: World) -> None:
             {"message": REFUSED, "error_code": "UNAUTHORIZED"},
         )
     # a user made again with the same name does not get the old tokens back
-    world.ok("POST", "/api/auth/user", json={"username": "bob", "roles": ["osmo-user"]})
+    world.ok("POST", "/api/auth/user", json={"id": "bob", "roles": ["osmo-user"]})
     assert world.call("bob", "GET", "/api/pool")[0] == 401
 
 
@@ -570,9 +580,9 @@ def test_a_session_acts_with_the_users_current_roles(world: World) -> None:
     assert (claims["sub"], claims["iss"]) == ("alice", "corral")
     assert claims["exp"] - claims["iat"] == 3600
     status, body = as_bearer(world, token)
-    assert (status, [p["name"] for p in body["pools"]]) == (200, ["default", *TEAM])
+    assert (status, list(body["pools"])) == (200, ["default", *TEAM])
     world.ok("DELETE", "/api/auth/user/alice/roles/osmo-team")
-    assert [p["name"] for p in as_bearer(world, token)[1]["pools"]] == ["default"]
+    assert list(as_bearer(world, token)[1]["pools"]) == ["default"]
 
 
 def test_the_jwt_access_token_path_also_mints_sessions(world: World) -> None:
@@ -623,7 +633,7 @@ def test_a_session_of_a_deleted_user_does_not_work_for_a_new_user_of_that_name(
 ) -> None:
     token = session_for(world, "bob")
     world.ok("DELETE", "/api/auth/user/bob")
-    world.ok("POST", "/api/auth/user", json={"username": "bob", "roles": ["osmo-admin"]})
+    world.ok("POST", "/api/auth/user", json={"id": "bob", "roles": ["osmo-admin"]})
     assert as_bearer(world, token) == (
         401,
         {
@@ -660,8 +670,9 @@ def test_the_last_admin_can_neither_delete_itself_nor_lose_its_admin_role(world:
     )
     status, body = world.call("admin", "DELETE", "/api/auth/user/admin")
     assert (status, body) == (409, {"message": f"Deleting admin {last}", "error_code": "CONFLICT"})
-    assert world.call("admin", "GET", "/api/auth/user/admin")[1]["roles"] == ["osmo-admin"]
+    admin = world.call("admin", "GET", "/api/auth/user/admin")[1]
+    assert [role["role_name"] for role in admin["roles"]] == ["osmo-admin"]
     # With a second admin, the first may go.
-    world.ok("POST", "/api/auth/user/bob/roles", json={"roles": ["osmo-admin"]})
+    world.ok("POST", "/api/auth/user/bob/roles", json={"role_name": "osmo-admin"})
     world.ok("DELETE", "/api/auth/user/admin/roles/osmo-admin")
     assert world.call("bob", "DELETE", "/api/auth/user/bob")[0] == 409

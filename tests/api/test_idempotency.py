@@ -28,7 +28,7 @@ def submit(api: Api, key: str | None, file: str = WORKFLOW) -> tuple[int, Any, d
 def stored(api: Api) -> list[str]:
     status, body = api.call("GET", "/api/workflow", params={"all_users": True})
     assert status == 200, body
-    return sorted(w["workflow_id"] for w in body["workflows"])
+    return sorted(w["name"] for w in body["workflows"])
 
 
 def test_a_retry_with_the_same_key_answers_the_first_workflow(examples: Api) -> None:
@@ -38,7 +38,7 @@ def test_a_retry_with_the_same_key_answers_the_first_workflow(examples: Api) -> 
     status, again, headers = submit(examples, "key-1")
     assert status == 200
     assert again["name"] == "once-1"
-    assert again["overview"] == "/api/workflow/once-1"
+    assert again["overview"] == "http://testserver/ui/workflows/once-1"
     assert headers["idempotent-replayed"] == "true"
     assert stored(examples) == ["once-1"]
     status, other, _ = submit(examples, "key-2")

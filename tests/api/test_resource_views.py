@@ -155,8 +155,9 @@ def test_resources_listing_and_node_info(examples: Api) -> None:
     _, mine = examples.call("GET", "/api/resources")
     assert len(every["resources"]) == len(mine["resources"]) == 127  # every node serves a pool
 
-    status, info = examples.call("GET", f"/api/resources/{NVL72_NODES[0]}")
-    assert status == 200, info
+    status, answer = examples.call("GET", f"/api/resources/{NVL72_NODES[0]}")
+    assert status == 200, answer
+    (info,) = answer["resources"]  # OSMO's shape: the node of that name in each cluster
     assert info["used"]["gpu"] == 4 and info["free"]["gpu"] == 0
     assert [(p["pool"], p["platform"]) for p in info["pools"]] == [
         ("robotics-training", "gb200-platform"),
@@ -212,7 +213,8 @@ def test_a_user_sees_only_the_pools_it_may_use(examples: Api) -> None:
             "error_code": "FORBIDDEN",
         },
     )
-    status, info = examples.call("GET", "/api/resources/a100-0", headers=bob)
+    status, answer = examples.call("GET", "/api/resources/a100-0", headers=bob)
+    (info,) = answer["resources"]
     assert (status, info["type"], info["pools"]) == (200, "SHARED", [])
 
     nobody = examples.runtime.tokens.create(name="dave", username="dave", roles=[])

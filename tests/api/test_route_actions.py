@@ -24,7 +24,12 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ("PUT", "/api/profile/settings"): "profile:Update",
 }
 #: Not authorized by action: public probes, and the schema any authenticated caller may read.
-UNCHECKED = {("GET", "/health"), ("GET", "/metrics"), ("GET", "/openapi.json")}
+UNCHECKED = {
+    ("GET", "/health"),
+    ("GET", "/metrics"),
+    ("GET", "/openapi.json"),
+    ("GET", "/api/version"),  # public, as OSMO's: its CLI asks before logging in
+}
 
 #: Routes whose check comes after a body or a lookup the sample request does not satisfy; the
 #: workflow tests check their actions (workflow:Create on pool/<p>, workflow:Read on its pool).
@@ -53,10 +58,10 @@ BODIES: dict[tuple[str, str], Any] = {
     ("POST", "/api/configs/apply"): {"bundle": {}},
     ("POST", "/api/configs/history/{segment}/revision/{revision}/tags"): {},
     ("POST", "/api/configs/backend/{name}"): {"configs": {}},
-    ("POST", "/api/auth/user"): {"username": "alice"},
-    ("POST", "/api/auth/user/{username}/roles"): {"roles": []},
-    ("POST", "/api/profile/settings"): {"default_pool": None},
-    ("PUT", "/api/profile/settings"): {"default_pool": None},
+    ("POST", "/api/auth/user"): {"id": "alice"},
+    ("POST", "/api/auth/user/{username}/roles"): {"role_name": "osmo-user"},
+    ("POST", "/api/profile/settings"): {"pool": None},
+    ("PUT", "/api/profile/settings"): {"pool": None},
 }
 
 

@@ -41,8 +41,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
 def pool_user_token(server: LiveServer, admin: dict[str, str]) -> str:
     """A user with the demo's pool role only (no config or user administration)."""
     with httpx.Client(base_url=server.url, headers=admin, timeout=10) as client:
-        made = client.post("/api/auth/user", json={"username": "fuzzer", "roles": ["osmo-user"]})
-        assert made.status_code == 201, made.text
+        made = client.post("/api/auth/user", json={"id": "fuzzer", "roles": ["osmo-user"]})
+        assert made.status_code == 200, made.text
         minted = client.post("/api/auth/user/fuzzer/token", json={"name": "fuzz"})
         assert minted.status_code == 201, minted.text
         return str(minted.json()["token"])

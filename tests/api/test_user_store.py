@@ -48,15 +48,22 @@ def test_create_read_list_delete(runtime: Runtime) -> None:
 def test_role_changes(runtime: Runtime) -> None:
     users = runtime.users
     users.create("bob", roles=["x"], default_pool=None, by="admin")
-    assert users.add_roles("bob", ["z", "y", "x"]).roles == ["x", "y", "z"]
-    assert users.remove_role("bob", "y", nobody_is_admin).roles == ["x", "z"]
+    added = users.add_roles("bob", ["z", "y", "x"], by="carol")
+    assert added.roles == ["x", "y", "z"]
+    # each role keeps who granted it: x with the user, y and z by carol
+    assert [(r["role_name"], r["assigned_by"]) for r in added.to_dict()["roles"]] == [
+        ("x", "admin"),
+        ("y", "carol"),
+        ("z", "carol"),
+    ]
+    assert users.remove_role("bob", "y", nobody_is_admin, by="admin").roles == ["x", "z"]
     with pytest.raises(NotFoundError, match=r"^User bob does not have role y\.$"):
-        users.remove_role("bob", "y", nobody_is_admin)
+        users.remove_role("bob", "y", nobody_is_admin, by="admin")
     assert users.set_roles("bob", ["q"]).roles == ["q"]
     assert users.set_roles("new", ["r"]).created_by == "oidc"
     assert users.set_default_pool("bob", "p").default_pool == "p"
     with pytest.raises(NotFoundError):
-        users.add_roles("ghost", ["x"])
+        users.add_roles("ghost", ["x"], by="admin")
 
 
 LAST_ADMIN = (
@@ -75,13 +82,15 @@ def test_the_last_admin_can_neither_be_deleted_nor_lose_its_admin_role(runtime: 
         users.delete("ann", admins_hold_a)
     assert str(deleting.value) == f"Deleting ann {LAST_ADMIN}"
     with pytest.raises(ConflictError) as taking:
-        users.remove_role("ann", "a", admins_hold_a)
+        users.remove_role("ann", "a", admins_hold_a, by="admin")
     assert str(taking.value) == f"Taking a from ann {LAST_ADMIN}"
-    assert users.remove_role("ann", "x", admins_hold_a).roles == ["a"]  # not an admin role
+    assert users.remove_role("ann", "x", admins_hold_a, by="admin").roles == [
+        "a"
+    ]  # not an admin role
     assert users.require("ann").roles == ["a"]
     # Where nobody administered before, nothing is guarded.
     users.create("carl", roles=["z"], default_pool=None, by="admin")
-    assert users.remove_role("carl", "z", nobody_is_admin).roles == []
+    assert users.remove_role("carl", "z", nobody_is_admin, by="admin").roles == []
 
 
 def test_tokens_belong_to_users_and_follow_their_roles(runtime: Runtime) -> None:
@@ -89,7 +98,7 @@ def test_tokens_belong_to_users_and_follow_their_roles(runtime: Runtime) -> None
     user = runtime.users.require("carl")
     assert (user.roles, user.created_by) == (["osmo-user"], "system")
     assert runtime.tokens.owner(token).roles == ["osmo-user"]  # type: ignore[union-attr]
-    runtime.users.add_roles("carl", ["extra"])
+    runtime.users.add_roles("carl", ["extra"], by="admin")
     assert runtime.tokens.owner(token).roles == ["extra", "osmo-user"]  # type: ignore[union-attr]
     # minting again for an existing user only adds missing roles
     runtime.tokens.create(name="t2", username="carl", roles=["osmo-user"])

@@ -215,7 +215,7 @@ def test_dry_run_stores_nothing_and_submit_numbers_workflows_per_name(examples: 
     assert ids == ["single-nvl72-rack-1", "single-nvl72-rack-2", "single-nvl72-rack-3"]
     status, listed = examples.call("GET", "/api/workflow")
     assert status == 200
-    assert [w["workflow_id"] for w in listed["workflows"]] == ids[::-1]
+    assert [w["name"] for w in listed["workflows"]] == ids[::-1]
 
 
 def test_stored_workflow_holds_exactly_the_validated_objects(examples: Api) -> None:
@@ -249,7 +249,7 @@ def test_validation_only_checks_everything_and_stores_nothing(examples: Api) -> 
         200,
         {"name": "single-nvl72-rack-1", "logs": "Workflow validation succeeded.", "warnings": []},
     )
-    assert examples.call("GET", "/api/workflow")[1] == {"workflows": []}
+    assert examples.call("GET", "/api/workflow")[1] == {"workflows": [], "more_entries": False}
 
 
 def test_unknown_workflow_is_404(examples: Api) -> None:
@@ -290,7 +290,10 @@ def rejected(api: Api, pool: str, text: str, **params: Any) -> tuple[int, str]:
 
 
 def examples_untouched(api: Api) -> bool:
-    return api.call("GET", "/api/workflow", params={"all_users": True})[1] == {"workflows": []}
+    return api.call("GET", "/api/workflow", params={"all_users": True})[1] == {
+        "workflows": [],
+        "more_entries": False,
+    }
 
 
 def test_unknown_pool(examples: Api) -> None:

@@ -62,6 +62,11 @@ def text(api: Api, path: str, token: str | None = None, **params: str) -> tuple[
     return response.status_code, response.headers["content-type"], response.text
 
 
+def naive(moment: datetime) -> str:
+    """How the API writes a time: UTC without a zone suffix, as OSMO's clients read it."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f").removesuffix(".000000")
+
+
 def now() -> datetime:
     """Times relative to the server's clock: explain counts minutes since them."""
     return datetime.now(UTC).replace(microsecond=0)
@@ -120,11 +125,15 @@ def test_query_shows_every_lifecycle_field(examples: Api) -> None:
         "status": "RUNNING",
         "priority": "NORMAL",
         "submitted_by": "admin",
-        "submitted_at": wf.submitted_at.isoformat(),
+        "submit_time": naive(wf.submitted_at),
         "exec_timeout_s": 7200.0,
         "queue_timeout_s": 1800.0,
-        "started_at": t.isoformat(),
-        "ended_at": None,
+        "start_time": naive(t),
+        "end_time": None,
+        "queued_time": (t - wf.submitted_at).total_seconds() if t > wf.submitted_at else 0.0,
+        "overview": "http://testserver/ui/workflows/simulate-then-train-1",
+        "logs": "http://testserver/api/workflow/simulate-then-train-1/logs",
+        "labels": {},
         "cancel_requested_by": None,
         "message": None,
         "restarted_from": None,
@@ -137,9 +146,9 @@ def test_query_shows_every_lifecycle_field(examples: Api) -> None:
             "upstream": [],
             "resource_kinds": [["scheduling.run.ai/v2alpha2", "PodGroup"], ["v1", "Pod"]],
             "domains": {},
-            "scheduling_at": t.isoformat(),
-            "started_at": (t + timedelta(minutes=1)).isoformat(),
-            "ended_at": (t + timedelta(minutes=2)).isoformat(),
+            "scheduling_start_time": naive(t),
+            "start_time": naive(t + timedelta(minutes=1)),
+            "end_time": naive(t + timedelta(minutes=2)),
             "pending_reason": None,
             "tasks": [
                 {
@@ -152,8 +161,8 @@ def test_query_shows_every_lifecycle_field(examples: Api) -> None:
                     "retry_id": 0,
                     "node": "l40s-0",
                     "exit_code": 0,
-                    "started_at": (t + timedelta(minutes=1)).isoformat(),
-                    "ended_at": (t + timedelta(minutes=2)).isoformat(),
+                    "start_time": naive(t + timedelta(minutes=1)),
+                    "end_time": naive(t + timedelta(minutes=2)),
                     "message": None,
                 }
             ],
@@ -165,9 +174,9 @@ def test_query_shows_every_lifecycle_field(examples: Api) -> None:
             "upstream": ["simulate"],
             "resource_kinds": [["scheduling.run.ai/v2alpha2", "PodGroup"], ["v1", "Pod"]],
             "domains": {},
-            "scheduling_at": (t + timedelta(minutes=2)).isoformat(),
-            "started_at": (t + timedelta(minutes=3)).isoformat(),
-            "ended_at": None,
+            "scheduling_start_time": naive(t + timedelta(minutes=2)),
+            "start_time": naive(t + timedelta(minutes=3)),
+            "end_time": None,
             "pending_reason": None,
             "tasks": [
                 {
@@ -180,8 +189,8 @@ def test_query_shows_every_lifecycle_field(examples: Api) -> None:
                     "retry_id": 1,
                     "node": "a100-1",
                     "exit_code": None,
-                    "started_at": (t + timedelta(minutes=4)).isoformat(),
-                    "ended_at": None,
+                    "start_time": naive(t + timedelta(minutes=4)),
+                    "end_time": None,
                     "message": "Exit Action: RESCHEDULE the task for exit code 137.",
                 }
             ],
@@ -326,7 +335,7 @@ def test_cancel_once_then_conflict(examples: Api) -> None:
     assert examples.call("POST", path) == (
         200,
         {
-            "workflow_id": "simulate-then-train-1",
+            "name": "simulate-then-train-1",
             "message": "Cancel requested for workflow simulate-then-train-1; its tasks will be "
             "stopped and it will end FAILED_CANCELED.",
         },
@@ -418,8 +427,18 @@ def test_logs_of_one_task_and_of_every_task(examples: Api) -> None:
         "sh -c echo rendering into /osmo/data/output; sleep 5\n"
         "corral: runs for 10s, then exits with code 0\n"
     )
-    assert text(examples, path, task="render-scenes") == (200, "text/plain; charset=utf-8", render)
-    assert text(examples, path, task="train-policy") == (
+    assert text(examples, path, task_name="render-scenes") == (
+        200,
+        "text/plain; charset=utf-8",
+        render,
+    )
+    # OSMO's last_n_lines keeps the end of the log
+    assert text(examples, path, task_name="render-scenes", last_n_lines=1) == (
+        200,
+        "text/plain; charset=utf-8",
+        "corral: runs for 10s, then exits with code 0\n",
+    )
+    assert text(examples, path, task_name="train-policy") == (
         200,
         "text/plain; charset=utf-8",
         "corral: task train-policy has not started (WAITING)\n",
@@ -436,12 +455,14 @@ def test_logs_of_one_task_and_of_every_task(examples: Api) -> None:
 def test_logs_errors(examples: Api) -> None:
     wf = submit(examples)
     path = f"/api/workflow/{wf.workflow_id}/logs"
-    assert examples.call("GET", path, params={"task": "nope"}) == (
+    assert examples.call("GET", path, params={"task_name": "nope"}) == (
         404,
         {
-            "message": "Workflow simulate-then-train-1 has no task nope. "
+            "message": "task_name: Workflow simulate-then-train-1 has no task nope. "
             "Its tasks: render-scenes, train-policy.",
             "error_code": "NOT_FOUND",
+            "field": "task_name",
+            "path": ["task_name"],
         },
     )
     assert examples.call("GET", "/api/workflow/nope-1/logs") == (

@@ -96,8 +96,9 @@ def test_a_node_added_to_the_cluster_is_listed_and_one_deleted_is_not(
             "free": {"storage": 3072, "cpu": 144, "memory": 850, "gpu": 8},
         }
     ]
-    status, info = w.api.call("GET", f"/api/resources/{EXTRA}")
-    assert status == 200, info
+    status, answer = w.api.call("GET", f"/api/resources/{EXTRA}")
+    assert status == 200, answer
+    (info,) = answer["resources"]
     assert info["allocatable"][GPU_RESOURCE] == "8"
     assert info["type"] == "SHARED"
     assert [(p["pool"], p["platform"]) for p in info["pools"]] == [
@@ -191,9 +192,13 @@ def test_pools_of_an_embedded_backend_keep_the_cluster_description(kube_world: K
     # A name of both clusters: both are listed; `resource info` shows the one serving a pool.
     both_pools = [{"pool": "my-pool", "platform": "gb200"}, *kubernetes["pools"]]
     assert [e["pools"] for e in entries(w, tray)] == [embedded["pools"], both_pools]
-    status, info = w.api.call("GET", f"/api/resources/{tray}")
-    assert status == 200, info
-    assert [p["pool"] for p in info["pools"]] == ["robotics-training"]
+    status, answer = w.api.call("GET", f"/api/resources/{tray}")
+    assert status == 200, answer
+    # OSMO's shape lists the node of each cluster; the one serving a pool of yours first
+    assert [[p["pool"] for p in info["pools"]] for info in answer["resources"]] == [
+        ["robotics-training"],
+        ["my-pool", "nvl72"],
+    ]
     # Node sets no longer join nvl72 (Kubernetes) and robotics-training (embedded) over the
     # trays of the same names: each pool has its own cluster's capacity.
     status, body = w.api.call(

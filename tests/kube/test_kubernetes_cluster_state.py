@@ -100,7 +100,7 @@ def test_exit_codes_and_logs_come_from_the_pods(kube_world: KubeWorld) -> None:
     w.fake.set_pod_log(NAMESPACE, lead.pod_name, "step 1\nstep 2\n")
     response = w.api.client.get(
         f"/api/workflow/{workflow_id}/logs",
-        params={"task": lead.name},
+        params={"task_name": lead.name},
         headers={"Authorization": f"Bearer {w.api.token}"},
     )
     assert response.status_code == 200, response.text
@@ -132,7 +132,7 @@ def test_logs_outlive_the_pods(kube_world: KubeWorld) -> None:
     for task in group.tasks:
         response = w.api.client.get(
             f"/api/workflow/{workflow_id}/logs",
-            params={"task": task.name},
+            params={"task_name": task.name},
             headers={"Authorization": f"Bearer {w.api.token}"},
         )
         assert (response.status_code, response.text) == (200, f"{task.name} says hello\n")

@@ -75,7 +75,7 @@ class Cluster:
 
     def clique_of(self, node: str) -> str:
         answer = self.api.get(f"/api/resources/{node}")
-        return str(answer.json()["labels"]["nvidia.com/gpu-clique"])
+        return str(answer.json()["resources"][0]["labels"]["nvidia.com/gpu-clique"])
 
 
 @pytest.fixture(scope="module")

@@ -258,7 +258,7 @@ def test_the_ghost_of_a_waiting_workflow_is_one_clique_of_the_pool(examples: Api
     (clique,) = domains.group(1).split()
     for node in nodes.group(1).split():
         _, info = examples.call("GET", f"/api/resources/{node}")
-        assert info["labels"]["nvidia.com/gpu-clique"] == clique
+        assert info["resources"][0]["labels"]["nvidia.com/gpu-clique"] == clique
     assert "Group <strong>group1</strong> of " + waiting + " would land now on 4 nodes" in (
         ghost.text
     )

@@ -60,13 +60,17 @@ class TokenBody(StrictBody):
     name: str | None = None
 
 
+#: A notification setting: only "off" is accepted (declared so; ``true`` gets its own message).
+NoNotification = Annotated[bool | None, Field(json_schema_extra={"enum": [False, None]})]
+
+
 class ProfileBody(StrictBody):
     """OSMO's profile settings: the default ``pool`` (null clears it). corral sends no
     notifications, so turning one on is refused (docs/access.md#profile)."""
 
     pool: ItemName | None = None
-    email_notification: bool | None = None
-    slack_notification: bool | None = None
+    email_notification: NoNotification = None
+    slack_notification: NoNotification = None
 
 
 def build_user_router(

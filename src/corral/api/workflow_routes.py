@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import PlainTextResponse
-from pydantic import Field
+from pydantic import Field, StringConstraints
 from starlette.concurrency import run_in_threadpool
 
 from corral.api import responses as R
@@ -51,7 +51,10 @@ IdempotencyKeyHeader = Annotated[
     ),
 ]
 
-Names = Annotated[list[str], Query()]
+#: Past any number of workflows a database holds, and within what it can compare.
+OFFSET_MAX = 2**31 - 1
+#: Names a list is narrowed to: no character a database cannot store (a NUL) reaches a query.
+Names = Annotated[list[Annotated[str, StringConstraints(pattern=r"^[^\x00]{1,256}$")]], Query()]
 
 #: What the latest attempt of a task printed ("" before it started): ``Runtime.task_logs``.
 TaskLogs = Callable[[StoredWorkflow, StoredTask], str]
@@ -159,10 +162,10 @@ def build_workflow_router(
         pools: Names = [],  # noqa: B006
         all_pools: bool = False,
         statuses: Annotated[list[WorkflowStatus], Query()] = [],  # noqa: B006
-        name: Annotated[str | None, Query(max_length=256)] = None,
+        name: Annotated[str | None, Query(pattern=r"^[^\x00]{0,256}$")] = None,
         order: Annotated[str, Query(pattern="^(?i:asc|desc)$")] = "DESC",
         limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-        offset: Annotated[int, Query(ge=0)] = 0,
+        offset: Annotated[int, Query(ge=0, le=OFFSET_MAX)] = 0,
     ) -> dict[str, Any]:
         """Workflows, newest first (OSMO's ``workflow list``): the caller's own, or
         ``users``' or everyone's (``all_users=true``) in the pools the caller may
