@@ -93,6 +93,17 @@ def test_2_workflow_objects_are_osmos(examples: Api) -> None:
     assert [w["name"] for w in oldest["workflows"]] == [first.workflow_id]
     _, none = examples.call("GET", "/api/workflow", params={"statuses": ["RUNNING"]})
     assert none == {"workflows": [], "more_entries": False}
+    labeled = examples.call("GET", "/api/workflow", params={"label": ["team=a"]})
+    assert labeled == (
+        400,
+        {
+            "message": "label: corral keeps no workflow labels; submit and list without "
+            "--label (tell workflows apart by name and pool).",
+            "error_code": "USER",
+            "field": "label",
+            "path": ["label"],
+        },
+    )
 
     status, detail = examples.call("GET", f"/api/workflow/{first.workflow_id}")
     assert status == 200 and set(detail) >= DETAIL

@@ -43,13 +43,13 @@ class FakeClient:
         self.index += 1
         status, tasks = self.polls[self.index]
         listed = [
-            {"name": name, "retry_id": retry, "started_at": "then"}
+            {"name": name, "retry_id": retry, "start_time": "then"}
             for name, (retry, _) in tasks.items()
         ]
         return {"status": status, "groups": [{"tasks": listed}]}
 
     def get_text(self, path: str, **params: Any) -> str:
-        return self.polls[self.index][1][params["task"]][1]
+        return self.polls[self.index][1][params["task_name"]][1]
 
 
 def test_several_tasks_are_prefixed_and_a_retry_starts_over() -> None:

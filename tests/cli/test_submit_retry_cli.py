@@ -93,4 +93,4 @@ def test_a_lost_reply_is_retried_without_a_second_workflow(
         headers={"Authorization": f"Bearer {live_server.token}"},
         params={"all_users": True},
     ).json()
-    assert [w["workflow_id"] for w in listed["workflows"]] == ["once-1"]
+    assert [w["name"] for w in listed["workflows"]] == ["once-1"]

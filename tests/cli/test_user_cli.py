@@ -22,9 +22,9 @@ def test_user_lifecycle_and_access(live_server: LiveServer) -> None:
     created = json.loads(
         ok(server, "user", "create", "alice", "--role", "osmo-user", "--format", "json")
     )
-    assert (created["username"], created["roles"]) == ("alice", ["osmo-user"])
+    assert (created["id"], [r["role_name"] for r in created["roles"]]) == ("alice", ["osmo-user"])
     listed = json.loads(ok(server, "user", "list", "--format", "json"))
-    assert [u["username"] for u in listed["users"]] == ["admin", "alice"]
+    assert [u["id"] for u in listed["users"]] == ["admin", "alice"]
     assert "osmo-user" in ok(server, "user", "show", "alice")
 
     done = server.cli("user", "token", "alice")
@@ -37,7 +37,7 @@ def test_user_lifecycle_and_access(live_server: LiveServer) -> None:
     assert [p["name"] for p in pools] == ["default"]
     assert "default" in ok(server, "pool", "list", token=token)
     profile = json.loads(ok(server, "profile", "show", "--format", "json", token=token))
-    assert (profile["username"], profile["pools"]) == ("alice", ["default"])
+    assert (profile["profile"]["username"], profile["pools"]) == ("alice", ["default"])
     assert "default" in ok(server, "profile", "set-pool", "default", token=token)
 
     denied = server.cli("user", "list", extra_env={"CORRAL_TOKEN": token})

@@ -47,7 +47,7 @@ def test_dry_run_prints_every_object_per_group_in_creation_order(live_server: Li
         "workflow-group-model-2-group",
     ]
     listed = json.loads(succeeded(live_server.cli("workflow", "list", "--format", "json")))
-    assert listed == {"workflows": []}
+    assert listed == {"workflows": [], "more_entries": False}
 
 
 def found_status(query_text: str) -> str:
@@ -100,7 +100,7 @@ def test_pool_comes_from_the_default_pool_else_fails_with_the_choices(
     assert "nvl72" in message
     response = httpx.put(
         f"{live_server.url}/api/profile/settings",
-        json={"default_pool": "nvl72"},
+        json={"pool": "nvl72"},
         headers={"Authorization": f"Bearer {live_server.token}"},
     )
     assert response.status_code == 200, response.text

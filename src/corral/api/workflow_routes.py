@@ -23,7 +23,7 @@ from corral.domain.views.explain import explain_workflow
 from corral.domain.workflows.plan import PlannedGroup
 from corral.domain.workflows.spec import TaskFileContents
 from corral.domain.workflows.statuses import WorkflowStatus
-from corral.errors import NotFoundError
+from corral.errors import NotFoundError, UserError
 from corral.services.config_service import ConfigService
 from corral.services.placement_now import GroupPlacement
 from corral.services.runtime import Clock, utc_now
@@ -107,6 +107,7 @@ def build_workflow_router(
         dry_run: bool = False,
         validation_only: bool = False,
         priority: str = "NORMAL",
+        label: Names = [],  # noqa: B006 - FastAPI query list
     ) -> dict[str, Any]:
         """Submit a workflow; ``dry_run`` returns every object it would create, per group,
         in creation order; ``validation_only`` runs every check. Neither stores anything.
@@ -114,6 +115,7 @@ def build_workflow_router(
 
         Async, with the blocking work in one worker thread: the body, the caller and the
         answer are handled on the event loop instead of a thread trip each."""
+        refuse_labels(label, "label")
         mode = Mode.DRY_RUN if dry_run else Mode.VALIDATE if validation_only else Mode.SUBMIT
         request = SubmitRequest(
             pool=pool,
@@ -166,11 +168,15 @@ def build_workflow_router(
         order: Annotated[str, Query(pattern="^(?i:asc|desc)$")] = "DESC",
         limit: Annotated[int, Query(ge=1, le=1000)] = 100,
         offset: Annotated[int, Query(ge=0, le=OFFSET_MAX)] = 0,
+        label: Names = [],  # noqa: B006
+        no_label: Names = [],  # noqa: B006
     ) -> dict[str, Any]:
         """Workflows, newest first (OSMO's ``workflow list``): the caller's own, or
         ``users``' or everyone's (``all_users=true``) in the pools the caller may
         ``workflow:Read``; ``pools`` narrows them (``all_pools=true``: no narrowing)."""
         authorizer.check(caller, "workflow:List")
+        refuse_labels(label, "label")
+        refuse_labels(no_label, "no_label")
         readable = [
             found
             for found in store.pools()
@@ -235,8 +241,7 @@ def build_workflow_router(
                 return PlainTextResponse(log_of(candidate))
         raise NotFoundError(
             f"Workflow {workflow_id} has no task {task_name}. Its tasks: "
-            f"{', '.join(t.name for t in tasks)}.",
-            path=("task_name",),
+            f"{', '.join(t.name for t in tasks)}."
         )
 
     @router.get("/api/workflow/{workflow_id}/explain", response_model=R.Explained)
@@ -279,6 +284,17 @@ def _submitted(
         "dashboard_url": dashboard_page(str(request.base_url), outcome.workflow_id),
         "warnings": list(outcome.warnings),
     }
+
+
+def refuse_labels(labels: list[str], parameter: str) -> None:
+    """corral keeps no workflow labels: a submission or a list that names some is refused
+    rather than answered as if it had none (docs/osmo-reference.md#wire-compatibility)."""
+    if labels:
+        raise UserError(
+            "corral keeps no workflow labels; submit and list without --label "
+            "(tell workflows apart by name and pool).",
+            path=(parameter,),
+        )
 
 
 def last_lines(text: str, count: int | None) -> str:

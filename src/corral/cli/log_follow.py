@@ -85,7 +85,7 @@ class LogFollower:
     def _poll(self, tasks: list[dict[str, Any]]) -> None:
         width = max((len(task["name"]) for task in tasks), default=0)
         for task in tasks:
-            if task.get("started_at") is None:
+            if task.get("start_time") is None:
                 continue
             name, state = task["name"], self.logs.setdefault(task["name"], TaskLog())
             text = self.client.get_text(f"{self.path}/logs", task_name=name)
