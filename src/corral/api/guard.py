@@ -2,6 +2,8 @@
 
 In this order, so that an anonymous or oversized request costs the server next to nothing:
 
+0. **The path.** Doubled slashes are merged (``//api/pool`` is ``/api/pool``), as OSMO's CLI
+   sends them and the proxies in front of OSMO merge them.
 1. **Authentication first.** A request without a valid bearer token is answered 401 before its
    body is read; the caller found is kept for the route (``request.state.principal``), which
    does not look the token up again. ``/health``, ``/metrics`` and ``/api/version`` are public.
