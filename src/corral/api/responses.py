@@ -256,12 +256,11 @@ class DryRun(Answer):
 SubmitAnswer = Submitted | Validated | DryRun
 
 
-class WorkflowRow(Answer):
-    """An item of OSMO's workflow list; ``labels`` is always empty (corral has none)."""
+class WorkflowSummary(Answer):
+    """What OSMO's workflow list and a workflow both say; ``labels`` is always empty (corral
+    keeps none)."""
 
     name: str
-    workflow_uuid: str
-    user: str
     pool: str
     status: str
     priority: str
@@ -272,6 +271,13 @@ class WorkflowRow(Answer):
     overview: str
     logs: str
     labels: dict[str, str]
+
+
+class WorkflowRow(WorkflowSummary):
+    """An item of OSMO's workflow list."""
+
+    workflow_uuid: str
+    user: str
 
 
 class WorkflowList(Answer):
@@ -309,22 +315,11 @@ class GroupView(Answer):
     manifests: list[dict[str, Any]] | None = None
 
 
-class WorkflowView(Answer):
-    name: str
+class WorkflowView(WorkflowSummary):
     uuid: str
     submitted_by: str
-    pool: str
     backend: str
     namespace: str
-    status: str
-    priority: str
-    submit_time: str
-    start_time: str | None
-    end_time: str | None
-    queued_time: float
-    overview: str
-    logs: str
-    labels: dict[str, str]
     exec_timeout_s: float
     queue_timeout_s: float
     spec: str

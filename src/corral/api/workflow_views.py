@@ -38,23 +38,38 @@ def _aware(moment: datetime) -> datetime:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
-def workflow_row(row: Mapping[str, Any], base_url: str, now: datetime) -> dict[str, Any]:
-    """One item of ``GET /api/workflow`` from a row of :meth:`WorkflowStore.list`."""
-    workflow_id = str(row["workflow_id"])
+def summary(
+    workflow_id: str,
+    row: Mapping[str, Any],
+    times: tuple[datetime, datetime | None, datetime | None],
+    base_url: str,
+    now: datetime,
+) -> dict[str, Any]:
+    """What the list and the workflow both say; ``row`` holds ``pool, status, priority``,
+    ``times`` the submission, start and end."""
+    submitted, started, ended = times
     return {
         "name": workflow_id,
-        "workflow_uuid": row["uuid"],
-        "user": row["submitted_by"],
         "pool": row["pool"],
         "status": row["status"],
         "priority": row["priority"],
-        "submit_time": wire_time(row["submitted_at"]),
-        "start_time": optional_wire_time(row["started_at"]),
-        "end_time": optional_wire_time(row["ended_at"]),
-        "queued_time": queued_seconds(row["submitted_at"], row["started_at"], now),
+        "submit_time": wire_time(submitted),
+        "start_time": optional_wire_time(started),
+        "end_time": optional_wire_time(ended),
+        "queued_time": queued_seconds(submitted, started, now),
         "overview": dashboard_page(base_url, workflow_id),
         "logs": logs_url(base_url, workflow_id),
         "labels": {},
+    }
+
+
+def workflow_row(row: Mapping[str, Any], base_url: str, now: datetime) -> dict[str, Any]:
+    """One item of ``GET /api/workflow`` from a row of :meth:`WorkflowStore.list`."""
+    times = (row["submitted_at"], row["started_at"], row["ended_at"])
+    return {
+        **summary(str(row["workflow_id"]), row, times, base_url, now),
+        "workflow_uuid": row["uuid"],
+        "user": row["submitted_by"],
     }
 
 
@@ -62,22 +77,14 @@ def workflow_view(
     workflow: StoredWorkflow, base_url: str, now: datetime, *, verbose: bool
 ) -> dict[str, Any]:
     """``GET /api/workflow/{id}``: the workflow, its groups and tasks."""
+    own = {"pool": workflow.pool, "status": workflow.status, "priority": workflow.priority}
+    times = (workflow.submitted_at, workflow.started_at, workflow.ended_at)
     return {
-        "name": workflow.workflow_id,
+        **summary(workflow.workflow_id, own, times, base_url, now),
         "uuid": workflow.uuid,
         "submitted_by": workflow.submitted_by,
-        "pool": workflow.pool,
         "backend": workflow.backend,
         "namespace": workflow.namespace,
-        "status": workflow.status,
-        "priority": workflow.priority,
-        "submit_time": wire_time(workflow.submitted_at),
-        "start_time": optional_wire_time(workflow.started_at),
-        "end_time": optional_wire_time(workflow.ended_at),
-        "queued_time": queued_seconds(workflow.submitted_at, workflow.started_at, now),
-        "overview": dashboard_page(base_url, workflow.workflow_id),
-        "logs": logs_url(base_url, workflow.workflow_id),
-        "labels": {},
         "exec_timeout_s": workflow.exec_timeout_s,
         "queue_timeout_s": workflow.queue_timeout_s,
         "spec": workflow.spec,
