@@ -157,12 +157,12 @@ def run(scale: Scale, database_url: str, directory: Path) -> float:
         waiting = json.loads(api.request("GET", "/api/workflow?all_users=true&limit=1000")[1])[
             "workflows"
         ]
-        queued = next((w["workflow_id"] for w in waiting if w["status"] == "PENDING"), None)
+        queued = next((w["name"] for w in waiting if w["status"] == "PENDING"), None)
         queued = queued or next(
-            (w["workflow_id"] for w in waiting if w["status"] == "WAITING"), submitted[-1]
+            (w["name"] for w in waiting if w["status"] == "WAITING"), submitted[-1]
         )
-        running = next((w["workflow_id"] for w in waiting if w["status"] == "RUNNING"), queued)
-        cancelable = iter([w["workflow_id"] for w in waiting if w["status"] == "RUNNING"][1:])
+        running = next((w["name"] for w in waiting if w["status"] == "RUNNING"), queued)
+        cancelable = iter([w["name"] for w in waiting if w["status"] == "RUNNING"][1:])
         clique = _first_domain(browser)
         pages = [
             "/ui",

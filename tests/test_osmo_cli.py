@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import jwt
 import pytest
+import yaml
 
 from corral import __version__
 from tests.conftest import REPO, LiveServer, _postgres_database, start_server
@@ -129,6 +131,19 @@ def test_version_is_the_servers(osmo: Osmo) -> None:
         "OSMO client version:  6.4.0",
         f"OSMO service version: {__version__}",
     ]
+
+
+def test_an_expired_session_is_renewed_with_the_api_token(osmo: Osmo) -> None:
+    """OSMO's CLI posts its API token again when the session it holds has expired."""
+    stored = osmo.home / ".config" / "osmo" / "login.yaml"
+    login = yaml.safe_load(stored.read_text())
+    expired = jwt.encode({"sub": "admin", "exp": int(time.time()) - 60}, "not-the-key")
+    login["token_login"]["id_token"] = expired
+    stored.write_text(yaml.safe_dump(login))
+    assert "  email: admin\n" in osmo.out("profile", "list")
+    renewed = yaml.safe_load(stored.read_text())["token_login"]["id_token"]
+    claims = jwt.decode(renewed, options={"verify_signature": False})
+    assert renewed != expired and claims["exp"] > time.time() + 3000
 
 
 def test_pool_list_shows_corrals_quotas(osmo: Osmo) -> None:

@@ -141,7 +141,7 @@ def run_to_completion(http: httpx.Client, file: str, task: str) -> str:
     while http.get(f"/api/workflow/{workflow_id}").json()["status"] != "COMPLETED":
         assert time.monotonic() < deadline, http.get(f"/api/workflow/{workflow_id}").json()
         time.sleep(0.2)
-    return http.get(f"/api/workflow/{workflow_id}/logs", params={"task": task}).text
+    return http.get(f"/api/workflow/{workflow_id}/logs", params={"task_name": task}).text
 
 
 def test_a_task_reaches_neither_the_api_nor_postgresql_and_cannot_read_the_url(

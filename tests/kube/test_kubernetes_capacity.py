@@ -60,8 +60,16 @@ def resources(w: KubeWorld, **params: Any) -> dict[str, Any]:
     return body  # type: ignore[no-any-return]
 
 
+#: corral's own fields of a listed node (OSMO's ResourcesEntry stands beside them).
+OWN_FIELDS = ("node", "type", "pools", "capacity", "used", "free")
+
+
 def entries(w: KubeWorld, name: str, **params: Any) -> list[dict[str, Any]]:
-    return [entry for entry in resources(w, **params)["resources"] if entry["node"] == name]
+    return [
+        {field: entry[field] for field in OWN_FIELDS}
+        for entry in resources(w, **params)["resources"]
+        if entry["node"] == name
+    ]
 
 
 def usage(w: KubeWorld, pool: str) -> dict[str, str]:

@@ -54,8 +54,7 @@ def test_an_input_from_a_workflow_the_submitter_may_not_read_is_refused_as_missi
         == 200
     )
     assert (
-        api.call("POST", "/api/auth/user", json={"username": "sam", "roles": ["submit-only"]})[0]
-        == 201
+        api.call("POST", "/api/auth/user", json={"id": "sam", "roles": ["submit-only"]})[0] == 200
     )
     token = api.call("POST", "/api/auth/user/sam/token", json={})[1]["token"]
     response = api.client.post(

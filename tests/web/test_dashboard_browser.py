@@ -64,7 +64,7 @@ class Cluster:
         (as pods do), so a held task left running would sleep on after the test."""
         rows = self.api.get("/api/workflow", params={"all_users": True}).json()["workflows"]
         for row in rows:
-            self.api.post(f"/api/workflow/{row['workflow_id']}/cancel")
+            self.api.post(f"/api/workflow/{row['name']}/cancel")
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             rows = self.api.get("/api/workflow", params={"all_users": True}).json()["workflows"]
@@ -215,8 +215,8 @@ def test_cancel_from_the_workflow_page(cluster: Cluster, browser: Any, tmp_path:
 def test_a_user_without_access_to_a_pool_does_not_see_it(
     cluster: Cluster, browser: Any, tmp_path: Path
 ) -> None:
-    made = cluster.api.post("/api/auth/user", json={"username": "alice", "roles": ["osmo-user"]})
-    assert made.status_code == 201, made.text
+    made = cluster.api.post("/api/auth/user", json={"id": "alice", "roles": ["osmo-user"]})
+    assert made.status_code == 200, made.text
     token = cluster.api.post("/api/auth/user/alice/token").json()["token"]
     page = log_in(browser, cluster.server, token)
     assert page.locator("#user").inner_text() == "alice"

@@ -121,7 +121,7 @@ def test_rollback_refuses_a_stale_base_and_rolls_back_from_the_current_one(
 
 
 def test_a_user_may_not_roll_back_or_read_what_its_roles_do_not_allow(examples: Api) -> None:
-    examples.call("POST", "/api/auth/user", json={"username": "bob", "roles": ["osmo-user"]})
+    examples.call("POST", "/api/auth/user", json={"id": "bob", "roles": ["osmo-user"]})
     _, minted = examples.call("POST", "/api/auth/user/bob/token")
     client = logged_in(examples, minted["token"])
     config = client.get("/ui/config")

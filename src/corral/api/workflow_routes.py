@@ -51,6 +51,10 @@ IdempotencyKeyHeader = Annotated[
     ),
 ]
 
+#: OSMO's workflow labels, which corral does not keep: declared empty, refused with a message.
+NoLabels = Annotated[
+    list[str], Query(json_schema_extra={"maxItems": 0}, description="Not kept by corral: refused.")
+]
 #: Past any number of workflows a database holds, and within what it can compare.
 OFFSET_MAX = 2**31 - 1
 #: Names a list is narrowed to: no character a database cannot store (a NUL) reaches a query.
@@ -107,7 +111,7 @@ def build_workflow_router(
         dry_run: bool = False,
         validation_only: bool = False,
         priority: str = "NORMAL",
-        label: Names = [],  # noqa: B006 - FastAPI query list
+        label: NoLabels = [],  # noqa: B006 - FastAPI query list
     ) -> dict[str, Any]:
         """Submit a workflow; ``dry_run`` returns every object it would create, per group,
         in creation order; ``validation_only`` runs every check. Neither stores anything.
@@ -168,8 +172,8 @@ def build_workflow_router(
         order: Annotated[str, Query(pattern="^(?i:asc|desc)$")] = "DESC",
         limit: Annotated[int, Query(ge=1, le=1000)] = 100,
         offset: Annotated[int, Query(ge=0, le=OFFSET_MAX)] = 0,
-        label: Names = [],  # noqa: B006
-        no_label: Names = [],  # noqa: B006
+        label: NoLabels = [],  # noqa: B006
+        no_label: NoLabels = [],  # noqa: B006
     ) -> dict[str, Any]:
         """Workflows, newest first (OSMO's ``workflow list``): the caller's own, or
         ``users``' or everyone's (``all_users=true``) in the pools the caller may
