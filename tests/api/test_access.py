@@ -299,7 +299,7 @@ MATRIX: list[Case] = [
         "POST",
         "/api/auth/user/alice/roles",
         409,
-        "roles: Role osmo-nope does not exist; define it first (corral config set ROLE ...).",
+        "role_name: Role osmo-nope does not exist; define it first (corral config set ROLE ...).",
         {"role_name": "osmo-nope"},
     ),
     Case("admin", "POST", "/api/auth/user", 409, "User alice already exists.", {"id": "alice"}),

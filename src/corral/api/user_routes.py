@@ -66,7 +66,7 @@ NoNotification = Annotated[bool | None, Field(json_schema_extra={"enum": [False,
 
 class ProfileBody(StrictBody):
     """OSMO's profile settings: the default ``pool`` (null clears it). corral sends no
-    notifications, so turning one on is refused (docs/access.md#profile)."""
+    notifications, so turning one on is refused (docs/osmo-reference.md#wire-compatibility)."""
 
     pool: ItemName | None = None
     email_notification: NoNotification = None
@@ -81,13 +81,13 @@ def build_user_router(
     def admin(caller: Principal, what: str) -> None:
         authorizer.check(caller, ADMIN_ONLY, what=what)
 
-    def known_roles(names: list[str]) -> list[str]:
+    def known_roles(names: list[str], field: str = "roles") -> list[str]:
         defined = {role.name for role in service.state().roles}
         for name in names:
             if name not in defined:
                 raise ConflictError(  # a body naming what does not exist (yet): the URL is fine
                     f"Role {name} does not exist; define it first (corral config set ROLE ...).",
-                    path=("roles",),
+                    path=(field,),
                 )
         return names
 
@@ -166,7 +166,7 @@ def build_user_router(
     def add_role(caller: Caller, username: str, body: RoleBody) -> dict[str, Any]:
         admin(caller, f"assign roles to {username}")
         users.require(username)
-        granted = known_roles([body.role_name])
+        granted = known_roles([body.role_name], "role_name")
         return user_json(users.add_roles(username, granted, by=caller.username))
 
     @router.delete("/api/auth/user/{username}/roles/{role}", response_model=R.UserView)
