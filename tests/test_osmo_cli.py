@@ -137,7 +137,7 @@ def test_an_expired_session_is_renewed_with_the_api_token(osmo: Osmo) -> None:
     """OSMO's CLI posts its API token again when the session it holds has expired."""
     stored = osmo.home / ".config" / "osmo" / "login.yaml"
     login = yaml.safe_load(stored.read_text())
-    expired = jwt.encode({"sub": "admin", "exp": int(time.time()) - 60}, "not-the-key")
+    expired = jwt.encode({"sub": "admin", "exp": int(time.time()) - 60}, "not the key " * 3)
     login["token_login"]["id_token"] = expired
     stored.write_text(yaml.safe_dump(login))
     assert "  email: admin\n" in osmo.out("profile", "list")
