@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from corral.domain.workflows.template import JinjaError, render_workflow
+from corral.domain.workflows.template import JinjaError, render_jinja, render_workflow
 from corral.errors import UserError
 from corral.services import sandbox
 from corral.services.jinja_worker import render_in_subprocess
@@ -73,11 +73,23 @@ def test_memory_hungry_template_is_a_user_error() -> None:
     assert "simplify the template" in caught.value.message
 
 
+def test_a_worker_runs_only_the_functions_it_lists() -> None:
+    """A call names its function by reference; the worker looks the name up in its own list,
+    so nothing else (here ``os.getcwd``) runs there."""
+    pool = SandboxPool(size=1)
+    try:
+        with pytest.raises(KeyError, match=r"posix:getcwd"):
+            pool.call(Limits(), "t", os.getcwd)
+        assert pool.call(Limits(), "t", render_jinja, "{{ 6 * 7 }}", {}) == "42"
+    finally:
+        pool.close()
+
+
 def test_workers_run_nicer_than_the_server() -> None:
     """Under full load, rendering yields the CPU to the API and the controller."""
     pool = SandboxPool(size=1)
     try:
-        assert pool.call("render_jinja", "{{ x }}", {"x": 1}, limits=Limits(), what="t") == "1"
+        assert pool.call(Limits(), "t", render_jinja, "{{ x }}", {"x": 1}) == "1"
         (worker,) = pool._idle
         expected = min(os.getpriority(os.PRIO_PROCESS, 0) + WORKER_NICENESS, 19)
         assert os.getpriority(os.PRIO_PROCESS, worker.process.pid) == expected

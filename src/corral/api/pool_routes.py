@@ -10,7 +10,7 @@ from pydantic import AfterValidator, WithJsonSchema
 from corral.api import responses as R
 from corral.api.auth import Authorizer
 from corral.api.config_routes import Caller, check_template_reads
-from corral.domain.platform.render import pool_topology
+from corral.domain.platform.render import pool_topology, render_pool
 from corral.domain.platform.variables import SET_PATTERN, parse_set_values
 from corral.services import sandbox
 from corral.services.config_service import ConfigService
@@ -44,17 +44,16 @@ def build_pool_router(service: ConfigService, authorizer: Authorizer) -> APIRout
         authorizer.check(caller, "config:Read", "config/pool")
         check_template_reads(authorizer, caller)
         state = service.state()
-        rendered: dict[str, Any] = sandbox.run(
-            "render_pool",
+        return sandbox.run(
+            state.workflow,
+            "Rendering the pool's templates",
+            render_pool,
             state,
             pool,
             platform=platform,
             set_values=parse_set_values(set),
             user=caller.username,
-            workflow_config=state.workflow,
-            what="Rendering the pool's templates",
         )
-        return rendered
 
     @router.get("/{pool}/topology", response_model=R.PoolTopology)
     def topology(caller: Caller, pool: str) -> dict[str, Any]:

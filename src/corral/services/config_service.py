@@ -26,6 +26,7 @@ from corral.domain.configs.types import (
 from corral.domain.configs.workflow_models import WorkflowConfig
 from corral.domain.formats.diff import changes
 from corral.domain.formats.patch import strategic_merge
+from corral.domain.platform.template_checks import new_pool_problems
 from corral.errors import ConflictError, NotFoundError, UserError
 from corral.services import sandbox
 from corral.store.config_item_versions import Current, Heads
@@ -102,14 +103,13 @@ def sandboxed_pool_check(
     for ``pools`` only: the worker gets those pools and what they name, not every config."""
     if not pools:
         return []
-    found: list[references.Problem] = sandbox.run(
-        "new_pool_problems",
+    return sandbox.run(
+        after.workflow,
+        "Rendering the pools' templates",
+        new_pool_problems,
         references.closure(before, [p for p in pools if p in before.pool_names()]),
         references.closure(after, pools),
-        workflow_config=after.workflow,
-        what="Rendering the pools' templates",
     )
-    return found
 
 
 class ConfigService:

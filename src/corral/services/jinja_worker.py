@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from corral.domain.workflows.template import render_jinja
 from corral.services.sandbox import Limits, default_pool
 
 DEFAULT_TIMEOUT_SECONDS = 5.0
@@ -31,7 +32,4 @@ def render_in_subprocess(
     limits = Limits(
         cpu_seconds=cpu_seconds, wall_seconds=timeout_seconds, memory_bytes=memory_bytes
     )
-    rendered: str = default_pool().call(
-        "render_jinja", text, dict(variables), limits=limits, what=WHAT
-    )
-    return rendered
+    return default_pool().call(limits, WHAT, render_jinja, text, dict(variables))

@@ -16,11 +16,12 @@ process (``python -m corral.services.sandbox_worker``, never a shell):
 - **priority**: workers run at a higher niceness than the server (:data:`WORKER_NICENESS`).
 
 Workers are kept between calls (starting Python and importing corral takes a few hundred
-milliseconds; a call takes about one), ``size`` of them, and calls wait for a free one. The
-function to run is named, not sent: only the functions in ``sandbox_worker.functions`` can be
-called.
+milliseconds; a call takes about one), ``size`` of them, and calls wait for a free one. A call
+names its function by reference (``sandbox.run(..., render_pool, state, pool)``), so that
+readers and mypy see which function runs with which arguments; only its name travels, and only
+the functions in ``sandbox_worker.functions`` can be called.
 Arguments and results travel as pickles over the worker's stdin and stdout; exceptions that
-are user errors come back as they were raised. An argument wrapped in :class:`Kept` (the
+are user errors come back as they were raised. An argument passed through :func:`kept` (the
 configs, a cluster's nodes) is sent to a worker once and named in later calls: pickling 5,000
 nodes for every submission cost more than planning it.
 """
@@ -39,9 +40,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Any, ParamSpec, TypeVar, cast
 
 from corral.domain.configs.workflow_models import WorkflowConfig
 from corral.errors import UserError
@@ -61,6 +62,10 @@ FRAME_LENGTH = struct.Struct("!Q")
 READY = b"ready"
 #: How long a new worker may take to import and warm up.
 _START_SECONDS = 60.0
+P = ParamSpec("P")
+R = TypeVar("R")
+T = TypeVar("T")
+
 #: Arguments a worker keeps between calls (:class:`Kept`), the oldest replaced first.
 _KEPT_SLOTS = 4
 #: A call's wall-time limit may grow up to this many times while its worker is starved of CPU
@@ -123,6 +128,17 @@ class Kept:
     value: Any
 
 
+def kept(value: T) -> T:
+    """``value``, to be kept by the worker once it has it (:class:`Kept`). Typed as the value
+    itself: the worker hands the function the value, so that is what mypy checks."""
+    return cast(T, Kept(value))
+
+
+def function_name(function: Callable[..., Any]) -> str:
+    """How a call names its function to a worker: module and qualified name."""
+    return f"{function.__module__}:{function.__qualname__}"
+
+
 @dataclass(frozen=True)
 class KeepArgument:
     """Worker side: keep ``value`` in ``slot`` and use it."""
@@ -149,12 +165,21 @@ class SandboxPool:
         self._changed = threading.Condition()
         self._closed = False
 
-    def call(self, function: str, *args: Any, limits: Limits, what: str, **kwargs: Any) -> Any:
-        """``sandbox_worker.functions()[function](*args, **kwargs)`` in a worker; ``what``
-        names the work in errors ("Jinja rendering of the workflow")."""
+    def call(
+        self,
+        limits: Limits,
+        what: str,
+        function: Callable[P, R],
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> R:
+        """``function(*args, **kwargs)`` in a worker (one of ``sandbox_worker.functions``);
+        ``what`` names the work in errors ("Jinja rendering of the workflow")."""
         worker = self._take(limits.memory_bytes)
         try:
-            return worker.call(function, args, kwargs, limits, what)
+            found: R = worker.call(function_name(function), args, kwargs, limits, what)
+            return found
         finally:
             self._give_back(worker)
 
@@ -210,13 +235,19 @@ def default_pool() -> SandboxPool:
 
 
 def run(
-    function: str, *args: Any, workflow_config: WorkflowConfig, what: str, **kwargs: Any
-) -> Any:
-    """``function`` in the server's pool, with the WORKFLOW config's limits and worker count."""
+    workflow_config: WorkflowConfig,
+    what: str,
+    function: Callable[P, R],
+    /,
+    *args: P.args,
+    **kwargs: P.kwargs,
+) -> R:
+    """``function(*args, **kwargs)`` in the server's pool, with the WORKFLOW config's limits
+    and worker count; ``what`` names the work in errors."""
     pool = default_pool()
     pool.size = workflow_config.user_workflow_limits.jinja_sandbox_workers
     limits = workflow_limits(workflow_config)
-    return pool.call(function, *args, limits=limits, what=what, **kwargs)
+    return pool.call(limits, what, function, *args, **kwargs)
 
 
 # ---------------------------------------------------------------------------------- parent

@@ -26,25 +26,27 @@ from corral.services.sandbox import (
     WORKER_NICENESS,
     KeepArgument,
     UseArgument,
+    function_name,
 )
 
 
 @functools.cache
 def functions() -> dict[str, Callable[..., Any]]:
-    """The functions a worker runs, by name (imported in the worker only)."""
+    """The functions a worker runs, by :func:`function_name` (imported in the worker only)."""
     from corral.domain.platform.render import render_pool
     from corral.domain.platform.template_checks import new_pool_problems
     from corral.domain.workflows.spec_parser import parse_workflow_spec
     from corral.domain.workflows.template import render_jinja
     from corral.services.feasibility import plan_checked
 
-    return {
-        "render_jinja": render_jinja,
-        "parse_workflow_spec": parse_workflow_spec,
-        "plan_workflow": plan_checked,
-        "render_pool": render_pool,
-        "new_pool_problems": new_pool_problems,
-    }
+    callable_here = (
+        render_jinja,
+        parse_workflow_spec,
+        plan_checked,
+        render_pool,
+        new_pool_problems,
+    )
+    return {function_name(function): function for function in callable_here}
 
 
 def _warm_up() -> None:

@@ -27,12 +27,14 @@ from corral.domain.workflows.spec import (
     WorkflowSpec,
     previous_inputs,
 )
+from corral.domain.workflows.spec_parser import parse_workflow_spec
 from corral.domain.workflows.spec_reader import located_error
 from corral.domain.workflows.statuses import TaskStatus
 from corral.domain.workflows.template import Renderer, render_workflow
 from corral.errors import ConflictError, ForbiddenError, NotFoundError, UserError
 from corral.services import sandbox
 from corral.services.config_service import ConfigService
+from corral.services.feasibility import plan_checked
 from corral.services.jinja_worker import render_in_subprocess
 from corral.services.placement_now import GroupPlacement
 from corral.store.workflow_records import IdempotencyKey
@@ -398,16 +400,15 @@ def parse_in_sandbox(state: Configs, accepted: _Accepted) -> WorkflowSpec:
     """:func:`parse_workflow_spec` in a sandbox worker: the YAML parse of a workflow was the
     largest part of a submission's work in the server process; in a worker it runs beside the
     server, bounded like every other render."""
-    spec: WorkflowSpec = sandbox.run(
-        "parse_workflow_spec",
+    return sandbox.run(
+        state.workflow,
+        "Reading the workflow",
+        parse_workflow_spec,
         accepted.text,
-        workflow_config=state.workflow,
-        what="Reading the workflow",
         source=accepted.source,
         rendered=accepted.rendered,
         local_files=accepted.local_files,
     )
-    return spec
 
 
 def plan_in_sandbox(
@@ -421,15 +422,14 @@ def plan_in_sandbox(
     """:func:`plan_workflow` in a sandbox worker: it renders the pool's templates, each value
     within the WORKFLOW config's time limit (docs/submission.md#limits), and refuses a group
     that could never run (``services/feasibility.py``), or names it (``refuse=False``)."""
-    plan: WorkflowPlan = sandbox.run(
-        "plan_workflow",
-        sandbox.Kept(state),
+    return sandbox.run(
+        state.workflow,
+        "Rendering the pool's templates",
+        plan_checked,
+        sandbox.kept(state),
         spec,
         submitter,
-        sandbox.Kept(nodes),
+        sandbox.kept(nodes),
         random_id,
-        workflow_config=state.workflow,
-        what="Rendering the pool's templates",
         refuse=refuse,
     )
-    return plan

@@ -24,6 +24,7 @@ from corral.api.auth import Authorizer
 from corral.api.config_routes import check_template_reads
 from corral.api.workflow_access import request_cancel
 from corral.domain.configs.references import NO_PLATFORM_FIX
+from corral.domain.platform.render import render_pool
 from corral.domain.views.explain import explain_workflow
 from corral.domain.views.pool_quota import gpu_quota
 from corral.domain.workflows.statuses import WorkflowStatus
@@ -187,14 +188,14 @@ def build_dashboard(runtime: Runtime, authorizer: Authorizer) -> APIRouter:
                 authorizer.check(principal, "config:Read", "config/pool")
                 check_template_reads(authorizer, principal)
                 rendered = sandbox.run(
-                    "render_pool",
+                    state.workflow,
+                    "Rendering the pool's templates",
+                    render_pool,
                     state,
                     chosen,
                     platform=platform,
                     set_values={},
                     user=principal.username,
-                    workflow_config=state.workflow,
-                    what="Rendering the pool's templates",
                 )
             except ForbiddenError as err:
                 refused = err.message
