@@ -83,6 +83,18 @@ def test_services_reach_clusters_only_through_the_backend_port() -> None:
     assert reaching == []
 
 
+def test_the_dashboard_imports_no_api_route_module() -> None:
+    """``web/`` shares rules with the API through ``services/commands.py``, never by importing
+    an API route module."""
+    routes = [
+        f"{path.relative_to(SRC)} imports {module}"
+        for path in (SRC / "web").rglob("*.py")
+        for module in imported_modules(path)
+        if module.startswith("corral.api.") and module.split(".")[2].endswith("_routes")
+    ]
+    assert routes == []
+
+
 def test_the_import_graph_script_finds_no_import_against_the_layers() -> None:
     """``scripts/import_graph.py`` prints the graph of the whole of ``src/`` (docs/architecture.md)
     and the imports that run against the rings and the domain's layers: none."""

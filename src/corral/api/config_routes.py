@@ -31,6 +31,7 @@ from corral.domain.configs.types import ConfigType
 from corral.domain.formats.wire_time import wire_time
 from corral.domain.platform.resolved_pool import verbose_pool
 from corral.errors import UserError
+from corral.services.commands import check_template_reads
 from corral.services.config_service import (
     SINGLETON,
     ConfigService,
@@ -41,19 +42,6 @@ from corral.services.config_service import (
 from corral.store.config_store import HistoryQuery, Revision
 
 REVISION_HEADER = "X-Corral-Revision"
-#: What the verbose pool view and ``pool render`` reveal besides the pool itself.
-TEMPLATE_TYPES = (
-    ConfigType.POD_TEMPLATE,
-    ConfigType.GROUP_TEMPLATE,
-    ConfigType.RESOURCE_VALIDATION,
-)
-
-
-def check_template_reads(authorizer: Authorizer, caller: Principal) -> None:
-    """A view that shows a pool's resolved templates needs read access to those templates,
-    not only to the pool (403 naming the first one the caller may not read)."""
-    for ctype in TEMPLATE_TYPES:
-        authorizer.check(caller, "config:Read", f"config/{ctype.url_segment}")
 
 
 async def caller_of(request: Request) -> Principal:

@@ -9,10 +9,11 @@ from pydantic import AfterValidator, WithJsonSchema
 
 from corral.api import responses as R
 from corral.api.auth import Authorizer
-from corral.api.config_routes import Caller, check_template_reads
+from corral.api.config_routes import Caller
 from corral.domain.platform.render import pool_topology, render_pool
 from corral.domain.platform.variables import SET_PATTERN, parse_set_values
 from corral.services import sandbox
+from corral.services.commands import check_template_reads
 from corral.services.config_service import ConfigService
 
 

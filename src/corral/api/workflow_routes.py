@@ -17,13 +17,13 @@ from corral.api.auth import Authorizer, Principal
 from corral.api.config_routes import Caller
 from corral.api.responses import LEAN
 from corral.api.schemas import StrictBody
-from corral.api.workflow_access import read_workflow, request_cancel
 from corral.api.workflow_views import dashboard_page, logs_url, workflow_row, workflow_view
 from corral.domain.views.explain import explain_workflow
 from corral.domain.workflows.plan import PlannedGroup
 from corral.domain.workflows.spec import TaskFileContents
 from corral.domain.workflows.statuses import WorkflowStatus
 from corral.errors import NotFoundError, UserError
+from corral.services.commands import read_workflow, request_cancel
 from corral.services.config_service import ConfigService
 from corral.services.placement_now import GroupPlacement
 from corral.services.runtime import Clock, utc_now

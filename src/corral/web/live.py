@@ -27,7 +27,6 @@ from starlette.types import Receive, Scope, Send
 
 from corral.api.auth import Authorizer
 from corral.api.guard import guarded_principal
-from corral.api.workflow_access import read_workflow
 from corral.errors import (
     CorralError,
     ForbiddenError,
@@ -35,6 +34,7 @@ from corral.errors import (
     UnavailableError,
     UserError,
 )
+from corral.services.commands import read_workflow
 from corral.store.workflows import WorkflowStore
 
 POLL_SECONDS = 1.0

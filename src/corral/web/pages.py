@@ -21,8 +21,6 @@ from starlette.concurrency import run_in_threadpool
 
 from corral.api import browser_session
 from corral.api.auth import Authorizer
-from corral.api.config_routes import check_template_reads
-from corral.api.workflow_access import request_cancel
 from corral.domain.configs.references import NO_PLATFORM_FIX
 from corral.domain.platform.render import render_pool
 from corral.domain.views.explain import explain_workflow
@@ -30,6 +28,7 @@ from corral.domain.views.pool_quota import gpu_quota
 from corral.domain.workflows.statuses import WorkflowStatus
 from corral.errors import CorralError, ForbiddenError, NotFoundError, UserError
 from corral.services import sandbox
+from corral.services.commands import check_template_reads, request_cancel
 from corral.services.placement_now import GroupPlacement
 from corral.services.pool_usage import pool_usage
 from corral.services.runtime import Runtime, utc_now

@@ -1,30 +1,59 @@
-"""Who may see and cancel a workflow: one answer for the REST API, the dashboard and its live
-stream (docs/access.md#workflows-you-may-not-read).
+"""The rules the REST API and the dashboard both apply, written once: who may see and cancel a
+workflow, and who may see a pool's resolved templates (docs/access.md).
 
 A workflow in a pool the caller may not ``workflow:Read`` is answered exactly as one that does
 not exist, 404 with the same words, as GitHub does for a private repository: otherwise the
 status code tells anyone who may call the API which workflow names exist in other pools.
+
+The rules take the authorizer as a typed :class:`Access` (the API's ``Authorizer`` is one), so
+that they live with the other use cases rather than in a route module.
 """
 
 from __future__ import annotations
 
-from corral.api.auth import Authorizer, Principal
+from typing import Protocol, TypeVar
+
+from corral.domain.configs.references import TEMPLATE_TYPES
 from corral.errors import ConflictError, NotFoundError
 from corral.store.workflow_listings import ALIVE
 from corral.store.workflow_records import StoredWorkflow
 from corral.store.workflows import WorkflowStore
 
 
+class Named(Protocol):
+    @property
+    def username(self) -> str: ...
+
+
+C = TypeVar("C", bound=Named)
+C_in = TypeVar("C_in", bound=Named, contravariant=True)
+
+
+class Access(Protocol[C_in]):
+    """What the rules ask of the authorizer about a caller."""
+
+    def allows(self, principal: C_in, action: str, resource: str | None = None) -> bool: ...
+
+    def check(
+        self,
+        principal: C_in,
+        action: str,
+        resource: str | None = None,
+        *,
+        what: str | None = None,
+    ) -> None: ...
+
+
 def missing(workflow_id: str) -> NotFoundError:
     return NotFoundError(f"Workflow {workflow_id} not found.")
 
 
-def may_read(authorizer: Authorizer, caller: Principal, workflow: StoredWorkflow) -> bool:
+def may_read(authorizer: Access[C], caller: C, workflow: StoredWorkflow) -> bool:
     return authorizer.allows(caller, "workflow:Read", f"pool/{workflow.pool}")
 
 
 def read_workflow(
-    store: WorkflowStore, authorizer: Authorizer, caller: Principal, workflow_id: str
+    store: WorkflowStore, authorizer: Access[C], caller: C, workflow_id: str
 ) -> StoredWorkflow:
     """The workflow, if it exists and the caller may ``workflow:Read`` on its pool; else 404."""
     workflow = store.get(workflow_id)
@@ -34,7 +63,7 @@ def read_workflow(
 
 
 def request_cancel(
-    store: WorkflowStore, authorizer: Authorizer, caller: Principal, workflow_id: str
+    store: WorkflowStore, authorizer: Access[C], caller: C, workflow_id: str
 ) -> None:
     """Ask the controller to cancel: the submitter may, or whoever may ``workflow:Cancel`` on
     the workflow's pool (403; 404 to who may not even read it); 409 once finished or already
@@ -58,3 +87,10 @@ def _not_cancelable(workflow: StoredWorkflow) -> str:
         f"Workflow {workflow.workflow_id} already finished ({workflow.status}); "
         "there is nothing to cancel."
     )
+
+
+def check_template_reads(authorizer: Access[C], caller: C) -> None:
+    """A view that shows a pool's resolved templates needs read access to those templates,
+    not only to the pool (403 naming the first one the caller may not read)."""
+    for ctype in TEMPLATE_TYPES:
+        authorizer.check(caller, "config:Read", f"config/{ctype.url_segment}")
