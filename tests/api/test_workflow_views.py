@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from corral.store.workflow_records import Changes, StoredWorkflow
+from corral.domain.workflows.record import Changes, StoredWorkflow
 from tests.conftest import REPO, Api
 
 WORKFLOWS = REPO / "examples" / "workflows"

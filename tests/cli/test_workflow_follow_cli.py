@@ -17,9 +17,9 @@ import httpx
 import pytest
 
 from corral.cli.output import local_time
+from corral.domain.workflows.record import Changes
 from corral.services.runtime import utc_now
 from corral.store.database import make_engine, sqlite_url
-from corral.store.workflow_records import Changes
 from corral.store.workflows import WorkflowStore
 from tests.cli.results import failed, succeeded
 from tests.cli.test_pool_cli import table_row, together

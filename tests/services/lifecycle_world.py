@@ -10,9 +10,9 @@ from typing import Any
 
 import yaml
 
+from corral.domain.workflows.record import StoredWorkflow
 from corral.services.lifecycle import LifecycleController
 from corral.store.cluster_objects import ClusterObjectStore
-from corral.store.workflow_records import StoredWorkflow
 from tests.conftest import REPO, Api
 
 WORKFLOWS = REPO / "examples" / "workflows"

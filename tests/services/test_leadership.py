@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import Engine
 
+from corral.domain.workflows.record import Changes
 from corral.services.leadership import Leadership
 from corral.services.runtime import utc_now
 from corral.store.lease import LeaseStore, LostLease
-from corral.store.workflow_records import Changes
 from corral.store.workflows import WorkflowStore
 
 TTL = 10.0

@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 
 from sqlalchemy import Engine, insert, select, text, update
 
+from corral.domain.workflows.record import Changes
 from corral.services.runtime import utc_now
 from corral.store.database import StatementCounter
 from corral.store.tables import workflow_groups, workflow_tasks, workflows
-from corral.store.workflow_records import Changes
 from corral.store.workflows import WorkflowStore
 
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)

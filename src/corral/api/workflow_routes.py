@@ -20,6 +20,7 @@ from corral.api.schemas import StrictBody
 from corral.api.workflow_views import dashboard_page, logs_url, workflow_row, workflow_view
 from corral.domain.views.explain import explain_workflow
 from corral.domain.workflows.plan import PlannedGroup
+from corral.domain.workflows.record import StoredTask, StoredWorkflow
 from corral.domain.workflows.spec import TaskFileContents
 from corral.domain.workflows.statuses import WorkflowStatus
 from corral.errors import NotFoundError, UserError
@@ -34,7 +35,6 @@ from corral.services.submission import (
     SubmitRequest,
     SubmittingUser,
 )
-from corral.store.workflow_records import StoredTask, StoredWorkflow
 from corral.store.workflows import WorkflowStore
 
 VALIDATED = "Workflow validation succeeded."

@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import quote
 
 from corral.domain.formats.wire_time import optional_wire_time, wire_time
-from corral.store.workflow_records import StoredGroup, StoredTask, StoredWorkflow
+from corral.domain.workflows.record import StoredGroup, StoredTask, StoredWorkflow
 
 
 def dashboard_page(base_url: str, workflow_id: str) -> str:

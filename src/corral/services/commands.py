@@ -14,9 +14,8 @@ from __future__ import annotations
 from typing import Protocol, TypeVar
 
 from corral.domain.configs.references import TEMPLATE_TYPES
+from corral.domain.workflows.record import ALIVE, StoredWorkflow
 from corral.errors import ConflictError, NotFoundError
-from corral.store.workflow_listings import ALIVE
-from corral.store.workflow_records import StoredWorkflow
 from corral.store.workflows import WorkflowStore
 
 

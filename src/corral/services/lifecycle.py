@@ -41,6 +41,13 @@ from corral.backends.port import BackendError, GroupObjects
 from corral.backends.registry import Backends
 from corral.domain.configs.snapshot import Configs
 from corral.domain.topology.kai_objects import queue_manifests, topology_manifests
+from corral.domain.workflows.record import (
+    Changes,
+    SharedReason,
+    StoredGroup,
+    StoredWorkflow,
+    with_changes,
+)
 from corral.domain.workflows.statuses import TaskStatus
 from corral.services.leadership import Leadership
 from corral.services.placement import Placements
@@ -58,13 +65,6 @@ from corral.services.working_set import (
 )
 from corral.store.cluster_objects import ClusterObjectStore
 from corral.store.database import StatementCounter
-from corral.store.workflow_records import (
-    Changes,
-    SharedReason,
-    StoredGroup,
-    StoredWorkflow,
-    with_changes,
-)
 from corral.store.workflows import WorkflowStore
 
 log = structlog.get_logger("corral.lifecycle")

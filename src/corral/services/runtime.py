@@ -22,6 +22,7 @@ from corral.domain.configs.snapshot import State
 from corral.domain.formats.durations import parse_duration
 from corral.domain.platform.nodes import Node
 from corral.domain.workflows.plan import WorkflowPlan
+from corral.domain.workflows.record import StoredTask, StoredWorkflow, pod_of
 from corral.errors import UserError
 from corral.files import read_bundle_directory
 from corral.services.capacity import (
@@ -42,7 +43,6 @@ from corral.store.lease import LeaseRow, LeaseStore
 from corral.store.revoked_sessions import RevokedSessions
 from corral.store.tokens import TokenStore
 from corral.store.users import UserStore
-from corral.store.workflow_records import StoredTask, StoredWorkflow, pod_of
 from corral.store.workflows import WorkflowStore
 
 Clock = Callable[[], datetime]

@@ -13,10 +13,15 @@ import structlog
 from corral.backends.execution import TaskExecutor, TaskRun
 from corral.backends.port import BackendError, ClusterBackend, GroupObjects
 from corral.domain.configs.snapshot import Configs
+from corral.domain.workflows.record import (
+    ALIVE,
+    GROUP_SCHEDULING,
+    StoredGroup,
+    StoredWorkflow,
+    pod_of,
+)
 from corral.domain.workflows.statuses import TaskStatus
 from corral.services.working_set import Finished, Observed, WorkingSet
-from corral.store.workflow_listings import ALIVE
-from corral.store.workflow_records import GROUP_SCHEDULING, StoredGroup, StoredWorkflow, pod_of
 
 if TYPE_CHECKING:  # the controller builds an indexer per tick
     from corral.services.lifecycle import LifecycleController

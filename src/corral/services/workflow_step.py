@@ -28,9 +28,9 @@ from corral.backends.port import BackendError, ClusterBackend, Rule, extra_rbac_
 from corral.domain.configs.snapshot import Configs
 from corral.domain.workflows.exit_actions import exit_outcome, pool_exit_actions
 from corral.domain.workflows.group_order import GroupState, failed_downstream, ready_groups
+from corral.domain.workflows.record import Changes, StoredGroup, StoredTask, StoredWorkflow, pod_of
 from corral.domain.workflows.statuses import TaskState, TaskStatus, group_status, workflow_status
 from corral.services.tick_report import TickReport
-from corral.store.workflow_records import Changes, StoredGroup, StoredTask, StoredWorkflow, pod_of
 
 log = structlog.get_logger("corral.lifecycle")
 

@@ -31,8 +31,8 @@ from datetime import datetime
 from typing import Any
 
 from corral.backends.port import GroupObjects
+from corral.domain.workflows.record import StoredGroup, StoredWorkflow
 from corral.services.placement import Placements
-from corral.store.workflow_records import StoredGroup, StoredWorkflow
 
 #: Groups whose objects the cache keeps, least recently used first out (a 16-task group's
 #: objects take about 100 KB of memory).

@@ -9,13 +9,9 @@ from typing import Any
 
 from sqlalchemy import Engine, func, or_, select
 
+from corral.domain.workflows.record import ALIVE, QUEUED
 from corral.store.tables import preemptions, task_logs, workflow_groups, workflow_tasks, workflows
 from corral.store.workflow_records import utc
-
-#: Workflow statuses the controller still works on.
-ALIVE = ("PENDING", "RUNNING", "WAITING")
-#: Alive workflows none of whose groups started yet.
-QUEUED = ("PENDING", "WAITING")
 
 
 class WorkflowListings:

@@ -8,16 +8,15 @@ from typing import Any
 
 from sqlalchemy import Connection, select
 
-from corral.store.tables import pending_shapes, workflow_groups, workflow_tasks, workflows
-from corral.store.workflow_listings import ALIVE
-from corral.store.workflow_records import (
+from corral.domain.workflows.record import (
+    ALIVE,
     GROUP_SCHEDULING,
     SharedReason,
     StoredGroup,
     StoredWorkflow,
-    group_record,
-    workflow_record,
 )
+from corral.store.tables import pending_shapes, workflow_groups, workflow_tasks, workflows
+from corral.store.workflow_records import group_record, workflow_record
 
 
 def read_workflow(connection: Connection, workflow_id: str) -> StoredWorkflow | None:

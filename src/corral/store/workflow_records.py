@@ -1,26 +1,21 @@
-"""The workflows, groups and tasks read back from the store, the changes the controller
-writes to them, and how a record reads once changes are applied (``workflows.py`` stores them)."""
+"""Rows of the workflow tables as the domain's records (``domain/workflows/record.py``), and
+what only the store keeps: idempotency keys, the inbox, groups left to clean up."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any
 
+from corral.domain.workflows.record import (
+    GROUP_SCHEDULING,
+    SharedReason,
+    StoredGroup,
+    StoredTask,
+    StoredWorkflow,
+)
 from corral.domain.workflows.spec import ExitAction, TaskFileContents
-
-#: Group status while a scheduler may place it.
-GROUP_SCHEDULING = "SCHEDULING"
-
-
-@dataclass(frozen=True)
-class SharedReason:
-    """Why the waiting groups of one shape wait, written for the pods ``pod_names``."""
-
-    reason: str
-    pod_names: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -55,124 +50,6 @@ class UncleanedGroup:
     namespace: str
     #: ``[apiVersion, kind]`` of every object the group was given, in creation order.
     kinds: list[list[str]]
-
-
-@dataclass
-class Changes:
-    """Column updates by primary key, written together by :meth:`WorkflowStore.commit`."""
-
-    workflows: dict[str, dict[str, Any]] = field(default_factory=dict)
-    groups: dict[str, dict[str, Any]] = field(default_factory=dict)
-    tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: (task uuid, retry id) -> what the attempt printed, kept in the database.
-    logs: dict[tuple[str, int], str] = field(default_factory=dict)
-    #: Shape -> why its groups wait (``pending_shapes``).
-    shapes: dict[str, SharedReason] = field(default_factory=dict)
-    #: Inbox rows the controller has read and acted on.
-    inbox_done: list[int] = field(default_factory=list)
-    #: Rows of ``preemptions``: gangs evicted by the scheduler.
-    preemptions: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def empty(self) -> bool:
-        return not (
-            self.workflows
-            or self.groups
-            or self.tasks
-            or self.logs
-            or self.shapes
-            or self.inbox_done
-            or self.preemptions
-        )
-
-    def merge(self, other: Changes) -> None:
-        """Add ``other``'s changes (a later one wins per column)."""
-        for mine, theirs in (
-            (self.workflows, other.workflows),
-            (self.groups, other.groups),
-            (self.tasks, other.tasks),
-        ):
-            for key, values in theirs.items():
-                mine.setdefault(key, {}).update(values)
-        self.logs.update(other.logs)
-        self.shapes.update(other.shapes)
-        self.inbox_done.extend(other.inbox_done)
-        self.preemptions.extend(other.preemptions)
-
-    def workflow(self, workflow_id: str, **values: Any) -> None:
-        self.workflows.setdefault(workflow_id, {}).update(values)
-
-    def group(self, group_uuid: str, **values: Any) -> None:
-        self.groups.setdefault(group_uuid, {}).update(values)
-
-    def task(self, task_uuid: str, **values: Any) -> None:
-        self.tasks.setdefault(task_uuid, {}).update(values)
-
-
-@dataclass(frozen=True)
-class StoredTask:
-    name: str
-    uuid: str
-    pod_name: str
-    platform: str
-    lead: bool
-    status: str
-    retry_id: int
-    node: str | None = None
-    exit_code: int | None = None
-    started_at: datetime | None = None
-    ended_at: datetime | None = None
-    message: str | None = None
-    exit_actions: tuple[ExitAction, ...] = ()
-
-
-@dataclass(frozen=True)
-class StoredGroup:
-    name: str
-    uuid: str
-    status: str
-    upstream: list[str]
-    resource_kinds: list[list[str]]
-    manifests: list[dict[str, Any]]
-    tasks: list[StoredTask]
-    ignore_non_lead: bool = True
-    scheduling_at: datetime | None = None
-    started_at: datetime | None = None
-    ended_at: datetime | None = None
-    domains: dict[str, str] | None = None
-    pending_reason: str | None = None
-    cleaned: bool = False
-    #: While it waits for corral's scheduler: the shape whose reason it shares.
-    pending_shape: str | None = None
-    #: Evicted by the scheduler: the next step stops its tasks and ends or requeues it.
-    evict: bool = False
-    #: Why it was last evicted.
-    preempted_by: str | None = None
-
-
-@dataclass(frozen=True)
-class StoredWorkflow:
-    workflow_id: str
-    name: str
-    uuid: str
-    pool: str
-    backend: str
-    namespace: str
-    status: str
-    priority: str
-    submitted_by: str
-    submitted_at: datetime
-    exec_timeout_s: float
-    queue_timeout_s: float
-    spec: str
-    template: str | None
-    groups: list[StoredGroup]
-    started_at: datetime | None = None
-    ended_at: datetime | None = None
-    cancel_requested_by: str | None = None
-    message: str | None = None
-    local_files: Mapping[str, TaskFileContents] = field(default_factory=dict)
-    restarted_from: str | None = None
 
 
 def shared_reason_for(found: SharedReason, pod_names: Sequence[str]) -> str:
@@ -266,50 +143,3 @@ def utc(value: datetime | None) -> datetime | None:
     if value is None or value.tzinfo is not None:
         return value
     return value.replace(tzinfo=UTC)
-
-
-def with_changes(workflow: StoredWorkflow, changes: Changes) -> StoredWorkflow:
-    """``workflow`` as it reads once ``changes`` are written (the controller's memory follows
-    the database this way instead of reading the workflow again)."""
-    groups = []
-    for group in workflow.groups:
-        changed = [task.uuid in changes.tasks for task in group.tasks]
-        values = changes.groups.get(group.uuid, {})
-        if any(changed):
-            tasks = [
-                _updated(task, changes.tasks[task.uuid]) if hit else task
-                for task, hit in zip(group.tasks, changed, strict=True)
-            ]
-            values = {**values, "tasks": tasks}
-        groups.append(_updated(group, values) if values else group)
-    return _updated(workflow, {**changes.workflows.get(workflow.workflow_id, {}), "groups": groups})
-
-
-_Record = TypeVar("_Record", StoredTask, StoredGroup, StoredWorkflow)
-
-
-def _updated(record: _Record, values: Mapping[str, Any]) -> _Record:
-    """``dataclasses.replace`` for these plain records, without its per-call introspection (a
-    tick updates thousands of tasks in memory)."""
-    unknown = set(values) - _FIELDS[type(record)]
-    if unknown:
-        raise TypeError(f"{type(record).__name__} has no field {sorted(unknown)}")
-    new = object.__new__(type(record))
-    new.__dict__.update(record.__dict__)
-    new.__dict__.update(values)
-    return new
-
-
-_FIELDS = {
-    kind: {f.name for f in dataclasses.fields(kind)}
-    for kind in (StoredTask, StoredGroup, StoredWorkflow)
-}
-
-
-def pod_of(workflow: StoredWorkflow, task: StoredTask) -> dict[str, Any]:
-    """The stored Pod manifest of ``task``."""
-    for group in workflow.groups:
-        for manifest in group.manifests:
-            if manifest["kind"] == "Pod" and manifest["metadata"]["name"] == task.pod_name:
-                return manifest
-    raise LookupError(f"task {task.name} of {workflow.workflow_id} has no stored pod")

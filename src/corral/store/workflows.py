@@ -32,6 +32,13 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.exc import IntegrityError
 
 from corral.domain.workflows.plan import WorkflowPlan
+from corral.domain.workflows.record import (
+    ALIVE,
+    GROUP_SCHEDULING,
+    Changes,
+    SharedReason,
+    StoredWorkflow,
+)
 from corral.domain.workflows.spec import TaskFileContents
 from corral.errors import ConflictError, NotFoundError
 from corral.store.bulk import insert_rows, update_rows
@@ -47,18 +54,9 @@ from corral.store.tables import (
     workflow_tasks,
     workflows,
 )
-from corral.store.workflow_listings import ALIVE, WorkflowListings
+from corral.store.workflow_listings import WorkflowListings
 from corral.store.workflow_reads import controller_rows, read_workflow
-from corral.store.workflow_records import (
-    GROUP_SCHEDULING,
-    Changes,
-    IdempotencyKey,
-    InboxEntry,
-    KeptSubmission,
-    SharedReason,
-    StoredWorkflow,
-    UncleanedGroup,
-)
+from corral.store.workflow_records import IdempotencyKey, InboxEntry, KeptSubmission, UncleanedGroup
 
 #: Statuses at acceptance (OSMO: workflow PENDING, groups SUBMITTING, tasks WAITING).
 WORKFLOW_ACCEPTED = "PENDING"

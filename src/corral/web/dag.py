@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from corral.store.workflow_records import StoredWorkflow
+from corral.domain.workflows.record import StoredWorkflow
 
 BOX_WIDTH = 300
 COLUMN_WIDTH = 350

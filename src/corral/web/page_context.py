@@ -10,10 +10,10 @@ from fastapi.responses import HTMLResponse
 from corral.api import browser_session
 from corral.api.auth import Authorizer, Principal
 from corral.api.guard import guarded_principal
+from corral.domain.workflows.record import StoredWorkflow
 from corral.errors import ForbiddenError
 from corral.services.commands import read_workflow
 from corral.services.runtime import Runtime
-from corral.store.workflow_records import StoredWorkflow
 from corral.web.drawing import draw
 
 

@@ -25,6 +25,7 @@ from corral.domain.configs.references import NO_PLATFORM_FIX
 from corral.domain.platform.render import render_pool
 from corral.domain.views.explain import explain_workflow
 from corral.domain.views.pool_quota import gpu_quota
+from corral.domain.workflows.record import ALIVE, QUEUED
 from corral.domain.workflows.statuses import WorkflowStatus
 from corral.errors import CorralError, ForbiddenError, NotFoundError, UserError
 from corral.services import sandbox
@@ -32,7 +33,6 @@ from corral.services.commands import check_template_reads, request_cancel
 from corral.services.placement_now import GroupPlacement
 from corral.services.pool_usage import pool_usage
 from corral.services.runtime import Runtime, utc_now
-from corral.store.workflow_listings import ALIVE, QUEUED
 from corral.web.config_pages import add_config_pages
 from corral.web.dag import dag_svg
 from corral.web.page_context import PageContext

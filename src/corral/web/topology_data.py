@@ -12,13 +12,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from corral.domain.labels import SUBMITTED_BY, WORKFLOW_ID
+from corral.domain.workflows.record import ALIVE, StoredWorkflow
 from corral.services.capacity import ClusterCapacity
 from corral.services.memo import SameInputs
 from corral.services.placement_now import GroupPlacement, OfferedGroup, groups_placed_now
 from corral.services.pool_usage import gpus_per_node, layout_of, node_gpus
 from corral.services.runtime import utc_now
-from corral.store.workflow_listings import ALIVE
-from corral.store.workflow_records import StoredWorkflow
 from corral.web.topology_view import Level, TopologyPicture, picture
 
 #: Group statuses before its pods are bound.

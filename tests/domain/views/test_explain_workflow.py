@@ -10,7 +10,7 @@ from corral.domain.views.explain import (
     WorkflowExplanation,
     explain_workflow,
 )
-from corral.store.workflow_records import StoredGroup, StoredTask, StoredWorkflow
+from corral.domain.workflows.record import StoredGroup, StoredTask, StoredWorkflow
 
 NOW = datetime(2025, 3, 1, 12, 0, 0, tzinfo=UTC)
 

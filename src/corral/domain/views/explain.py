@@ -1,8 +1,8 @@
 """Why each group of a workflow is where it is, in the user's terms (``corral workflow explain``).
 
-Pure: it reads a stored workflow (anything shaped like
-``corral.store.workflow_records.StoredWorkflow``; the shapes are protocols so the domain imports
-nothing from the store) and the current time.
+Pure: it reads a workflow (anything shaped like
+``corral.domain.workflows.record.StoredWorkflow``, as the protocols below say) and the current
+time.
 Statuses are OSMO's (docs/osmo-reference.md#workflow-statuses); a status corral does not know is
 shown as is.
 """
