@@ -15,7 +15,7 @@ from corral.domain.topology.podgroup import POD_GROUP_ANNOTATION
 from corral.scheduler import Binding, ClusterSnapshot, Placement
 from corral.scheduler.gang import place_group
 from corral.scheduler.resources import pod_demand
-from tests.kube.fake_apiserver import FakeKubeServer
+from tests.backends.kubernetes.fake_apiserver import FakeKubeServer
 
 POD_GROUP = ("scheduling.run.ai/v2alpha2", "PodGroup")
 TOPOLOGY = ("kai.scheduler/v1alpha1", "Topology")

@@ -32,7 +32,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from tests.kube.fake_store import (
+from tests.backends.kubernetes.fake_store import (
     CRD_TYPE,
     Change,
     Denial,

@@ -19,7 +19,7 @@ from corral.backends.kubernetes.backend import CLEANUP_FINALIZER, KubernetesBack
 from corral.backends.kubernetes.informer import Informer
 from corral.domain.configs.backend_models import KubernetesAccess
 from corral.domain.topology.kai_objects import NAMESPACE_LABEL, queue_manifests, topology_manifests
-from tests.kube.fake_apiserver import FakeKubeServer
+from tests.backends.kubernetes.fake_apiserver import FakeKubeServer
 
 REAL_CLUSTER = os.environ.get("CORRAL_TEST_KUBECONFIG", "")
 NAMESPACE = "corral-conformance"

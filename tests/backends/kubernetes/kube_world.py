@@ -11,9 +11,9 @@ from typing import Any
 
 from corral.backends.kubernetes.backend import KubernetesBackend
 from corral.domain.topology.kai_objects import priority_class_manifests
+from tests.backends.kubernetes.fake_apiserver import FakeKubeServer
+from tests.backends.kubernetes.fake_kai import FakeKai, FakeKubelet, node_manifest
 from tests.conftest import Api
-from tests.kube.fake_apiserver import FakeKubeServer
-from tests.kube.fake_kai import FakeKai, FakeKubelet, node_manifest
 from tests.services.lifecycle_world import Clock, World
 
 BACKEND = "default"

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.backends.kubernetes.fake_apiserver import FakeKubeServer
+from tests.backends.kubernetes.kube_world import KubeWorld
+from tests.backends.kubernetes.kube_world import kube_world as make_kube_world
 from tests.conftest import Api
-from tests.kube.fake_apiserver import FakeKubeServer
-from tests.kube.kube_world import KubeWorld
-from tests.kube.kube_world import kube_world as make_kube_world
 
 
 @pytest.fixture(scope="session")

@@ -32,7 +32,7 @@ from lightkube.resources.authorization_v1 import SelfSubjectAccessReview  # noqa
 from lightkube.resources.core_v1 import Pod  # noqa: E402
 from lightkube.types import PatchType  # noqa: E402
 
-from tests.kube.fake_apiserver import FakeKubeServer  # noqa: E402
+from tests.backends.kubernetes.fake_apiserver import FakeKubeServer  # noqa: E402
 
 ComputeDomain = create_namespaced_resource(
     "resource.nvidia.com", "v1beta1", "ComputeDomain", "computedomains"

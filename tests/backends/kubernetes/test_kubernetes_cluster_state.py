@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from corral.domain.topology.kai_objects import NAMESPACE_LABEL
-from tests.kube.kube_world import NAMESPACE, KubeWorld
+from tests.backends.kubernetes.kube_world import NAMESPACE, KubeWorld
 
 TOPOLOGY = ("kai.scheduler/v1alpha1", "Topology")
 QUEUE = ("scheduling.run.ai/v2", "Queue")

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from corral.domain.platform.nodes import GPU_RESOURCE, Node
-from tests.kube.fake_kai import node_manifest
-from tests.kube.kube_world import KubeWorld, wait_until
+from tests.backends.kubernetes.fake_kai import node_manifest
+from tests.backends.kubernetes.kube_world import KubeWorld, wait_until
 
 EXTRA = "gb200-extra"
 GB200_NODES = 90  # 5 racks x 18 trays, 4 GPUs each

@@ -1,5 +1,5 @@
 """The kubernetes backend end to end: workflows submitted over the API run on the fake API
-server through lightkube, placed by a fake KAI, run by a fake kubelet (tests/kube/fake_kai.py).
+server through lightkube, placed by a fake KAI, run by a fake kubelet (``fake_kai.py``).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from corral.domain.schemas.objects import manifest_problems
 from corral.domain.topology.kai_objects import queue_manifests, topology_manifests
 from corral.services.pool_queues import pool_queues, queue_of
-from tests.kube.kube_world import NAMESPACE, KubeWorld, stored_shape
+from tests.backends.kubernetes.kube_world import NAMESPACE, KubeWorld, stored_shape
 from tests.services.lifecycle_world import CLIQUE
 
 USE_CASES = [

@@ -9,7 +9,7 @@ from collections import Counter
 from corral.backends.kubernetes.backend import KubernetesBackend
 from corral.services.runtime import open_runtime
 from corral.services.workflow_step import MAX_CREATE_ATTEMPTS
-from tests.kube.kube_world import BACKEND, NAMESPACE, KubeWorld
+from tests.backends.kubernetes.kube_world import BACKEND, NAMESPACE, KubeWorld
 
 GROUP_KINDS = ("ComputeDomain", "PodGroup", "Pod", "Service", "Secret")
 
