@@ -7,12 +7,18 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from corral.domain.configs.bundles import parse_bundle
+from corral.domain.configs.snapshot import as_configs
 from corral.domain.configs.types import ConfigType
+from corral.domain.labels import POOL as POOL_LABEL
 from corral.domain.platform.nodes import Node
+from corral.domain.topology.kai_objects import queue_manifests
+from corral.files import read_bundle_directory
 from corral.scheduler import Queue
 from corral.services.placement import Placements
 from corral.services.placement_records import BoundPodOnNode, Evicted, PassResult
 from corral.services.pool_queues import pool_queues
+from tests.conftest import REPO
 
 T0 = datetime(2026, 11, 21, tzinfo=UTC)
 
@@ -168,3 +174,26 @@ def test_pool_queues_follow_the_pool_quota_and_backend_namespace() -> None:
         Queue("osmo-pool-team-p", gpu_guarantee=4, gpu_maximum=16, weight=2, pool="p"),
         Queue("osmo-pool-default-q", gpu_guarantee=None, gpu_maximum=None, weight=1, pool="q"),
     ]
+
+
+def test_the_embedded_queues_are_the_queue_manifests_the_kubernetes_backend_syncs() -> None:
+    """Read from the configs directly, the queues say what the synced Queue manifests say:
+    name, guarantee, maximum, weight and pool, for every backend of the example configs."""
+    bundle, _ = read_bundle_directory(REPO / "examples" / "configs")
+    state = dict(parse_bundle(bundle).items)
+    configs = as_configs(state)
+    from_manifests = [
+        Queue(
+            manifest["metadata"]["name"],
+            gpu_guarantee=None if gpu["quota"] < 0 else gpu["quota"],
+            gpu_maximum=None if gpu["limit"] < 0 else gpu["limit"],
+            weight=gpu["overQuotaWeight"],
+            pool=manifest["metadata"]["labels"][POOL_LABEL],
+        )
+        for backend in sorted({pool.backend for pool in configs.pools().values()})
+        for manifest in queue_manifests(state, backend)
+        if POOL_LABEL in manifest["metadata"]["labels"]
+        for gpu in [manifest["spec"]["resources"]["gpu"]]
+    ]
+    assert len(from_manifests) == len(configs.pools()) > 5
+    assert pool_queues(state) == from_manifests

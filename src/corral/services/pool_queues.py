@@ -1,43 +1,36 @@
 """The scheduler's queues, read from the configuration: one per pool, with its guarantee,
-maximum and weight as the Queue manifests the Kubernetes backend syncs say, and how long each
-pool's work is protected from preemption."""
+maximum and weight, the same as the Queue manifests the Kubernetes backend syncs say (a test
+holds them equal), and how long each pool's work is protected from preemption."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import timedelta
-from typing import Any
 
+from corral.domain.configs.models import GpuQuota, Pool
 from corral.domain.configs.snapshot import State, as_configs
-from corral.domain.labels import POOL as POOL_LABEL
-from corral.domain.topology.kai_objects import queue_manifests
 from corral.domain.topology.podgroup import queue_name
 from corral.scheduler import Queue
 
 
 def pool_queues(state: State) -> list[Queue]:
-    """The pool queues of every backend, read from the Queue manifests the Kubernetes backend
-    syncs (``domain/topology/kai_objects.py``); the parent queues are unlimited and not needed
-    here."""
-    backends = {pool.backend for pool in as_configs(state).pools().values()}
+    """The pool queue of every pool, by backend and then pool name, as the Kubernetes backend
+    names them; -1 (unlimited) is None. The parent queues are unlimited and not needed here."""
+    configs = as_configs(state)
+    pools = configs.pools()
     return [
-        queue_of(manifest)
-        for backend in sorted(backends)
-        for manifest in queue_manifests(state, backend)
-        if POOL_LABEL in manifest["metadata"]["labels"]
+        pool_queue(configs.backend(pool.backend).k8s_namespace, name, pool)
+        for name, pool in sorted(pools.items(), key=lambda item: (item[1].backend, item[0]))
     ]
 
 
-def queue_of(manifest: Mapping[str, Any]) -> Queue:
-    """The scheduler's view of a queue manifest (-1 means unlimited)."""
-    gpu = manifest["spec"]["resources"]["gpu"]
-    quota, limit = int(gpu["quota"]), int(gpu["limit"])
+def pool_queue(namespace: str, name: str, pool: Pool) -> Queue:
+    gpu = pool.resources.gpu or GpuQuota()
     return Queue(
-        manifest["metadata"]["name"],
-        gpu_guarantee=None if quota < 0 else quota,
-        gpu_maximum=None if limit < 0 else limit,
-        weight=int(gpu["overQuotaWeight"]),
-        pool=manifest["metadata"]["labels"].get(POOL_LABEL, ""),
+        queue_name(namespace, name),
+        gpu_guarantee=None if gpu.guarantee < 0 else gpu.guarantee,
+        gpu_maximum=None if gpu.maximum < 0 else gpu.maximum,
+        weight=gpu.weight,
+        pool=name,
     )
 
 
