@@ -95,6 +95,19 @@ def test_the_dashboard_imports_no_api_route_module() -> None:
     assert routes == []
 
 
+def test_only_the_embedded_adapter_touches_the_embedded_clusters_table() -> None:
+    """The embedded cluster's objects are the embedded adapter's (``backends/
+    embedded_objects.py``): the controller stages, binds and unbinds through it."""
+    touching = sorted(
+        str(path.relative_to(SRC))
+        for path in SRC.rglob("*.py")
+        if "migrations" not in path.parts
+        for module in imported_modules(path)
+        if module == "corral.store.tables.cluster_objects"
+    )
+    assert touching == ["backends/embedded_objects.py"]
+
+
 def test_the_import_graph_script_finds_no_import_against_the_layers() -> None:
     """``scripts/import_graph.py`` prints the graph of the whole of ``src/`` (docs/architecture.md)
     and the imports that run against the rings and the domain's layers: none."""

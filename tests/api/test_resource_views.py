@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from corral.domain.views.pool_quota import QUEUE_FIELDS, USAGE_FIELDS
-from corral.store.cluster_objects import ClusterObjectStore
+from corral.backends.embedded_objects import ClusterObjectStore
 from tests.conftest import REPO, Api
 
 WORKFLOWS = REPO / "examples" / "workflows"

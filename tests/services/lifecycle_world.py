@@ -12,7 +12,7 @@ import yaml
 
 from corral.domain.workflows.record import StoredWorkflow
 from corral.services.lifecycle import LifecycleController
-from corral.store.cluster_objects import ClusterObjectStore
+from corral.backends.embedded_objects import ClusterObjectStore
 from tests.conftest import REPO, Api
 
 WORKFLOWS = REPO / "examples" / "workflows"

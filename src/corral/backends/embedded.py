@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from corral.backends.embedded_objects import ClusterObjectStore
 from corral.backends.execution import TaskExecutor
 from corral.backends.port import GroupObjects, LiveCluster, Rule
-from corral.store.cluster_objects import ClusterObjectStore
 
 
 class EmbeddedBackend:

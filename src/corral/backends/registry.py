@@ -15,6 +15,7 @@ from collections.abc import Callable
 import structlog
 
 from corral.backends.embedded import EmbeddedBackend
+from corral.backends.embedded_objects import ClusterObjectStore
 from corral.backends.execution import TaskExecutor
 from corral.backends.kubernetes.api import connect
 from corral.backends.kubernetes.backend import KubernetesBackend
@@ -23,7 +24,6 @@ from corral.domain.configs.backend_models import KubernetesAccess
 from corral.domain.configs.snapshot import State, as_configs
 from corral.domain.topology.kai_objects import backend_namespace
 from corral.errors import UserError
-from corral.store.cluster_objects import ClusterObjectStore
 
 log = structlog.get_logger("corral.backends")
 

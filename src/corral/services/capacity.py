@@ -22,13 +22,13 @@ from dataclasses import dataclass, field
 
 import structlog
 
+from corral.backends.embedded_objects import ClusterObjectStore
 from corral.backends.port import BackendError, BoundPod, LiveCluster
 from corral.backends.registry import Backends, kubernetes_backends
 from corral.domain.cluster.description import Cluster
 from corral.domain.configs.snapshot import State, as_configs
 from corral.domain.labels import POOL as POOL_LABEL
 from corral.domain.platform.nodes import Node
-from corral.store.cluster_objects import ClusterObjectStore
 
 log = structlog.get_logger("corral.capacity")
 

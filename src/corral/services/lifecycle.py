@@ -32,11 +32,11 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
-from functools import partial
 from typing import Any
 
 import structlog
 
+from corral.backends.embedded_objects import ClusterObjectStore
 from corral.backends.port import BackendError, GroupObjects
 from corral.backends.registry import Backends
 from corral.domain.configs.snapshot import Configs
@@ -63,7 +63,6 @@ from corral.services.working_set import (
     WorkingSet,
     with_manifests,
 )
-from corral.store.cluster_objects import ClusterObjectStore
 from corral.store.database import StatementCounter
 from corral.store.workflows import WorkflowStore
 
@@ -346,11 +345,9 @@ class _Tick:
                 changes.shapes[shape.key] = SharedReason(shape.reason, shape.pod_names)
         if changes.empty:
             return
-        unbind = partial(
-            ClusterObjectStore.unbind_groups, group_uuids=[e.group for e in result.evicted]
-        )
-        bind = partial(ClusterObjectStore.bind_all, bindings=bindings)
-        self.controller.commit(changes, also=_both(unbind, bind))
+        objects = self.controller.objects
+        unbind = objects.unbinding([e.group for e in result.evicted])
+        self.controller.commit(changes, also=_both(unbind, objects.binding(bindings)))
         for workflow in reasoned.values():
             self.working.keep(with_changes(workflow, changes))
         for workflow in {**evicted, **placed}.values():

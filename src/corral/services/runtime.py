@@ -12,6 +12,7 @@ import platformdirs
 from sqlalchemy import Engine, make_url, text
 from sqlalchemy.exc import SQLAlchemyError
 
+from corral.backends.embedded_objects import ClusterObjectStore
 from corral.backends.execution import SimulatedExecution, TaskExecutor, TaskRun
 from corral.backends.local_execution import LocalProcessExecution
 from corral.backends.registry import Backends
@@ -36,7 +37,6 @@ from corral.services.leadership import Leadership
 from corral.services.lifecycle import LifecycleController
 from corral.services.placement_now import GroupPlacement, placements_now
 from corral.services.submission import SubmissionService
-from corral.store.cluster_objects import ClusterObjectStore
 from corral.store.config_store import ConfigStore
 from corral.store.database import make_engine, migrate
 from corral.store.lease import LeaseRow, LeaseStore

@@ -6,7 +6,10 @@ status change in one transaction, and a restarted server finds exactly what exis
 controller stages a tick's creations and deletions (:meth:`ClusterObjectStore.stage_apply`,
 :meth:`ClusterObjectStore.stage_delete`) and writes them in the transaction that records their
 result (:meth:`ClusterObjectStore.write_staged`): a group's objects and its SCHEDULING status
-are stored together or not at all.
+are stored together or not at all. Binding pods to nodes and unbinding an evicted gang's pods
+are writes of this module too (:meth:`ClusterObjectStore.binding`,
+:meth:`ClusterObjectStore.unbinding`), handed to the controller for its transaction: nothing
+else writes the cluster's tables.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from sqlalchemy import Connection, Engine, select
@@ -178,6 +182,18 @@ class ClusterObjectStore:
         ClusterObjectStore.bind_all(
             connection, [(backend, namespace, pod, node) for pod, node in nodes.items()]
         )
+
+    def binding(
+        self, bindings: Sequence[tuple[str, str, str, str]]
+    ) -> Callable[[Connection], None]:
+        """The write that binds pods to nodes, (backend, namespace, pod, node) each, for the
+        controller's transaction."""
+        return partial(ClusterObjectStore.bind_all, bindings=bindings)
+
+    def unbinding(self, group_uuids: Sequence[str]) -> Callable[[Connection], None]:
+        """The write that unbinds every pod of the groups (evicted), for the controller's
+        transaction."""
+        return partial(ClusterObjectStore.unbind_groups, group_uuids=group_uuids)
 
     @staticmethod
     def bind_all(connection: Connection, bindings: Sequence[tuple[str, str, str, str]]) -> None:
