@@ -49,8 +49,8 @@ def test_user_lifecycle_and_access(live_server: LiveServer) -> None:
 
     unknown = server.cli("user", "roles", "add", "alice", "osmo-nope")
     assert unknown.stderr == (
-        "error: roles: Role osmo-nope does not exist; define it first (corral config set ROLE "
-        "...).\n"
+        "error: role_name: Role osmo-nope does not exist; define it first (corral config set "
+        "ROLE ...).\n"
     )
     ok(server, "user", "roles", "remove", "alice", "osmo-user")
     gone = server.cli("pool", "list", extra_env={"CORRAL_TOKEN": token})
