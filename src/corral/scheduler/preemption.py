@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from corral.scheduler.fair_share import PRIORITY_RANK
 from corral.scheduler.gang import Placement, place_within, relevant_levels
@@ -127,29 +127,40 @@ class _Later:
         return hash(self.since)
 
 
+class Victims(Protocol):
+    """Where a search takes its candidate victims from: the scheduler's index of bound gangs
+    that are not protected (placed in this pass, or younger than their queue's minimum
+    runtime). Both are filtered by priority and queue in the search."""
+
+    def unprotected(self) -> Iterable[Running]:
+        """Every candidate, most preferred victim first (youngest first)."""
+        ...
+
+    def on_node(self, node: int) -> Iterable[Running]:
+        """The candidates with a pod on node ``node`` (the snapshot's index)."""
+        ...
+
+
 def preempt(
     snapshot: ClusterSnapshot,
     root: PodSet,
     queue: str,
     priority: str,
     usage: QueueUsage,
-    running: Iterable[Running],
-    on_node: Callable[[int], Iterable[Running]],
+    victims: Victims,
 ) -> Preemption | None:
     """Victims whose eviction lets ``root`` (of ``queue`` and ``priority``) be placed, and
     where it then goes; None when no allowed victims would do (see the module docstring).
-
-    ``running`` lists the bound gangs that are not protected, most preferred victim first
-    (youngest first); ``on_node(i)`` the same gangs with a pod on node ``i``. Both are
-    filtered here by priority and queue. The snapshot is left as it was.
+    The snapshot is left as it was.
     """
     rank = PRIORITY_RANK.get(priority, 1)
     if rank >= PRIORITY_RANK[PREEMPTIBLE]:
         return None  # LOW work evicts nothing: it would be equal or higher
     if usage.refusal(queue, root.total.gpu, freed=usage.used.get(queue, 0)):
         return None  # over its guarantee (or maximum) even if its queue were empty
-    search = _Search(snapshot, root, queue, rank, usage, on_node)
-    for region in _alternate(search.regions_of_victims(running), search.roomiest_regions()):
+    search = _Search(snapshot, root, queue, rank, usage, victims.on_node)
+    regions = search.regions_of_victims(victims.unprotected())
+    for region in _alternate(regions, search.roomiest_regions()):
         if len(search.estimates) >= ENOUGH_ESTIMATES or search.tried >= MOST_REGIONS_COUNTED:
             break
         search.estimate(region)

@@ -348,33 +348,17 @@ class Placements:
         shape.retry_at = None
         if shape.low or shape.root is None or not self._victims:
             return None
-        protected_until: list[datetime] = []
-
-        def unprotected() -> Iterator[Running]:
-            for victim in reversed(self._victims.values()):  # youngest first
-                if victim.key in self._placed_now:
-                    continue  # placed in this pass: it has not even started
-                until = self._protected_until(victim, now)
-                if until is None:
-                    yield victim
-                else:
-                    protected_until.append(until)
-
+        candidates = _Candidates(self, now)
         found = preempt(
             self.snapshot(shape.levels),
             shape.root,
             shape.queue,
             group.priority,
             self.usage,
-            unprotected(),
-            lambda i: [
-                v
-                for v in self._victims_on.get(i, {}).values()
-                if v.key not in self._placed_now and self._protected_until(v, now) is None
-            ],
+            candidates,
         )
-        if found is None and protected_until:
-            shape.retry_at = min(protected_until)
+        if found is None and candidates.protected_until:
+            shape.retry_at = min(candidates.protected_until)
         return found
 
     def _protected_until(self, victim: Running, now: datetime | None) -> datetime | None:
@@ -433,3 +417,34 @@ class Placements:
 
 def _pod_group(manifests: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
     return next((m for m in manifests if (m["apiVersion"], m["kind"]) == POD_GROUP_KIND), None)
+
+
+class _Candidates:
+    """The victims a preemption may take (:class:`corral.scheduler.preemption.Victims`) from
+    the pass's index: not placed in this pass, and past their queue's minimum runtime. Notes
+    when the protected ones become candidates."""
+
+    def __init__(self, placements: Placements, now: datetime | None) -> None:
+        self._placements = placements
+        self._now = now
+        self.protected_until: list[datetime] = []
+
+    def unprotected(self) -> Iterator[Running]:
+        placements = self._placements
+        for victim in reversed(placements._victims.values()):  # youngest first
+            if victim.key in placements._placed_now:
+                continue  # placed in this pass: it has not even started
+            until = placements._protected_until(victim, self._now)
+            if until is None:
+                yield victim
+            else:
+                self.protected_until.append(until)
+
+    def on_node(self, node: int) -> list[Running]:
+        placements = self._placements
+        return [
+            victim
+            for victim in placements._victims_on.get(node, {}).values()
+            if victim.key not in placements._placed_now
+            and placements._protected_until(victim, self._now) is None
+        ]
