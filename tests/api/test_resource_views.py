@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from corral.domain.views.pool_quota import QUEUE_FIELDS, USAGE_FIELDS
 from corral.backends.embedded_objects import ClusterObjectStore
+from corral.domain.views.pool_quota import QUEUE_FIELDS, USAGE_FIELDS
 from tests.conftest import REPO, Api
 
 WORKFLOWS = REPO / "examples" / "workflows"

@@ -10,9 +10,9 @@ from typing import Any
 
 import yaml
 
+from corral.backends.embedded_objects import ClusterObjectStore
 from corral.domain.workflows.record import StoredWorkflow
 from corral.services.lifecycle import LifecycleController
-from corral.backends.embedded_objects import ClusterObjectStore
 from tests.conftest import REPO, Api
 
 WORKFLOWS = REPO / "examples" / "workflows"

@@ -7,8 +7,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from corral.services.runtime import utc_now
 from corral.backends.embedded_objects import ClusterObjectStore
+from corral.services.runtime import utc_now
 from corral.store.database import make_engine, migrate
 
 WRITERS = 20
