@@ -82,10 +82,12 @@ class Cluster:
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     server = start_server(tmp_path_factory.mktemp("dashboard"), "--demo")
     found = Cluster(server)
-    yield found
-    found.cancel_all()
-    found.api.close()
-    server.stop()
+    try:
+        yield found
+        found.cancel_all()
+    finally:  # a failing teardown must not leave the server running
+        found.api.close()
+        server.stop()
 
 
 @pytest.fixture(scope="module")
