@@ -19,6 +19,7 @@ from corral.services.placement import Placements
 from corral.services.placement_records import BoundPodOnNode, Evicted, PassResult
 from corral.services.pool_queues import pool_queues
 from tests.conftest import REPO
+from tests.services.lifecycle_world import queue_of
 
 T0 = datetime(2026, 11, 21, tzinfo=UTC)
 
@@ -183,17 +184,10 @@ def test_the_embedded_queues_are_the_queue_manifests_the_kubernetes_backend_sync
     state = dict(parse_bundle(bundle).items)
     configs = as_configs(state)
     from_manifests = [
-        Queue(
-            manifest["metadata"]["name"],
-            gpu_guarantee=None if gpu["quota"] < 0 else gpu["quota"],
-            gpu_maximum=None if gpu["limit"] < 0 else gpu["limit"],
-            weight=gpu["overQuotaWeight"],
-            pool=manifest["metadata"]["labels"][POOL_LABEL],
-        )
+        queue_of(manifest)
         for backend in sorted({pool.backend for pool in configs.pools().values()})
         for manifest in queue_manifests(state, backend)
         if POOL_LABEL in manifest["metadata"]["labels"]
-        for gpu in [manifest["spec"]["resources"]["gpu"]]
     ]
     assert len(from_manifests) == len(configs.pools()) > 5
     assert pool_queues(state) == from_manifests

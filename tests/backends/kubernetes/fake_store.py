@@ -23,11 +23,12 @@ from typing import Any
 import yaml
 
 from corral.domain.schemas.objects import CORE_KINDS, manifest_problems
+from tests.conftest import REPO
 
 Obj = dict[str, Any]
 FieldPath = tuple[str, ...]
 
-CRD_DIR = Path(__file__).resolve().parents[2] / "schemas" / "crds"
+CRD_DIR = REPO / "schemas" / "crds"
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 CRD_GROUP = "apiextensions.k8s.io"
 #: Metadata the server owns: never taken from a request body, never validated as user input.

@@ -11,9 +11,9 @@ import pytest
 
 from corral.domain.schemas.objects import manifest_problems
 from corral.domain.topology.kai_objects import queue_manifests, topology_manifests
-from corral.services.pool_queues import pool_queues, queue_of
+from corral.services.pool_queues import pool_queues
 from tests.backends.kubernetes.kube_world import NAMESPACE, KubeWorld, stored_shape
-from tests.services.lifecycle_world import CLIQUE
+from tests.services.lifecycle_world import CLIQUE, queue_of
 
 USE_CASES = [
     "nvl72-single-rack.yaml",
