@@ -27,9 +27,9 @@ from corral.domain.views.pool_quota import (
     quota_json,
 )
 from corral.domain.views.resource_listing import (
-    Amounts,
     NodeResources,
     list_resources,
+    node_amounts,
     node_info_json,
     resources_json,
 )
@@ -168,7 +168,7 @@ def build_resource_router(
             layout = layout_of(state, cluster.nodes, cluster.pools)
             info = node_info_json(layout, node, demand, shown)
             placements = [(p["pool"], p["platform"]) for p in info["pools"]]
-            amounts = (Amounts(**info["capacity"]), Amounts(**info["used"]))
+            amounts = node_amounts(node, demand)
             entry = osmo_entry(
                 node,
                 info["type"],

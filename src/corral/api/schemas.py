@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import Path, Query
@@ -21,6 +21,7 @@ from starlette.convertors import Convertor, register_url_convertor
 
 from corral.domain.configs.config_type import ConfigType
 from corral.domain.configs.types import reject_unstorable
+from corral.domain.formats.wire_time import as_utc
 from corral.errors import UserError
 
 
@@ -38,7 +39,7 @@ def _iso_time(value: Any) -> Any:
         raise ValueError(
             f"give a date and time such as 2026-11-27T08:30:00Z, not {text!r}"
         ) from None
-    return found if found.tzinfo else found.replace(tzinfo=UTC)
+    return as_utc(found)
 
 
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")

@@ -10,11 +10,11 @@ are naive UTC (:func:`corral.domain.formats.wire_time.wire_time`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
-from corral.domain.formats.wire_time import optional_wire_time, wire_time
+from corral.domain.formats.wire_time import as_utc, optional_wire_time, wire_time
 from corral.domain.workflows.record import StoredGroup, StoredTask, StoredWorkflow
 
 
@@ -30,12 +30,7 @@ def logs_url(base_url: str, workflow_id: str) -> str:
 
 def queued_seconds(submitted: datetime, started: datetime | None, now: datetime) -> float:
     """OSMO's ``queued_time``: seconds from submission to the first start (or to now)."""
-    return max(0.0, (_aware(started or now) - _aware(submitted)).total_seconds())
-
-
-def _aware(moment: datetime) -> datetime:
-    """SQLite hands back naive datetimes; every time corral stores is UTC."""
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    return max(0.0, (as_utc(started or now) - as_utc(submitted)).total_seconds())
 
 
 def summary(

@@ -14,7 +14,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, NoReturn, ParamSpec, TypeVar
 
@@ -24,6 +24,7 @@ from rich.table import Column, Table
 from rich.text import Text
 
 from corral.cli.client import ApiError
+from corral.domain.formats.wire_time import as_utc
 from corral.errors import CorralError
 
 P = ParamSpec("P")
@@ -117,9 +118,7 @@ def local_time(timestamp: str) -> str:
         moment = datetime.fromisoformat(timestamp)
     except ValueError:
         return timestamp
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+    return as_utc(moment).astimezone().strftime("%Y-%m-%d %H:%M:%S")
 
 
 def compact(value: Any) -> str:

@@ -16,13 +16,14 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Literal
 
 from sqlalchemy import ColumnElement, Engine, Select, func, select, update
 from sqlalchemy.engine import Connection, RowMapping
 
 from corral.domain.configs.types import ConfigType
+from corral.domain.formats.wire_time import as_utc
 from corral.store.config_item_versions import (
     Action,
     ChangedItem,
@@ -396,4 +397,4 @@ def _revision(
 
 def _utc(moment: datetime) -> datetime:
     """SQLite hands back naive datetimes; every stored time is UTC."""
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return as_utc(moment)

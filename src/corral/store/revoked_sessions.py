@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sqlalchemy import Engine, bindparam, delete, select
 from sqlalchemy.exc import IntegrityError
 
+from corral.domain.formats.wire_time import as_utc
 from corral.store.database import autocommit, writing
 from corral.store.tables import revoked_sessions
 
@@ -51,7 +52,7 @@ class RevokedSessions:
             row = connection.execute(_REVOKED, {"session_id": session_id}).first()
         if row is not None:
             expires = row.expires_at
-            self._remember(session_id, expires if expires.tzinfo else expires.replace(tzinfo=UTC))
+            self._remember(session_id, as_utc(expires))
         return row is not None
 
     def _remember(self, session_id: str, expires_at: datetime) -> None:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
+from corral.domain.formats.wire_time import as_utc
 from corral.domain.workflows.record import (
     GROUP_SCHEDULING,
     SharedReason,
@@ -140,6 +141,4 @@ def workflow_record(row: Any, groups: list[StoredGroup]) -> StoredWorkflow:
 
 def utc(value: datetime | None) -> datetime | None:
     """SQLite hands back naive datetimes; every time corral stores is UTC."""
-    if value is None or value.tzinfo is not None:
-        return value
-    return value.replace(tzinfo=UTC)
+    return None if value is None else as_utc(value)

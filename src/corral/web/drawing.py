@@ -14,6 +14,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from corral import __version__
 from corral.api.guard import guarded_principal
+from corral.domain.formats.wire_time import as_utc
 from corral.errors import CorralError
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -46,9 +47,7 @@ def age(moment: datetime | None, now: datetime | None = None) -> str:
     """``3m``, ``2h``, ``4d``: how long ago."""
     if moment is None:
         return ""
-    if moment.tzinfo is None:  # SQLite hands back naive UTC
-        moment = moment.replace(tzinfo=UTC)
-    seconds = int(((now or datetime.now(UTC)) - moment).total_seconds())
+    seconds = int(((now or datetime.now(UTC)) - as_utc(moment)).total_seconds())
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds >= size:
             return f"{seconds // size}{unit}"

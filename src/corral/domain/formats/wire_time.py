@@ -10,11 +10,15 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 
+def as_utc(moment: datetime) -> datetime:
+    """``moment`` with a zone: a naive one is UTC (SQLite hands stored times back naive, and
+    every time corral stores or sends is UTC)."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
 def wire_time(moment: datetime) -> str:
     """``moment`` in UTC without a zone suffix (a naive ``moment`` is taken to be UTC)."""
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(UTC).replace(tzinfo=None)
-    return moment.isoformat()
+    return as_utc(moment).astimezone(UTC).replace(tzinfo=None).isoformat()
 
 
 def optional_wire_time(moment: datetime | None) -> str | None:

@@ -276,6 +276,12 @@ class _Nothing:
 _NOTHING = _Nothing()
 
 
+def node_amounts(node: Node, requested: Requested | None) -> tuple[Amounts, Amounts]:
+    """The node's capacity and what its pods use of it, in the table's units."""
+    capacity = capacity_of(node)
+    return capacity, used_of(requested or _NOTHING, capacity)
+
+
 def node_info_json(
     layout: PoolLayout,
     node: Node,
@@ -285,8 +291,7 @@ def node_info_json(
     """The answer of ``GET /api/resources/{node}``: the node's labels, taints, allocatable
     quantities, amounts, and each (pool, platform) of ``pools`` it serves with the platform's
     security settings and mounts. ``type`` counts every pool configured."""
-    capacity = capacity_of(node)
-    used = used_of(requested or _NOTHING, capacity)
+    capacity, used = node_amounts(node, requested)
     served = []
     for pool_name, platform_name in layout.placements(node.name):
         if pool_name not in pools:
