@@ -20,7 +20,8 @@ the subgroup's first pod and retrying the next clique on failure. It is stopped 
 figures on that same prefix are shown next to it.
 
 ``--preemption [SIZES]`` (5,000 nodes by default) runs two streams through the embedded
-scheduler's state instead (``services/placement.py``: queues, fair share, shapes, preemption),
+scheduler's state instead (``scheduler/cache.py`` and ``cycle.py``: queues, fair share,
+shapes, preemption),
 one gang per pass: ``fill``, LOW ``gang8`` gangs until the cluster is full (no preemption: the
 baseline of the same run), then ``preempt``, HIGH ``gang8`` gangs that each must evict LOW gangs
 from one clique, until one cannot be placed. Reported: pods placed per second (time in ``add``
@@ -54,7 +55,7 @@ if __package__ in (None, ""):  # run as a script: python benchmarks/scheduler.py
 
 from corral.domain.platform.nodes import Node, Taint, belongs_to
 from corral.scheduler import ClusterSnapshot, Placement, Queue, place_group
-from corral.services.placement import Placements
+from corral.scheduler.cache import SchedulerCache
 
 ZONE = "topology.kubernetes.io/zone"
 SPINE = "topology.kubernetes.io/spine"
@@ -372,7 +373,7 @@ def _prefix(result: Result, groups: int, fed: list[Group]) -> Result:
 
 def run_preemption(nodes: list[Node], seed: int) -> tuple[Result, Result]:
     """The ``fill`` and ``preempt`` streams of the module docstring on one state."""
-    placements = Placements(nodes, [Queue("bench")], [])
+    placements = SchedulerCache(nodes, [Queue("bench")], [])
     clock = datetime(2026, 11, 26, tzinfo=UTC)
     by_name = {node.name: node for node in nodes}
     priorities: dict[str, str] = {}

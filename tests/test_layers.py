@@ -120,3 +120,16 @@ def test_the_import_graph_script_finds_no_import_against_the_layers() -> None:
     last = done.stdout.strip().splitlines()[-1]
     assert last.endswith("imports against the layers: 0"), done.stdout
     assert "domain.views         -> domain.workflows" in done.stdout
+
+
+def test_the_scheduler_imports_only_the_domain() -> None:
+    """``scheduler/`` is pure placement (its cache and pass included): it imports the domain
+    and itself, never a use case, the store or a backend."""
+    outward = [
+        f"{path.relative_to(SRC)} imports {module}"
+        for path in (SRC / "scheduler").rglob("*.py")
+        for module in imported_modules(path)
+        if module.startswith("corral.")
+        and not module.startswith(("corral.scheduler", "corral.domain", "corral.errors"))
+    ]
+    assert outward == []

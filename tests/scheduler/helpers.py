@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from corral.domain.labels import POOL as POOL_LABEL
 from corral.domain.platform.nodes import Node, Taint
+from corral.scheduler import Queue
 
 ZONE = "topology.kubernetes.io/zone"
 SPINE = "topology.kubernetes.io/spine"
@@ -93,3 +96,17 @@ def pod_group(
     if subgroups:
         spec["subGroups"] = subgroups
     return {"kind": "PodGroup", "metadata": {"name": "pg"}, "spec": spec}
+
+
+def queue_of(manifest: Mapping[str, Any]) -> Queue:
+    """The scheduler's view of a synced Queue manifest (-1 means unlimited), to compare the
+    embedded scheduler's queues with what the Kubernetes backend syncs."""
+    gpu = manifest["spec"]["resources"]["gpu"]
+    quota, limit = int(gpu["quota"]), int(gpu["limit"])
+    return Queue(
+        manifest["metadata"]["name"],
+        gpu_guarantee=None if quota < 0 else quota,
+        gpu_maximum=None if limit < 0 else limit,
+        weight=int(gpu["overQuotaWeight"]),
+        pool=manifest["metadata"]["labels"].get(POOL_LABEL, ""),
+    )

@@ -3,7 +3,7 @@ clock the test moves, and helpers to occupy nodes and to run until something is 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -11,9 +11,7 @@ from typing import Any
 import yaml
 
 from corral.backends.embedded_objects import ClusterObjectStore
-from corral.domain.labels import POOL as POOL_LABEL
 from corral.domain.workflows.record import StoredWorkflow
-from corral.scheduler import Queue
 from corral.services.lifecycle import LifecycleController
 from tests.conftest import REPO, Api
 
@@ -167,17 +165,3 @@ def task(
     if lead:
         found["lead"] = True
     return found
-
-
-def queue_of(manifest: Mapping[str, Any]) -> Queue:
-    """The scheduler's view of a synced Queue manifest (-1 means unlimited), to compare the
-    embedded scheduler's queues with what the Kubernetes backend syncs."""
-    gpu = manifest["spec"]["resources"]["gpu"]
-    quota, limit = int(gpu["quota"]), int(gpu["limit"])
-    return Queue(
-        manifest["metadata"]["name"],
-        gpu_guarantee=None if quota < 0 else quota,
-        gpu_maximum=None if limit < 0 else limit,
-        weight=int(gpu["overQuotaWeight"]),
-        pool=manifest["metadata"]["labels"].get(POOL_LABEL, ""),
-    )

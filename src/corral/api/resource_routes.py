@@ -19,7 +19,7 @@ from corral.api import responses as R
 from corral.api.auth import Authorizer, Principal
 from corral.api.config_routes import Caller
 from corral.domain.configs.models import Pool
-from corral.domain.configs.snapshot import State
+from corral.domain.configs.snapshot import Configs
 from corral.domain.views.osmo_resources import osmo_entry
 from corral.domain.views.pool_quota import (
     pool_minimal,
@@ -44,7 +44,7 @@ Names = Annotated[list[str], Query()]
 def build_resource_router(
     service: ConfigService,
     authorizer: Authorizer,
-    capacity: Callable[[State], list[ClusterCapacity]],
+    capacity: Callable[[Configs], list[ClusterCapacity]],
     preempted: Callable[[], Mapping[str, int]] = dict,
 ) -> APIRouter:
     """``capacity`` gives, for a config state, each cluster's nodes, pods and pools

@@ -21,16 +21,15 @@ from corral.backends.kubernetes.api import connect
 from corral.backends.kubernetes.backend import KubernetesBackend
 from corral.backends.port import BackendError, ClusterBackend
 from corral.domain.configs.backend_models import KubernetesAccess
-from corral.domain.configs.snapshot import State, as_configs
+from corral.domain.configs.snapshot import Configs
 from corral.domain.topology.kai_objects import backend_namespace
 from corral.errors import UserError
 
 log = structlog.get_logger("corral.backends")
 
 
-def kubernetes_backends(state: State) -> set[str]:
+def kubernetes_backends(configs: Configs) -> set[str]:
     """The configured backends with a ``kubernetes`` section."""
-    configs = as_configs(state)
     return {name for name in configs.backend_names() if configs.backend(name).kubernetes}
 
 
@@ -52,7 +51,7 @@ class Backends:
 
     def __init__(
         self,
-        state: Callable[[], State],
+        state: Callable[[], Configs],
         objects: ClusterObjectStore,
         embedded_executor: Callable[[str], TaskExecutor],
         connector: Connector = connect_backend,
@@ -64,15 +63,15 @@ class Backends:
         self._connected: dict[str, tuple[str, KubernetesBackend]] = {}
         self._lock = threading.Lock()
 
-    def get(self, name: str, state: State | None = None) -> ClusterBackend:
+    def get(self, name: str, state: Configs | None = None) -> ClusterBackend:
         """The backend named ``name``; :class:`BackendError` if its cluster cannot be used."""
         state = self._state() if state is None else state
-        access = as_configs(state).backend(name).kubernetes
+        access = state.backend(name).kubernetes
         if access is None:
             return EmbeddedBackend(name, self._objects, self._embedded_executor(name))
         return self._kubernetes(name, access, backend_namespace(state, name))
 
-    def kubernetes(self, state: State) -> list[ClusterBackend]:
+    def kubernetes(self, state: Configs) -> list[ClusterBackend]:
         """Every backend of ``state`` that is a Kubernetes cluster, connected."""
         found: list[ClusterBackend] = []
         for name in sorted(kubernetes_backends(state)):

@@ -18,6 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import timedelta
+
+from corral.domain.configs.models import GpuQuota, Pool
+from corral.domain.configs.snapshot import Configs
+from corral.domain.topology.podgroup import queue_name
 
 
 @dataclass(frozen=True)
@@ -104,3 +109,39 @@ def _how_to_borrow(maximum: int | None) -> str:
         else (f"up to its maximum of {maximum}")
     )
     return f"submit with --priority LOW to borrow idle GPUs {limit}"
+
+
+# -- from the configuration: one queue per pool, the same as the Queue manifests the Kubernetes
+# backend syncs (a test holds them equal) ---------------------------------------------------
+
+
+def pool_queues(configs: Configs) -> list[Queue]:
+    """The pool queue of every pool, by backend and then pool name, as the Kubernetes backend
+    names them; -1 (unlimited) is None. The parent queues are unlimited and not needed here."""
+    pools = configs.pools()
+    return [
+        pool_queue(configs.backend(pool.backend).k8s_namespace, name, pool)
+        for name, pool in sorted(pools.items(), key=lambda item: (item[1].backend, item[0]))
+    ]
+
+
+def pool_queue(namespace: str, name: str, pool: Pool) -> Queue:
+    gpu = pool.resources.gpu or GpuQuota()
+    return Queue(
+        queue_name(namespace, name),
+        gpu_guarantee=None if gpu.guarantee < 0 else gpu.guarantee,
+        gpu_maximum=None if gpu.maximum < 0 else gpu.maximum,
+        weight=gpu.weight,
+        pool=name,
+    )
+
+
+def min_runtimes(configs: Configs) -> dict[str, timedelta]:
+    """Per pool queue, how long its work is protected from preemption and reclaim."""
+    return {
+        queue_name(configs.backend(pool.backend).k8s_namespace, name): timedelta(
+            seconds=pool.preemption.min_runtime_seconds()
+        )
+        for name, pool in configs.pools().items()
+        if pool.preemption.min_runtime_seconds()
+    }

@@ -26,7 +26,7 @@ from corral.backends.embedded_objects import ClusterObjectStore
 from corral.backends.port import BackendError, BoundPod, LiveCluster
 from corral.backends.registry import Backends, kubernetes_backends
 from corral.domain.cluster.description import Cluster
-from corral.domain.configs.snapshot import State, as_configs
+from corral.domain.configs.snapshot import Configs
 from corral.domain.labels import POOL as POOL_LABEL
 from corral.domain.platform.nodes import Node
 
@@ -118,7 +118,7 @@ class BoundPodCache:
 
 
 def read_capacity(
-    state: State,
+    configs: Configs,
     cluster: Cluster,
     backends: Backends,
     bound_pods: BoundPodCache,
@@ -126,7 +126,6 @@ def read_capacity(
     """Every cluster the configuration uses: the embedded one first (left out when every
     configured backend is a Kubernetes one and no pool runs on it), then the Kubernetes
     backends by name. ``bound_pods`` reads the embedded cluster's pods."""
-    configs = as_configs(state)
     kubernetes = kubernetes_backends(configs)
     pools: dict[str, list[str]] = {}
     for name, pool in configs.pools().items():
@@ -140,7 +139,7 @@ def read_capacity(
             ClusterCapacity(EMBEDDED, cluster.nodes, bound, tuple(pools.get(EMBEDDED, ())))
         )
     for name in sorted(kubernetes):
-        connected = _connected(backends, state, name)
+        connected = _connected(backends, configs, name)
         nodes: tuple[Node, ...] = ()
         running: tuple[BoundPod, ...] = ()
         namespace: str | None = None
@@ -151,7 +150,7 @@ def read_capacity(
 
 
 def backend_nodes(
-    state: State, cluster: Cluster, backends: Backends, backend: str
+    state: Configs, cluster: Cluster, backends: Backends, backend: str
 ) -> tuple[Node, ...]:
     """The nodes the pools of ``backend`` run on (the submission's node checks); the same
     object while they do not change (a sandbox worker keeps it between calls)."""
@@ -161,7 +160,7 @@ def backend_nodes(
     return () if connected is None else connected.nodes
 
 
-def _connected(backends: Backends, state: State, name: str) -> LiveCluster | None:
+def _connected(backends: Backends, state: Configs, name: str) -> LiveCluster | None:
     """What the Kubernetes backend ``name`` sees of its cluster; None (with a warning) when it
     cannot be connected."""
     try:

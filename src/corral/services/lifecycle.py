@@ -9,7 +9,8 @@ and followed from then on, indexed by what each waits on. A tick:
 2. steps the workflows that are due (``services/workflow_step.py``: new, canceled, just bound, a
    task that may have ended, a timeout): decide, apply the effects on the cluster (start or stop
    tasks, create a group's objects), and write every step's changes in one transaction;
-3. offers the waiting groups to the scheduler (``services/placement.py``, kept between ticks)
+3. offers the waiting groups to the scheduler (a pass, ``scheduler/cycle.py``, over the cache
+   kept between ticks, ``scheduler/cache.py``)
    and writes the bindings in one transaction; asks a cluster's own scheduler about its groups;
 4. deletes the objects of finished groups, by the ``(apiVersion, kind)`` recorded on the group
    and the group's label (so a pool template changed meanwhile changes nothing), and marks them
@@ -49,10 +50,11 @@ from corral.domain.workflows.record import (
     with_changes,
 )
 from corral.domain.workflows.statuses import TaskStatus
+from corral.scheduler.cache import SchedulerCache
+from corral.scheduler.cycle import place_waiting
+from corral.scheduler.queues import min_runtimes, pool_queues
+from corral.scheduler.records import BoundPodOnNode, Evicted
 from corral.services.leadership import Leadership
-from corral.services.placement import Placements
-from corral.services.placement_records import BoundPodOnNode, Evicted
-from corral.services.pool_queues import min_runtimes, pool_queues
 from corral.services.tick_index import HOLDS_NODES, WorkingSetIndexer
 from corral.services.tick_report import TickReport
 from corral.services.workflow_step import WorkflowStep
@@ -194,7 +196,7 @@ class LifecycleController:
             for group in workflow.groups
             if group.status in HOLDS_NODES
         }
-        placements = Placements(
+        placements = SchedulerCache(
             self.nodes(),
             pool_queues(state),
             bound,
@@ -326,7 +328,7 @@ class _Tick:
             if group_uuid in placements.waiting:
                 changes.group(group_uuid, pending_shape=key)
         self.working.new_shapes.clear()
-        result = placements.place_waiting(self.now)
+        result = place_waiting(placements, self.now)
         evicted = self._evict(result.evicted, changes)
         for found in result.placed:
             workflow = self.working.workflows[self.working.owners.pop(found.group.key)]

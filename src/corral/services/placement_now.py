@@ -2,7 +2,7 @@
 (docs/submission.md#dry-run-where-it-would-run-now).
 
 The cluster's live occupancy — its nodes and the pods bound to them, of every pool — is read
-into the same scheduling state the controller keeps (``services/placement.py``), and the
+into the same scheduling state the controller keeps (``scheduler/cache.py``), and the
 workflow's groups are offered to it in order, as one pass would: each is placed (possibly
 evicting lower-priority work, which is named), or gets the reason the controller would write,
 which ``corral workflow explain`` shows. Nothing is bound or evicted for real. Groups are
@@ -17,13 +17,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from corral.domain.configs.snapshot import State, as_configs
+from corral.domain.configs.snapshot import Configs
 from corral.domain.labels import GROUP_UUID, WORKFLOW_ID
 from corral.domain.workflows.plan import WorkflowPlan
+from corral.scheduler.cache import SchedulerCache
+from corral.scheduler.cycle import place_waiting
+from corral.scheduler.queues import min_runtimes, pool_queues
+from corral.scheduler.records import BoundPodOnNode
 from corral.services.capacity import ClusterCapacity
-from corral.services.placement import Placements
-from corral.services.placement_records import BoundPodOnNode
-from corral.services.pool_queues import min_runtimes, pool_queues
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,7 @@ class OfferedGroup:
 
 
 def placements_now(
-    state: State, plan: WorkflowPlan, cluster: ClusterCapacity, now: datetime
+    state: Configs, plan: WorkflowPlan, cluster: ClusterCapacity, now: datetime
 ) -> list[GroupPlacement]:
     """One entry per group of ``plan``, in order (see the module docstring)."""
     groups = [OfferedGroup(group.uuid, group.name, group.manifests) for group in plan.groups]
@@ -66,7 +67,7 @@ def placements_now(
 
 
 def groups_placed_now(
-    state: State,
+    configs: Configs,
     pool_name: str,
     priority: str,
     groups: Sequence[OfferedGroup],
@@ -75,7 +76,6 @@ def groups_placed_now(
 ) -> list[GroupPlacement]:
     """Where ``groups`` of a workflow of ``pool_name`` would go now: a dry run's placements,
     and the dashboard's ghost of a waiting group (one entry per group, in order)."""
-    configs = as_configs(state)
     pool = configs.pool(pool_name)
     levels = tuple(key.label for key in pool.topology_keys)
     bound = [
@@ -89,8 +89,8 @@ def groups_placed_now(
         for pod in cluster.pods
         if GROUP_UUID in pod.labels
     }
-    placements = Placements(
-        cluster.nodes, pool_queues(state), bound, min_runtime=min_runtimes(state)
+    placements = SchedulerCache(
+        cluster.nodes, pool_queues(configs), bound, min_runtime=min_runtimes(configs)
     )
     for position, group in enumerate(groups):
         placements.add(
@@ -100,7 +100,7 @@ def groups_placed_now(
             priority=priority,
             age=(position,),
         )
-    result = placements.place_waiting(now)
+    result = place_waiting(placements, now)
     placed = {found.group.key: found.placement for found in result.placed}
     evicted: dict[str, list[Eviction]] = {}
     for eviction in result.evicted:

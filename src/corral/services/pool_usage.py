@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from corral.backends.port import BoundPod
 from corral.domain.configs.models import Pool
-from corral.domain.configs.snapshot import State, as_configs
+from corral.domain.configs.snapshot import Configs
 from corral.domain.labels import PRIORITY as PRIORITY_LABEL
 from corral.domain.platform.nodes import Node
 from corral.domain.views.pool_quota import NodeGpus, QuotaReport, RunningTask, calculate_pool_quotas
@@ -29,7 +29,7 @@ class PoolUsage:
 
 
 def pool_usage(
-    state: State,
+    state: Configs,
     clusters: Sequence[ClusterCapacity],
     names: Sequence[str],
     preempted: Mapping[str, int],
@@ -41,12 +41,12 @@ def pool_usage(
 
 
 def _pool_usage(
-    state: State,
+    state: Configs,
     clusters: Sequence[ClusterCapacity],
     names: Sequence[str],
     preempted: Mapping[str, int],
 ) -> PoolUsage:
-    configured = as_configs(state).pools()
+    configured = state.pools()
     nodes: list[NodeGpus] = []
     tasks: list[RunningTask] = []
     mounts: dict[str, Mapping[str, list[str]]] = {}
@@ -86,7 +86,7 @@ _capacities: SameInputs[Mapping[str, int]] = SameInputs()
 _usages: SameInputs[PoolUsage] = SameInputs()
 
 
-def layout_of(state: State, nodes: Sequence[Node], pools: Sequence[str]) -> PoolLayout:
+def layout_of(state: Configs, nodes: Sequence[Node], pools: Sequence[str]) -> PoolLayout:
     """:func:`pool_layout`, remembered for the same state, nodes and pools."""
     return _layouts.get(tuple(pools), (state, nodes), lambda: pool_layout(state, nodes, pools))
 

@@ -19,7 +19,7 @@ from corral.backends.registry import Backends
 from corral.backends.task_sandbox import confinement_for, private_paths
 from corral.domain.cluster.description import Cluster, parse_cluster
 from corral.domain.configs.defaults import initial_bundle
-from corral.domain.configs.snapshot import State
+from corral.domain.configs.snapshot import Configs
 from corral.domain.formats.durations import parse_duration
 from corral.domain.platform.nodes import Node
 from corral.domain.workflows.plan import WorkflowPlan
@@ -150,7 +150,7 @@ class Runtime:
         except SQLAlchemyError:
             return None
 
-    def capacity(self, state: State) -> list[ClusterCapacity]:
+    def capacity(self, state: Configs) -> list[ClusterCapacity]:
         """Per cluster of ``state``: its nodes, the pods holding resources and its pools."""
         return read_capacity(state, self.cluster, self.backends, self.bound_pods)
 
@@ -159,7 +159,7 @@ class Runtime:
         hours."""
         return self.workflows.preempted_gpus(utc_now() - PREEMPTED_WINDOW)
 
-    def placements_now(self, state: State, plan: WorkflowPlan) -> list[GroupPlacement]:
+    def placements_now(self, state: Configs, plan: WorkflowPlan) -> list[GroupPlacement]:
         """Where ``plan``'s groups would be placed on its pool's cluster now (a dry run)."""
         pool = plan.submitter.pool
         for cluster in self.capacity(state):

@@ -37,7 +37,7 @@ def functions() -> dict[str, Callable[..., Any]]:
     from corral.domain.platform.template_checks import new_pool_problems
     from corral.domain.workflows.spec_parser import parse_workflow_spec
     from corral.domain.workflows.template import render_jinja
-    from corral.services.feasibility import plan_checked
+    from corral.scheduler.feasibility import plan_checked
 
     callable_here = (
         render_jinja,

@@ -32,9 +32,9 @@ from corral.domain.workflows.spec_reader import located_error
 from corral.domain.workflows.statuses import TaskStatus
 from corral.domain.workflows.template import Renderer, render_workflow
 from corral.errors import ConflictError, ForbiddenError, NotFoundError, UserError
+from corral.scheduler.feasibility import plan_checked
 from corral.services import sandbox
 from corral.services.config_service import ConfigService
-from corral.services.feasibility import plan_checked
 from corral.services.jinja_worker import render_in_subprocess
 from corral.services.placement_now import GroupPlacement
 from corral.store.workflow_records import IdempotencyKey
@@ -421,7 +421,7 @@ def plan_in_sandbox(
 ) -> WorkflowPlan:
     """:func:`plan_workflow` in a sandbox worker: it renders the pool's templates, each value
     within the WORKFLOW config's time limit (docs/submission.md#limits), and refuses a group
-    that could never run (``services/feasibility.py``), or names it (``refuse=False``)."""
+    that could never run (``scheduler/feasibility.py``), or names it (``refuse=False``)."""
     return sandbox.run(
         state.workflow,
         "Rendering the pool's templates",

@@ -12,7 +12,7 @@ inbox (submissions, cancels). The indexes:
   exec timeout), one live entry per workflow;
 - ``every_tick``: workflows with running tasks whose executor cannot tell when they end (local
   processes, Kubernetes pods: polling them is a file check or an informer lookup);
-- the scheduling state (``services/placement.py``) with the groups waiting for corral's
+- the scheduling state (``scheduler/cache.py``) with the groups waiting for corral's
   scheduler, and ``observed``: groups a cluster's own scheduler places (asked every tick);
 - ``cleanup``: finished groups whose objects are still on the cluster.
 
@@ -32,7 +32,7 @@ from typing import Any
 
 from corral.backends.port import GroupObjects
 from corral.domain.workflows.record import StoredGroup, StoredWorkflow
-from corral.services.placement import Placements
+from corral.scheduler.cache import SchedulerCache
 
 #: Groups whose objects the cache keeps, least recently used first out (a 16-task group's
 #: objects take about 100 KB of memory).
@@ -99,7 +99,7 @@ class WorkingSet:
     #: What the working set was read under: the config state and the lease epoch.
     state: object
     epoch: int | None
-    placements: Placements
+    placements: SchedulerCache
     manifests: ManifestCache
     #: Alive workflows, without their groups' manifests.
     workflows: dict[str, StoredWorkflow] = field(default_factory=dict)

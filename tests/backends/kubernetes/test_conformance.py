@@ -18,6 +18,7 @@ from corral.backends.kubernetes.api import KubeError, LightkubeApi, connect
 from corral.backends.kubernetes.backend import CLEANUP_FINALIZER, KubernetesBackend
 from corral.backends.kubernetes.informer import Informer
 from corral.domain.configs.backend_models import KubernetesAccess
+from corral.domain.configs.snapshot import Configs
 from corral.domain.topology.kai_objects import NAMESPACE_LABEL, queue_manifests, topology_manifests
 from tests.backends.kubernetes.fake_apiserver import FakeKubeServer
 
@@ -160,14 +161,16 @@ def test_scheduler_objects_sync_and_recreate_the_topology(api: LightkubeApi) -> 
     assert api.list(queue, None, {NAMESPACE_LABEL: namespace})[0] == []
 
 
-def _state(namespace: str, levels: list[str]) -> dict[object, object]:
+def _state(namespace: str, levels: list[str]) -> Configs:
     from corral.domain.configs.types import ConfigType
 
     keys = [{"key": label.rsplit("/", 1)[-1], "label": label} for label in levels]
-    return {
-        ConfigType.BACKEND: {"b": {"k8s_namespace": namespace}},
-        ConfigType.POOL: {"p": {"backend": "b", "topology_keys": keys}},
-    }
+    return Configs(
+        {
+            ConfigType.BACKEND: {"b": {"k8s_namespace": namespace}},
+            ConfigType.POOL: {"p": {"backend": "b", "topology_keys": keys}},
+        }
+    )
 
 
 def _eventually(condition: object, timeout_s: float = 10.0) -> None:

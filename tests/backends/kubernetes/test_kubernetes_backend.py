@@ -11,9 +11,10 @@ import pytest
 
 from corral.domain.schemas.objects import manifest_problems
 from corral.domain.topology.kai_objects import queue_manifests, topology_manifests
-from corral.services.pool_queues import pool_queues
+from corral.scheduler.queues import pool_queues
 from tests.backends.kubernetes.kube_world import NAMESPACE, KubeWorld, stored_shape
-from tests.services.lifecycle_world import CLIQUE, queue_of
+from tests.scheduler.helpers import queue_of
+from tests.services.lifecycle_world import CLIQUE
 
 USE_CASES = [
     "nvl72-single-rack.yaml",

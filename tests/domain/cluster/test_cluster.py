@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from corral.domain.cluster.description import Cluster, parse_cluster
 from corral.domain.configs.bundles import parse_bundle
+from corral.domain.configs.snapshot import Configs
 from corral.domain.configs.types import ConfigType
 from corral.domain.platform.nodes import Node, Taint
 from corral.domain.platform.resolved_pool import resolve_platform
@@ -512,8 +513,8 @@ def example() -> Cluster:
 
 
 @pytest.fixture(scope="module")
-def state() -> dict[ConfigType, Any]:
-    return dict(parse_bundle(read_bundle_directory(REPO / "examples" / "configs")[0]).items)
+def state() -> Configs:
+    return Configs(parse_bundle(read_bundle_directory(REPO / "examples" / "configs")[0]).items)
 
 
 def _platforms(state: dict[ConfigType, Any]) -> list[tuple[str, str]]:

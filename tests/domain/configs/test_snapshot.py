@@ -10,7 +10,7 @@ import pytest
 from corral.domain.configs.backend_models import Backend
 from corral.domain.configs.defaults import initial_bundle
 from corral.domain.configs.models import Pool, ResourceRule
-from corral.domain.configs.snapshot import Configs, as_configs
+from corral.domain.configs.snapshot import Configs
 from corral.domain.configs.types import ConfigType
 from corral.errors import NotFoundError, UserError
 
@@ -56,8 +56,6 @@ def test_each_model_is_built_once() -> None:
     assert configs.rules("gpus") is configs.rules("gpus")
     assert configs.workflow is configs.workflow
     assert configs.roles is configs.roles
-    assert as_configs(configs) is configs
-    assert as_configs(STATE) is not configs
 
 
 def test_missing_items() -> None:

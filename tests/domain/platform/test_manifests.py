@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from corral.domain.configs.bundles import parse_bundle
+from corral.domain.configs.snapshot import Configs
 from corral.domain.configs.types import ConfigType
 from corral.domain.platform.manifests import (
     PodTask,
@@ -37,9 +38,9 @@ GROUP = GroupIdentity(
 
 
 @pytest.fixture(scope="module")
-def state() -> dict[ConfigType, Any]:
+def state() -> Configs:
     bundle = parse_bundle(read_bundle_directory(REPO / "examples" / "configs")[0])
-    return dict(bundle.items)
+    return Configs(bundle.items)
 
 
 def test_compute_domain_group_template_and_pod_point_at_the_same_claim(
@@ -124,7 +125,9 @@ def test_group_templates_with_the_same_kind_and_name_merge_in_order() -> None:
         "data": {"x": "2", "priority": "{{WF_PRIORITY}}", "gpus": "{{USER_GPU}}"},
     }
     other = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "other"}, "data": {}}
-    state = {ConfigType.GROUP_TEMPLATE: {"base": base, "other": other, "override": override}}
+    state = Configs(
+        {ConfigType.GROUP_TEMPLATE: {"base": base, "other": other, "override": override}}
+    )
     templates = merged_group_templates(state, ["base", "other", "override"])
     assert [t.sources for t in templates] == [("base", "override"), ("other",)]
     first, second = render_group_templates(
@@ -147,7 +150,7 @@ def test_a_group_template_using_a_task_variable_names_it() -> None:
         "metadata": {"name": "c"},
         "data": {"task": "{{WF_TASK_NAME}}"},
     }
-    state = {ConfigType.GROUP_TEMPLATE: {"per-task": template}}
+    state = Configs({ConfigType.GROUP_TEMPLATE: {"per-task": template}})
     with pytest.raises(MissingVariableError) as raised:
         render_group_templates(
             merged_group_templates(state, ["per-task"]), group_variables(GROUP, {}), GROUP

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from corral.domain.configs.bundles import parse_bundle
+from corral.domain.configs.snapshot import Configs
 from corral.domain.configs.types import ConfigType
 from corral.domain.platform.nodes import Node, Taint
 from corral.domain.platform.resolved_pool import resolve_platform
@@ -36,8 +37,8 @@ NODES = [
 
 
 @pytest.fixture(scope="module")
-def state() -> dict[ConfigType, Any]:
-    return dict(parse_bundle(read_bundle_directory(REPO / "examples" / "configs")[0]).items)
+def state() -> Configs:
+    return Configs(parse_bundle(read_bundle_directory(REPO / "examples" / "configs")[0]).items)
 
 
 def _check(state: dict[ConfigType, Any], request: ResourceRequest, **flags: Any) -> None:

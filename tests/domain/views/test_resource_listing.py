@@ -70,7 +70,7 @@ NODES = [
 
 
 def layout() -> PoolLayout:
-    return pool_layout(STATE, NODES)
+    return pool_layout(Configs(STATE), NODES)
 
 
 def test_membership_follows_selectors_and_taints() -> None:

@@ -11,6 +11,7 @@ import pytest
 
 from corral.domain.cluster.description import parse_cluster
 from corral.domain.configs.bundles import parse_bundle
+from corral.domain.configs.snapshot import Configs
 from corral.domain.configs.types import ConfigType
 from corral.domain.workflows.plan import Submitter
 from corral.domain.workflows.planner import plan_workflow
@@ -24,11 +25,11 @@ EXAMPLES = REPO / "examples"
 
 
 @pytest.fixture(scope="module")
-def state() -> dict[ConfigType, Any]:
+def state() -> Configs:
     bundle = parse_bundle(read_bundle_directory(EXAMPLES / "configs")[0])
     found: dict[ConfigType, Any] = {ctype: bundle.items.get(ctype, {}) for ctype in ConfigType}
     found[ConfigType.WORKFLOW] = bundle.workflow or {}
-    return found
+    return Configs(found)
 
 
 NODES = parse_cluster((EXAMPLES / "clusters" / "example.yaml").read_text()).nodes
@@ -64,7 +65,9 @@ def test_a_compute_domain_group_is_planned_in_creation_order(state: dict[ConfigT
 def test_the_task_count_limit_is_checked_before_anything_is_rendered(
     state: dict[ConfigType, Any],
 ) -> None:
-    limited = {**state, ConfigType.WORKFLOW: {**state[ConfigType.WORKFLOW], "max_num_tasks": 1}}
+    limited = state.with_changes(
+        {ConfigType.WORKFLOW: {"": {**state[ConfigType.WORKFLOW], "max_num_tasks": 1}}}
+    )
     with pytest.raises(UserError) as refused:
         plan(limited, "compute-domain.yaml", "nvl72", "trays=2")
     assert refused.value.message == (
@@ -93,7 +96,7 @@ def test_a_pod_whose_node_affinity_the_api_server_would_refuse_is_refused(
     nvl72 = dict(pools["nvl72"])
     nvl72["common_pod_template"] = [*nvl72["common_pod_template"], "bad-affinity"]
     pools["nvl72"] = nvl72
-    broken = {**state, ConfigType.POD_TEMPLATE: templates, ConfigType.POOL: pools}
+    broken = Configs({**state, ConfigType.POD_TEMPLATE: templates, ConfigType.POOL: pools})
     with pytest.raises(UserError) as refused:
         plan(broken, "compute-domain.yaml", "nvl72", "trays=2")
     assert "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution." in (

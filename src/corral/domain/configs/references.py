@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from corral.domain.configs.backend_models import TOPOLOGY_SCHEDULERS
-from corral.domain.configs.snapshot import PLATFORM_LISTS, POOL_LISTS, Configs, State
+from corral.domain.configs.snapshot import PLATFORM_LISTS, POOL_LISTS, Configs
 from corral.domain.configs.types import ConfigType
 
 Path = tuple[str | int, ...]
@@ -47,7 +47,7 @@ def _references(pool: Mapping[str, Any]) -> Iterator[tuple[Path, ConfigType, str
                 yield ("platforms", platform_name, field, index), ctype, name
 
 
-def problems(state: State, pool_names: Iterable[str] | None = None) -> Iterator[Problem]:
+def problems(state: Configs, pool_names: Iterable[str] | None = None) -> Iterator[Problem]:
     """Every broken cross-reference in ``state`` (in the pools ``pool_names``, or all)."""
     pools: Mapping[str, Any] = state.get(ConfigType.POOL, {})
     backends: Mapping[str, Any] = state.get(ConfigType.BACKEND, {})
@@ -101,7 +101,7 @@ def new_problems(before: Configs, after: Configs, changes: Changes) -> list[Prob
     return [problem for problem in problems(after, pools) if problem not in known]
 
 
-def closure(state: Configs, pool_names: Iterable[str]) -> dict[ConfigType, Any]:
+def closure(state: Configs, pool_names: Iterable[str]) -> Configs:
     """The part of ``state`` that pools ``pool_names`` are rendered from: those pools, every
     item they name, and the WORKFLOW config (what a sandbox worker needs to check them)."""
     pools = {name: state[ConfigType.POOL][name] for name in pool_names}
@@ -113,7 +113,7 @@ def closure(state: Configs, pool_names: Iterable[str]) -> dict[ConfigType, Any]:
             stored = state.get(ctype) or {}
             if used in stored:
                 part[ctype][used] = stored[used]
-    return part
+    return Configs(part)
 
 
 #: How a pool gets a platform (said when a pool has none: on write, and at submission).

@@ -22,8 +22,6 @@ from corral.errors import NotFoundError, UserError
 
 T = TypeVar("T")
 
-#: Every type's stored data, as the store and the write checks hold it.
-State = Mapping[ConfigType, Any]
 #: A pool's references: (type, name) of every item it names.
 References = frozenset[tuple[ConfigType, str]]
 
@@ -40,12 +38,12 @@ _WHOLE_KINDS = ("workflow", "roles")
 
 
 class Configs(Mapping[ConfigType, Any]):
-    """Read-only: the stored data of every type (a Mapping, as :data:`State`), plus typed views.
+    """Read-only: the stored JSON of every type (a Mapping), plus typed views.
 
     Models are built on first use and kept. One value is shared by the server's threads and
     pickled into sandbox workers, so the caches change only under a lock."""
 
-    def __init__(self, data: State, previous: Configs | None = None) -> None:
+    def __init__(self, data: Mapping[ConfigType, Any], previous: Configs | None = None) -> None:
         self._data: dict[ConfigType, Any] = dict(data)
         self._models: dict[tuple[str, str], Any] = {}
         self._lock = threading.Lock()
@@ -208,8 +206,3 @@ def _references_of(pool: Mapping[str, Any]) -> References:
         for field, ctype in PLATFORM_LISTS:
             found.update((ctype, name) for name in platform.get(field) or [])
     return frozenset(found)
-
-
-def as_configs(state: State) -> Configs:
-    """``state`` with its typed views (the same value when it already has them)."""
-    return state if isinstance(state, Configs) else Configs(state)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from corral.domain.configs.snapshot import State
+from corral.domain.configs.snapshot import Configs
 from corral.domain.formats.json_paths import get_path
 from corral.domain.platform.manifests import render_group_templates, render_pod_template
 from corral.domain.platform.resolved_pool import pool_of, resolve_platform, spec_field
@@ -28,7 +28,7 @@ SAMPLE_TASK_UUID = "00112233445566778899aabbccddeeff"
 
 
 def render_pool(
-    state: State,
+    state: Configs,
     pool_name: str,
     *,
     platform: str | None = None,
@@ -91,7 +91,7 @@ def _value_at(tree: Any, path: list[str | int]) -> Any:
         return None
 
 
-def pool_topology(state: State, pool_name: str) -> dict[str, Any]:
+def pool_topology(state: Configs, pool_name: str) -> dict[str, Any]:
     """The pool's topology keys, coarsest level first, as workflows name them."""
     keys = pool_of(state, pool_name).topology_keys
     return {

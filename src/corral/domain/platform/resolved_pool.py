@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from corral.domain.configs.models import Platform, Pool
-from corral.domain.configs.snapshot import State, as_configs
+from corral.domain.configs.snapshot import Configs
 from corral.domain.configs.types import ConfigType
 from corral.domain.platform.resource_rules import NamedRule
 from corral.domain.platform.security import default_mounts
@@ -70,17 +70,17 @@ def spec_field(pod: Mapping[str, Any], name: str, kind: type[dict[str, Any] | li
     return found if isinstance(found, kind) else kind()
 
 
-def pool_of(state: State, pool_name: str) -> Pool:
+def pool_of(state: Configs, pool_name: str) -> Pool:
     """The pool ``pool_name``; NotFoundError if there is none."""
-    return as_configs(state).pool(pool_name)
+    return state.pool(pool_name)
 
 
-def pool_pod_template(state: State, pool: Pool) -> MergedTemplate:
+def pool_pod_template(state: Configs, pool: Pool) -> MergedTemplate:
     """The pool's ``common_pod_template`` merged in order (OSMO's ``parsed_pod_template``)."""
     return merged_pod_templates(state, pool.common_pod_template)
 
 
-def merged_pod_templates(state: State, names: Sequence[str]) -> MergedTemplate:
+def merged_pod_templates(state: Configs, names: Sequence[str]) -> MergedTemplate:
     """The pod templates ``names`` merged in order."""
     merged = MergedTemplate()
     for name in names:
@@ -110,7 +110,9 @@ def platform_name_of(pool_name: str, pool: Pool, platform: str | None) -> str:
     return chosen
 
 
-def resolve_platform(state: State, pool_name: str, platform: str | None = None) -> ResolvedPlatform:
+def resolve_platform(
+    state: Configs, pool_name: str, platform: str | None = None
+) -> ResolvedPlatform:
     """Everything the pool and one of its platforms (default: the pool's default) define."""
     pool = pool_of(state, pool_name)
     platform_name = platform_name_of(pool_name, pool, platform)
@@ -131,9 +133,8 @@ def resolve_platform(state: State, pool_name: str, platform: str | None = None) 
     )
 
 
-def named_rules(state: State, set_names: list[str]) -> list[NamedRule]:
+def named_rules(configs: Configs, set_names: list[str]) -> list[NamedRule]:
     """The rules of the named sets, concatenated in order (no de-duplication, as OSMO)."""
-    configs = as_configs(state)
     return [
         NamedRule(set_name, index, rule)
         for set_name in set_names
@@ -141,7 +142,7 @@ def named_rules(state: State, set_names: list[str]) -> list[NamedRule]:
     ]
 
 
-def merged_group_templates(state: State, names: list[str]) -> list[GroupTemplate]:
+def merged_group_templates(state: Configs, names: list[str]) -> list[GroupTemplate]:
     """Merge by (apiVersion, kind, metadata.name) in list order; first-seen order is kept."""
     stored = state.get(ConfigType.GROUP_TEMPLATE, {})
     merged: dict[tuple[str, str, str], GroupTemplate] = {}
@@ -159,14 +160,14 @@ def merged_group_templates(state: State, names: list[str]) -> list[GroupTemplate
     return list(merged.values())
 
 
-def _pod_template(state: State, name: str) -> dict[str, Any]:
+def _pod_template(state: Configs, name: str) -> dict[str, Any]:
     templates = state.get(ConfigType.POD_TEMPLATE, {})
     if name not in templates:
         raise UserError(f"Pod template {name} does not exist!")
     return dict(templates[name])
 
 
-def verbose_pool(state: State, pool_name: str) -> dict[str, Any]:
+def verbose_pool(state: Configs, pool_name: str) -> dict[str, Any]:
     """OSMO's verbose pool view: the stored pool plus every derived ``parsed_*`` field."""
     pool = pool_of(state, pool_name)
     view: dict[str, Any] = {

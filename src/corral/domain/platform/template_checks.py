@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from corral.domain.configs.references import Problem
-from corral.domain.configs.snapshot import State
+from corral.domain.configs.snapshot import Configs
 from corral.domain.configs.types import ConfigType
 from corral.domain.formats.json_paths import Path, format_path
 from corral.domain.platform.manifests import PodTask, build_pod, drop_imageless_control_container
@@ -23,7 +23,7 @@ from corral.errors import UserError
 # --------------------------------------------------------------------------------- pools
 
 
-def pool_problems(state: State, pool_names: Sequence[str]) -> list[Problem]:
+def pool_problems(state: Configs, pool_names: Sequence[str]) -> list[Problem]:
     """Per pool and platform: whether its templates render, with the pool's default variables,
     into objects the API server accepts. Problems name the platform and the template."""
     found: list[Problem] = []
@@ -36,7 +36,7 @@ def pool_problems(state: State, pool_names: Sequence[str]) -> list[Problem]:
     return found
 
 
-def _platform_problem(state: State, pool_name: str, platform: str) -> str | None:
+def _platform_problem(state: Configs, pool_name: str, platform: str) -> str | None:
     where = f"Platform {platform} does not render with the pool's default variables"
     try:
         view = render_pool(state, pool_name, platform=platform)
@@ -78,7 +78,7 @@ def _written_by(writers: Mapping[Path, list[tuple[str, Any]]], path: Path) -> st
     return f"pod template {', '.join(unique)}"
 
 
-def new_pool_problems(before: State, after: State) -> list[Problem]:
+def new_pool_problems(before: Configs, after: Configs) -> list[Problem]:
     """The problems of :func:`pool_problems` that a write from ``before`` to ``after`` makes:
     only pools whose inputs changed are rendered, and problems they had already do not count
     (a template used by ten pools can be fixed while an eleventh is broken for its own reason)."""
@@ -87,7 +87,7 @@ def new_pool_problems(before: State, after: State) -> list[Problem]:
     return [problem for problem in pool_problems(after, changed) if problem not in known]
 
 
-def affected_pools(before: State, after: State) -> list[str]:
+def affected_pools(before: Configs, after: Configs) -> list[str]:
     """Pools of ``after`` whose own item, or a template or validation set they use, differs."""
     return [
         name
@@ -96,12 +96,12 @@ def affected_pools(before: State, after: State) -> list[str]:
     ]
 
 
-def _pool(state: State, name: str) -> Mapping[str, Any] | None:
+def _pool(state: Configs, name: str) -> Mapping[str, Any] | None:
     found: Mapping[str, Any] | None = state.get(ConfigType.POOL, {}).get(name)
     return found
 
 
-def _inputs(state: State, name: str) -> Any:
+def _inputs(state: Configs, name: str) -> Any:
     pool = _pool(state, name)
     if pool is None:
         return None

@@ -3,8 +3,9 @@
 ``Queue`` per namespace, one ``Queue`` per pool under it, and a ``Topology`` per pool with
 ``topology_keys``.
 
-The embedded scheduler reads its queues from the same manifests (``services/placement.py``), so
-what the simulated backend enforces is what KAI gets on a real cluster.
+The embedded scheduler reads its queues from the same pool configs (``scheduler/queues.py``,
+held equal to these manifests by a test), so what the simulated backend enforces is what KAI
+gets on a real cluster.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from corral.domain.configs.models import GpuQuota, Pool
-from corral.domain.configs.snapshot import State, as_configs
+from corral.domain.configs.snapshot import Configs
 from corral.domain.labels import NAMESPACE as NAMESPACE_LABEL
 from corral.domain.labels import POOL as POOL_LABEL
 from corral.domain.topology.podgroup import priority_class_name, queue_name, topology_crd_name
@@ -28,20 +29,20 @@ TOPOLOGY_KIND = ("kai.scheduler/v1alpha1", "Topology")
 _UNLIMITED = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
 
 
-def backend_namespace(state: State, backend: str) -> str:
-    return as_configs(state).backend(backend).k8s_namespace
+def backend_namespace(state: Configs, backend: str) -> str:
+    return state.backend(backend).k8s_namespace
 
 
 def parent_queue_name(namespace: str) -> str:
     return f"osmo-default-{namespace}"
 
 
-def pools_of(state: State, backend: str) -> dict[str, Pool]:
-    pools = as_configs(state).pools()
+def pools_of(state: Configs, backend: str) -> dict[str, Pool]:
+    pools = state.pools()
     return {name: pool for name, pool in pools.items() if pool.backend == backend}
 
 
-def queue_manifests(state: State, backend: str) -> list[dict[str, Any]]:
+def queue_manifests(state: Configs, backend: str) -> list[dict[str, Any]]:
     """The parent queue, then one queue per pool of ``backend`` with its GPU quota."""
     namespace = backend_namespace(state, backend)
     parent = parent_queue_name(namespace)
@@ -86,7 +87,7 @@ def _queue(
     }
 
 
-def topology_manifests(state: State, backend: str) -> list[dict[str, Any]]:
+def topology_manifests(state: Configs, backend: str) -> list[dict[str, Any]]:
     """One Topology per pool of ``backend`` with topology keys, levels in pool order."""
     namespace = backend_namespace(state, backend)
     found = []

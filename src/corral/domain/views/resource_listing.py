@@ -31,7 +31,7 @@ from decimal import Decimal
 from typing import Any, Protocol
 
 from corral.domain.configs.models import Pool
-from corral.domain.configs.snapshot import State, as_configs
+from corral.domain.configs.snapshot import Configs
 from corral.domain.formats.quantities import parse_quantity
 from corral.domain.platform.nodes import GPU_RESOURCE, Node, belongs_to
 from corral.domain.platform.resolved_pool import (
@@ -119,7 +119,7 @@ class PoolLayout:
 
 
 def pool_layout(
-    state: State, nodes: Sequence[Node], pools: Collection[str] | None = None
+    state: Configs, nodes: Sequence[Node], pools: Collection[str] | None = None
 ) -> PoolLayout:
     """Match every platform of every pool against the nodes, as the submission pipeline does.
 
@@ -130,7 +130,7 @@ def pool_layout(
     platforms: dict[tuple[str, str], tuple[str, ...]] = {}
     mounts: dict[str, dict[str, list[str]]] = {}
     selections: dict[tuple[str, ...], tuple[tuple[str, ...], list[str]]] = {}
-    for pool_name, pool in as_configs(state).pools().items():
+    for pool_name, pool in state.pools().items():
         if pools is not None and pool_name not in pools:
             continue
         mounts[pool_name] = {}
@@ -145,7 +145,7 @@ def pool_layout(
 
 
 def _selection(
-    state: State, template_names: Sequence[str], nodes: Sequence[Node]
+    state: Configs, template_names: Sequence[str], nodes: Sequence[Node]
 ) -> tuple[tuple[str, ...], list[str]]:
     """The nodes a platform made of ``template_names`` serves, and its default mounts."""
     merged = merged_pod_templates(state, template_names).value

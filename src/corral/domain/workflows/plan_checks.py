@@ -10,7 +10,7 @@ from datetime import timedelta
 
 from corral.domain.configs.models import Pool
 from corral.domain.configs.references import NO_PLATFORM_FIX
-from corral.domain.configs.snapshot import State, as_configs
+from corral.domain.configs.snapshot import Configs
 from corral.domain.formats.durations import parse_duration
 from corral.domain.platform.nodes import Node
 from corral.domain.platform.resolved_pool import ResolvedPlatform, pool_of, resolve_platform
@@ -34,7 +34,7 @@ from corral.errors import UserError
 # ----------------------------------------------------------------------------- checks
 
 
-def check_pool_open(state: State, pool_name: str, *, is_admin: bool) -> None:
+def check_pool_open(state: Configs, pool_name: str, *, is_admin: bool) -> None:
     """The pool exists and is not in maintenance (admins may still submit)."""
     pool = pool_of(state, pool_name)
     if pool.enable_maintenance and not is_admin:
@@ -51,8 +51,8 @@ def check_priority(priority: str) -> str:
     return upper
 
 
-def check_task_count(state: State, spec: WorkflowSpec) -> None:
-    limit = as_configs(state).workflow.max_num_tasks
+def check_task_count(state: Configs, spec: WorkflowSpec) -> None:
+    limit = state.workflow.max_num_tasks
     if len(spec.tasks()) > limit:
         raise UserError(
             f"Workflow cannot have more than {limit} tasks. This one has {len(spec.tasks())}; "
@@ -60,8 +60,8 @@ def check_task_count(state: State, spec: WorkflowSpec) -> None:
         )
 
 
-def check_name_lengths(state: State, spec: WorkflowSpec) -> None:
-    limit = as_configs(state).workflow.workflow_info.max_name_length
+def check_name_lengths(state: Configs, spec: WorkflowSpec) -> None:
+    limit = state.workflow.workflow_info.max_name_length
     names = [spec.name, *(g.name for g in spec.groups), *(t.name for t in spec.tasks())]
     for name in names:
         if len(name) > limit:
@@ -72,7 +72,7 @@ def pool_topology_keys(pool: Pool) -> list[PoolTopologyKey]:
     return [PoolTopologyKey(k.key, k.label) for k in pool.topology_keys]
 
 
-def check_topology(state: State, pool_name: str, spec: WorkflowSpec) -> None:
+def check_topology(state: Configs, pool_name: str, spec: WorkflowSpec) -> None:
     """Every key is one of the pool's, and every task with requirements uses the same keys."""
     keys = pool_topology_keys(pool_of(state, pool_name))
     for name, resource in spec.resources.items():
@@ -82,7 +82,7 @@ def check_topology(state: State, pool_name: str, spec: WorkflowSpec) -> None:
     )
 
 
-def resource_platforms(state: State, pool_name: str, spec: WorkflowSpec) -> dict[str, str]:
+def resource_platforms(state: Configs, pool_name: str, spec: WorkflowSpec) -> dict[str, str]:
     """The platform of every named resource spec: its own, else the pool's default."""
     pool = pool_of(state, pool_name)
     if not pool.platforms:
@@ -160,7 +160,7 @@ class Identities:
 class Platforms:
     """Resolved platforms of one pool, each resolved once per submission."""
 
-    def __init__(self, state: State, pool_name: str) -> None:
+    def __init__(self, state: Configs, pool_name: str) -> None:
         self._state = state
         self._pool = pool_name
         self._resolved: dict[str, ResolvedPlatform] = {}
@@ -205,11 +205,11 @@ def check_tasks(
     return mounts
 
 
-def timeouts(state: State, pool_name: str, spec: WorkflowSpec) -> tuple[timedelta, timedelta]:
+def timeouts(state: Configs, pool_name: str, spec: WorkflowSpec) -> tuple[timedelta, timedelta]:
     """Exec and queue timeouts: the spec's, else the pool's, else the WORKFLOW config's default;
     capped by the pool's maximum, else the WORKFLOW config's."""
     pool = pool_of(state, pool_name)
-    workflow = as_configs(state).workflow
+    workflow = state.workflow
 
     def setting(kind: str, given: timedelta | None) -> timedelta:
         default = getattr(pool, f"default_{kind}_timeout") or getattr(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from corral.domain.configs.snapshot import State, as_configs
+from corral.domain.configs.snapshot import Configs
 from corral.domain.platform.nodes import Node
 from corral.domain.platform.resolved_pool import pool_of
 from corral.domain.workflows.group_renderer import GroupRenderer, check_manifests
@@ -33,7 +33,7 @@ from corral.domain.workflows.spec import WorkflowSpec
 
 
 def plan_workflow(
-    state: State,
+    state: Configs,
     spec: WorkflowSpec,
     submitter: Submitter,
     nodes: Sequence[Node],
@@ -50,7 +50,7 @@ def plan_workflow(
     identities = Identities(spec, submitter, platform_of, new_id)
     host_mounts = check_tasks(spec, platform_of, platforms, nodes, identities)
     exec_timeout, queue_timeout = timeouts(state, pool_name, spec)
-    backend = as_configs(state).backend(pool.backend)
+    backend = state.backend(pool.backend)
     renderer = GroupRenderer(
         spec=spec,
         submitter=submitter,

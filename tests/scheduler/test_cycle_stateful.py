@@ -1,4 +1,5 @@
-"""Hypothesis state machine over the embedded scheduler's policy (``services/placement.py``):
+"""Hypothesis state machine over the embedded scheduler's policy (``scheduler/cache.py`` and
+``cycle.py``):
 queues with guarantees and maximums on shared nodes, HIGH/NORMAL/LOW gangs with and without a
 required clique, passes that preempt and reclaim, finishing gangs and a clock with a minimum
 runtime.
@@ -31,8 +32,9 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from corral.domain.platform.nodes import Node
 from corral.scheduler import Queue
+from corral.scheduler.cache import SchedulerCache
+from corral.scheduler.cycle import place_waiting
 from corral.scheduler.fair_share import PRIORITY_RANK
-from corral.services.placement import Placements
 
 T0 = datetime(2026, 11, 26, tzinfo=UTC)
 CLIQUE = "clique"
@@ -109,7 +111,9 @@ class Policy(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.nodes = _cluster()
-        self.placements = Placements(self.nodes, list(QUEUES.values()), [], min_runtime=MIN_RUNTIME)
+        self.placements = SchedulerCache(
+            self.nodes, list(QUEUES.values()), [], min_runtime=MIN_RUNTIME
+        )
         self.now = T0
         self.serial = 0
         self.gangs: dict[str, Gang] = {}
@@ -134,7 +138,7 @@ class Policy(RuleBasedStateMachine):
     def schedule(self, seconds: int) -> None:
         self.now += timedelta(seconds=seconds)
         used_before = dict(self.placements.usage.used)
-        result = self.placements.place_waiting(self.now)
+        result = place_waiting(self.placements, self.now)
         # what each queue could borrow at most during the pass (its placements may come first)
         used_at_most = dict(used_before)
         for placed in result.placed:
@@ -189,7 +193,7 @@ class Policy(RuleBasedStateMachine):
         probe = Gang("probe", queue, "NORMAL", pods, 1, clique=False)
         copied.add("probe", probe.manifests(), levels=(), priority="NORMAL", age=(0,))
         room = sum(copied.snapshot(()).free_gpu) + self._may_be_freed_for(queue)
-        result = copied.place_waiting(self.now)
+        result = place_waiting(copied, self.now)
         event(
             f"probe {'placed' if result.placed else 'waits'}, room {'>=' if room >= pods else '<'}"
         )

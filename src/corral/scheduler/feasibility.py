@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from corral.domain.configs.models import GpuQuota
-from corral.domain.configs.snapshot import State, as_configs
+from corral.domain.configs.snapshot import Configs
 from corral.domain.platform.nodes import Node
 from corral.domain.workflows.plan import PlannedGroup, Submitter, WorkflowPlan
 from corral.domain.workflows.planner import plan_workflow
@@ -35,7 +35,7 @@ _EMPTY_KEPT = 8
 
 
 def plan_checked(
-    state: State,
+    state: Configs,
     spec: Any,
     submitter: Submitter,
     nodes: Sequence[Node],
@@ -56,10 +56,10 @@ def plan_checked(
     return plan
 
 
-def check_can_run(state: State, plan: WorkflowPlan, nodes: Sequence[Node]) -> None:
+def check_can_run(state: Configs, plan: WorkflowPlan, nodes: Sequence[Node]) -> None:
     """UserError naming the first group that could never run, and why."""
     pool_name = plan.submitter.pool
-    pool = as_configs(state).pool(pool_name)
+    pool = state.pool(pool_name)
     quota = pool.resources.gpu or GpuQuota()
     levels = tuple(key.label for key in pool.topology_keys)
     preemptible = plan.submitter.priority == "LOW"

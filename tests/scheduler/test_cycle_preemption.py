@@ -1,6 +1,7 @@
-"""Preemption and reclaim on the embedded scheduler's state (``services/placement.py`` over
-``scheduler/preemption.py``): whole gangs, lower priority only, simulated first, the cheapest
-region of the required level, reclaim from borrowing queues only, minimum runtime."""
+"""Preemption and reclaim on the embedded scheduler's state (``scheduler/cache.py`` and
+``cycle.py`` over ``scheduler/preemption.py``): whole gangs, lower priority only, simulated
+first, the cheapest region of the required level, reclaim from borrowing queues only, minimum
+runtime."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from typing import Any
 
 from corral.domain.platform.nodes import Node
 from corral.scheduler import Queue
-from corral.services.placement import Placements
-from corral.services.placement_records import Evicted, PassResult
+from corral.scheduler.cache import SchedulerCache
+from corral.scheduler.cycle import place_waiting
+from corral.scheduler.records import Evicted, PassResult
 
 T0 = datetime(2026, 11, 26, tzinfo=UTC)
 ZONE, CLIQUE = "zone", "clique"
@@ -52,10 +54,10 @@ def gang(
 
 
 class World:
-    """A Placements with a clock: every pass binds what it places."""
+    """A SchedulerCache with a clock: every pass binds what it places."""
 
     def __init__(self, nodes: list[Node], queues: list[Queue], **kwargs: Any) -> None:
-        self.placements = Placements(nodes, queues, [], **kwargs)
+        self.placements = SchedulerCache(nodes, queues, [], **kwargs)
         self.now = T0
         self.age = 0
 
@@ -73,7 +75,7 @@ class World:
 
     def place(self) -> PassResult:
         self.now += timedelta(seconds=1)
-        return self.placements.place_waiting(self.now)
+        return place_waiting(self.placements, self.now)
 
 
 def nodes_of(result: PassResult, key: str) -> set[str]:

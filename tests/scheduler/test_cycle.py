@@ -8,18 +8,19 @@ from datetime import UTC, datetime
 from typing import Any
 
 from corral.domain.configs.bundles import parse_bundle
-from corral.domain.configs.snapshot import as_configs
+from corral.domain.configs.snapshot import Configs
 from corral.domain.configs.types import ConfigType
 from corral.domain.labels import POOL as POOL_LABEL
 from corral.domain.platform.nodes import Node
 from corral.domain.topology.kai_objects import queue_manifests
 from corral.files import read_bundle_directory
 from corral.scheduler import Queue
-from corral.services.placement import Placements
-from corral.services.placement_records import BoundPodOnNode, Evicted, PassResult
-from corral.services.pool_queues import pool_queues
+from corral.scheduler.cache import SchedulerCache
+from corral.scheduler.cycle import place_waiting
+from corral.scheduler.queues import pool_queues
+from corral.scheduler.records import BoundPodOnNode, Evicted, PassResult
 from tests.conftest import REPO
-from tests.services.lifecycle_world import queue_of
+from tests.scheduler.helpers import queue_of
 
 T0 = datetime(2026, 11, 21, tzinfo=UTC)
 
@@ -59,7 +60,7 @@ def pod_group(key: str, queue: str) -> dict[str, Any]:
 
 
 def wait(
-    placements: Placements,
+    placements: SchedulerCache,
     key: str,
     queue: str,
     gpus: int,
@@ -79,13 +80,13 @@ def test_bound_pods_count_against_the_maximum_and_only_high_and_normal_against_t
 ):
     queues = [Queue("a", gpu_maximum=8), Queue("b", gpu_maximum=8)]
     existing = [bound("x", "n1", 8, "a", "normal"), bound("y", "n2", 8, "b", "low", "gy")]
-    placements = Placements([node("n1"), node("n2"), node("n3")], queues, existing)
+    placements = SchedulerCache([node("n1"), node("n2"), node("n3")], queues, existing)
     assert placements.usage.used == {"a": 8, "b": 8}
     assert placements.usage.deserved == {"a": 8, "b": 0}
     wait(placements, "g1", "a", 4, age=1)
     wait(placements, "g2", "b", 8, age=2)
     wait(placements, "g3", "a", 8, priority="LOW", age=3)
-    result = placements.place_waiting()
+    result = place_waiting(placements)
     # g2 is over b's maximum only because of b's own LOW gang: evicting it makes room
     assert placed(result) == {"g2": {"g2": "n2"}}
     assert result.evicted == [Evicted("gy", "g2", "b", reclaimed=False, gpus=8)]
@@ -99,11 +100,11 @@ def test_bound_pods_count_against_the_maximum_and_only_high_and_normal_against_t
 
 
 def test_high_and_normal_work_stays_within_the_guarantee() -> None:
-    placements = Placements([node("n1"), node("n2")], [Queue("q", gpu_guarantee=6)], [])
+    placements = SchedulerCache([node("n1"), node("n2")], [Queue("q", gpu_guarantee=6)], [])
     wait(placements, "normal", "q", 4, age=0)
     wait(placements, "more", "q", 4, age=1)
     wait(placements, "low", "q", 8, priority="LOW", age=2)
-    result = placements.place_waiting()
+    result = place_waiting(placements)
     assert placed(result) == {"normal": {"normal": "n1"}, "low": {"low": "n2"}}
     assert placements.usage.borrowed("q") == 6
     (reason,) = [shape.reason for shape in result.reasons]
@@ -116,48 +117,48 @@ def test_high_and_normal_work_stays_within_the_guarantee() -> None:
 def test_groups_are_offered_below_guarantee_first_then_priority_then_age() -> None:
     queues = [Queue("rich", gpu_guarantee=9, weight=1), Queue("poor", gpu_guarantee=8, weight=1)]
     existing = [bound("x", "n1", 8, "rich", "normal")]
-    placements = Placements([node("n1"), node("n2", gpus=3)], queues, existing)
+    placements = SchedulerCache([node("n1"), node("n2", gpus=3)], queues, existing)
     wait(placements, "rich-old", "rich", 1, age=0)
     wait(placements, "rich-high", "rich", 1, priority="HIGH", age=5)
     wait(placements, "poor-new", "poor", 1, age=9)
     wait(placements, "poor-old", "poor", 1, age=1)
-    result = placements.place_waiting()
+    result = place_waiting(placements)
     assert [found.group.key for found in result.placed] == ["poor-old", "poor-new", "rich-high"]
     assert list(placements.waiting) == ["rich-old"]
 
 
 def test_a_shape_that_does_not_fit_is_tried_once_per_pass_until_capacity_is_given_back() -> None:
-    placements = Placements([node("n1")], [Queue("q")], [])
+    placements = SchedulerCache([node("n1")], [Queue("q")], [])
     for index in range(5):
         wait(placements, f"g{index}", "q", 8, age=index)
-    first = placements.place_waiting()
+    first = place_waiting(placements)
     assert placed(first) == {"g0": {"g0": "n1"}} and first.tries == 2
     (shape,) = {placements.waiting[f"g{i}"].shape.key for i in range(1, 5)}
     assert [s.key for s in first.reasons] == [shape]
-    again = placements.place_waiting()
+    again = place_waiting(placements)
     assert again.tries == 0 and again.placed == [] and again.reasons == []
     assert placements.release("g0")
-    after = placements.place_waiting()
+    after = place_waiting(placements)
     assert placed(after) == {"g1": {"g1": "n1"}} and after.tries == 2
 
 
 def test_a_group_placed_with_a_shape_read_from_another_gets_its_own_pod_names() -> None:
-    placements = Placements([node("n1"), node("n2")], [Queue("q")], [])
+    placements = SchedulerCache([node("n1"), node("n2")], [Queue("q")], [])
     wait(placements, "first", "q", 8, age=0)
     wait(placements, "second", "q", 8, age=1)
     assert placements.waiting["first"].shape is placements.waiting["second"].shape
-    assert placed(placements.place_waiting()) == {
+    assert placed(place_waiting(placements)) == {
         "first": {"first": "n1"},
         "second": {"second": "n2"},
     }
 
 
 def test_a_group_no_longer_waiting_is_not_placed() -> None:
-    placements = Placements([node("n1")], [Queue("q")], [])
+    placements = SchedulerCache([node("n1")], [Queue("q")], [])
     wait(placements, "canceled", "q", 8, age=0)
     wait(placements, "next", "q", 8, age=1)
     placements.drop("canceled")
-    assert placed(placements.place_waiting()) == {"next": {"next": "n1"}}
+    assert placed(place_waiting(placements)) == {"next": {"next": "n1"}}
 
 
 def test_pool_queues_follow_the_pool_quota_and_backend_namespace() -> None:
@@ -171,7 +172,7 @@ def test_pool_queues_follow_the_pool_quota_and_backend_namespace() -> None:
             "q": {"backend": "missing"},
         },
     }
-    assert pool_queues(state) == [
+    assert pool_queues(Configs(state)) == [
         Queue("osmo-pool-team-p", gpu_guarantee=4, gpu_maximum=16, weight=2, pool="p"),
         Queue("osmo-pool-default-q", gpu_guarantee=None, gpu_maximum=None, weight=1, pool="q"),
     ]
@@ -181,13 +182,12 @@ def test_the_embedded_queues_are_the_queue_manifests_the_kubernetes_backend_sync
     """Read from the configs directly, the queues say what the synced Queue manifests say:
     name, guarantee, maximum, weight and pool, for every backend of the example configs."""
     bundle, _ = read_bundle_directory(REPO / "examples" / "configs")
-    state = dict(parse_bundle(bundle).items)
-    configs = as_configs(state)
+    configs = Configs(parse_bundle(bundle).items)
     from_manifests = [
         queue_of(manifest)
         for backend in sorted({pool.backend for pool in configs.pools().values()})
-        for manifest in queue_manifests(state, backend)
+        for manifest in queue_manifests(configs, backend)
         if POOL_LABEL in manifest["metadata"]["labels"]
     ]
     assert len(from_manifests) == len(configs.pools()) > 5
-    assert pool_queues(state) == from_manifests
+    assert pool_queues(configs) == from_manifests

@@ -1,5 +1,5 @@
-"""What the embedded scheduler's state works on and answers (``placement.py``): bound pods,
-shapes and waiting groups, and the result of a pass."""
+"""What the embedded scheduler's cache and pass work on and answer (``cache.py``,
+``cycle.py``): bound pods, shapes and waiting groups, and the result of a pass."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ class Shape:
     levels: tuple[str, ...]
     queue: str
     low: bool
-    #: The generations (``Placements._stamp``) at which a group of this shape last failed to be
+    #: The generations (``SchedulerCache._stamp``) at which a group of this shape last failed to be
     #: placed (:data:`NEVER`: it cannot be), and why.
     failed_at: tuple[int, ...] | None = None
     reason: str | None = None
