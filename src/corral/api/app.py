@@ -17,16 +17,13 @@ from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from corral import __version__
+from corral.api import config_routes, pool_routes, resource_routes, user_routes, workflow_routes
 from corral.api.auth import Authorizer, AuthSettings, config_roles
-from corral.api.config_routes import Caller, build_router
+from corral.api.deps import Caller
 from corral.api.guard import RequestGuard, RequestLimits
 from corral.api.metrics import Metrics
 from corral.api.openapi import corral_openapi
-from corral.api.pool_routes import build_pool_router
-from corral.api.resource_routes import build_resource_router
 from corral.api.responses import Health, ServiceVersion
-from corral.api.user_routes import build_user_router
-from corral.api.workflow_routes import build_workflow_router
 from corral.domain.configs.config_type import ConfigType
 from corral.domain.formats.documents import position_of
 from corral.errors import CorralError
@@ -61,6 +58,7 @@ def create_app(
         settings,
         runtime.revoked_sessions,
     )
+    app.state.runtime = runtime
     app.state.authorizer = authorizer
     app.state.auth_settings = settings
 
@@ -68,21 +66,9 @@ def create_app(
         for revision in result.revisions:
             metrics.config_writes.labels(revision.config_type.value).inc()
 
-    app.include_router(build_router(runtime.configs, authorizer, count_write))
-    app.include_router(build_pool_router(runtime.configs, authorizer))
-    app.include_router(
-        build_resource_router(
-            runtime.configs, authorizer, runtime.capacity, runtime.recently_preempted
-        )
-    )
-    app.include_router(
-        build_workflow_router(
-            runtime.submissions, runtime.workflows, authorizer, runtime.configs, runtime.task_logs
-        )
-    )
-    app.include_router(
-        build_user_router(runtime.configs, authorizer, runtime.users, runtime.tokens)
-    )
+    app.state.on_config_write = count_write
+    for routes in (config_routes, pool_routes, resource_routes, workflow_routes, user_routes):
+        app.include_router(routes.router)
 
     @app.get(
         "/health",

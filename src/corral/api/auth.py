@@ -13,11 +13,11 @@ grants.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
 import jwt
 from fastapi import Request
@@ -30,6 +30,7 @@ from corral.domain.access.policies import (
     roles_for_groups,
     roles_for_request,
 )
+from corral.domain.access.tokens import TOKEN_PREFIX
 from corral.domain.configs.role_models import Role
 from corral.errors import ForbiddenError, UnauthorizedError
 from corral.services.config_service import ConfigService
@@ -40,9 +41,6 @@ from corral.services.sessions import (
     SessionSigner,
     load_session_key,
 )
-from corral.store.revoked_sessions import RevokedSessions
-from corral.store.tokens import TOKEN_PREFIX, TokenStore
-from corral.store.users import UserStore
 
 ADMIN_ROLE = "osmo-admin"
 ADMIN_ONLY = UNREGISTERED  # the action of requests OSMO's registry does not list
@@ -107,14 +105,52 @@ def bearer_token(request: Request) -> str:
     return token.strip()
 
 
+class Holder(Protocol):
+    """Who holds an API token, or a stored user: a name and the roles granted."""
+
+    @property
+    def username(self) -> str: ...
+
+    @property
+    def roles(self) -> Sequence[str]: ...
+
+
+class StoredUser(Holder, Protocol):
+    @property
+    def user_id(self) -> str: ...
+
+
+class TokenOwners(Protocol):
+    """The API tokens (``store/tokens.py``): who holds one, if anyone does."""
+
+    def owner(self, token: str) -> Holder | None: ...
+
+
+class Users(Protocol):
+    """The users (``store/users.py``) as authentication reads and syncs them."""
+
+    def get(self, username: str) -> StoredUser | None: ...
+
+    def set_roles(self, username: str, roles: Iterable[str]) -> StoredUser: ...
+
+
+class RevokedSessionIds(Protocol):
+    """The ended sessions that every server sharing the database refuses
+    (``store/revoked_sessions.py``)."""
+
+    def revoke(self, session_id: str, expires_at: datetime) -> None: ...
+
+    def is_revoked(self, session_id: str) -> bool: ...
+
+
 class Authorizer:
     def __init__(
         self,
-        tokens: TokenStore,
-        users: UserStore,
+        tokens: TokenOwners,
+        users: Users,
         roles: RoleSource,
         settings: AuthSettings,
-        revoked: RevokedSessions | None = None,
+        revoked: RevokedSessionIds | None = None,
     ) -> None:
         self._tokens = tokens
         self._users = users

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Body, Depends, Query, Request, Response
-from starlette.concurrency import run_in_threadpool
+from fastapi import APIRouter, Body, Query, Response
 
 from corral.api import responses as R
 from corral.api.auth import Authorizer, Principal
-from corral.api.guard import guarded_principal
+from corral.api.deps import (
+    AuthorizerDep,
+    Caller,
+    ConfigsDep,
+    HistoryQuery,
+    Revision,
+    WriteHook,
+    WriteHookDep,
+)
 from corral.api.responses import LEAN
 from corral.api.schemas import (
     REVISION_MAX,
@@ -39,233 +46,313 @@ from corral.services.config_service import (
     WriteResult,
     type_data,
 )
-from corral.store.config_store import HistoryQuery, Revision
 
 REVISION_HEADER = "X-Corral-Revision"
 
 
-async def caller_of(request: Request) -> Principal:
-    """Who is calling: every endpoint depends on this (401 without a valid token). The request
-    guard authenticated the caller already (then this costs no trip to a worker thread); an app
-    without it authenticates here."""
-    found = guarded_principal(request)
-    if found is not None:
-        return found
-    authorizer: Authorizer = request.app.state.authorizer
-    return await run_in_threadpool(authorizer.authenticate, request)
+router = APIRouter(prefix="/api/configs", tags=["configs"])
 
 
-Caller = Annotated[Principal, Depends(caller_of)]
+def can(
+    authorizer: Authorizer, caller: Principal, action: str, ctype: ConfigType | None = None
+) -> None:
+    authorizer.check(caller, action, f"config/{ctype.url_segment}" if ctype else "config/*")
 
 
-def build_router(service: ConfigService, authorizer: Authorizer, on_write: Any) -> APIRouter:
-    """The config routes, bound to ``service``; ``on_write(result)`` observes every write."""
-    router = APIRouter(prefix="/api/configs", tags=["configs"])
+def readable(authorizer: Authorizer, caller: Principal) -> list[ConfigType]:
+    """The types ``caller`` may read: a policy scoped to one type passes the ``config/*``
+    check (OSMO's wildcard rule) but must not reveal the others."""
+    return [t for t in ConfigType if authorizer.allows(caller, "config:Read", resource(t))]
 
-    def can(caller: Principal, action: str, ctype: ConfigType | None = None) -> None:
-        authorizer.check(caller, action, f"config/{ctype.url_segment}" if ctype else "config/*")
 
-    def readable(caller: Principal) -> list[ConfigType]:
-        """The types ``caller`` may read: a policy scoped to one type passes the ``config/*``
-        check (OSMO's wildcard rule) but must not reveal the others."""
-        return [t for t in ConfigType if authorizer.allows(caller, "config:Read", resource(t))]
+def resource(ctype: ConfigType) -> str:
+    return f"config/{ctype.url_segment}"
 
-    def resource(ctype: ConfigType) -> str:
-        return f"config/{ctype.url_segment}"
 
-    def written(result: WriteResult) -> dict[str, Any]:
-        on_write(result)
-        pools = [
-            i.name
-            for i in result.items
-            if i.config_type is ConfigType.POOL and i.action in ("created", "updated")
-        ]
-        warnings = pool_warnings(service.snapshot(ConfigType.POOL)[0], pools) if pools else []
-        return {**write_json(result), **({"warnings": warnings} if warnings else {})}
+def written(on_write: WriteHook, service: ConfigService, result: WriteResult) -> dict[str, Any]:
+    on_write(result)
+    pools = [
+        i.name
+        for i in result.items
+        if i.config_type is ConfigType.POOL and i.action in ("created", "updated")
+    ]
+    warnings = pool_warnings(service.snapshot(ConfigType.POOL)[0], pools) if pools else []
+    return {**write_json(result), **({"warnings": warnings} if warnings else {})}
 
-    @router.get("", response_model=R.ConfigList, **LEAN)
-    def list_configs(caller: Caller) -> dict[str, Any]:
-        can(caller, "config:Read")
-        types = readable(caller)
-        heads = [r for r in service.heads() if r.config_type in types]
-        return {"configs": [revision_json(r, with_data=False) for r in heads]}
 
-    @router.get("/history", response_model=R.ConfigList, **LEAN)
-    def history(
-        caller: Caller,
-        config_types: Annotated[list[HistoryTypeName], Query()] = [],  # noqa: B006 - FastAPI list
-        name: str | None = None,
-        revision: RevisionQuery = None,
-        tags: Annotated[list[str], Query()] = [],  # noqa: B006
-        created_before: IsoTime | None = None,
-        created_after: IsoTime | None = None,
-        at_timestamp: IsoTime | None = None,
-        offset: Annotated[int, Query(ge=0, le=REVISION_MAX)] = 0,
-        limit: Annotated[int, Query(ge=1, le=1000)] = 20,
-        order: Literal["ASC", "DESC", "asc", "desc"] = "ASC",
-        omit_data: bool = False,
-    ) -> dict[str, Any]:
-        types = [ctype for ctype in config_types if ctype is not None]
-        if config_types and not types:  # only OSMO's types that corral has no configs of
-            return {"configs": []}
-        for ctype in types:
-            can(caller, "config:Read", ctype)
-        if not types:
-            can(caller, "config:Read")
-            types = readable(caller)
-        query = HistoryQuery(
-            config_types=types,
-            name=name,
-            revision=revision,
-            tags=tags,
-            created_before=created_before,
-            created_after=created_after,
-            at_timestamp=at_timestamp,
-            offset=offset,
-            limit=limit,
-            order="DESC" if order.upper() == "DESC" else "ASC",
-        )
-        found = service.history(query, with_data=not omit_data)
-        return {"configs": [revision_json(r, with_data=not omit_data) for r in found]}
+@router.get("", response_model=R.ConfigList, **LEAN)
+def list_configs(authorizer: AuthorizerDep, service: ConfigsDep, caller: Caller) -> dict[str, Any]:
+    can(authorizer, caller, "config:Read")
+    types = readable(authorizer, caller)
+    heads = [r for r in service.heads() if r.config_type in types]
+    return {"configs": [revision_json(r, with_data=False) for r in heads]}
 
-    @router.post("/history/rollback", response_model=R.WriteAnswer, **LEAN)
-    def rollback(caller: Caller, body: RollbackBody) -> dict[str, Any]:
-        ctype = body.config_type
-        can(caller, "config:Update", ctype)
-        return written(service.rollback(ctype, body.revision, _meta(caller, body)))
 
-    @router.delete("/history/{segment:config_type}/revision/{revision}", response_model=R.Message)
-    def delete_revision(
-        caller: Caller, segment: ConfigTypeName, revision: RevisionPath
-    ) -> dict[str, Any]:
-        ctype = segment
-        can(caller, "config:Update", ctype)
-        service.delete_revision(ctype, revision, caller.username)
-        return {"message": f"Deleted revision {revision} of {ctype.value}"}
-
-    @router.post(
-        "/history/{segment:config_type}/revision/{revision}/tags",
-        response_model=R.RevisionView,
-        **LEAN,
+@router.get("/history", response_model=R.ConfigList, **LEAN)
+def history(
+    authorizer: AuthorizerDep,
+    service: ConfigsDep,
+    caller: Caller,
+    config_types: Annotated[list[HistoryTypeName], Query()] = [],  # noqa: B006 - FastAPI list
+    name: str | None = None,
+    revision: RevisionQuery = None,
+    tags: Annotated[list[str], Query()] = [],  # noqa: B006
+    created_before: IsoTime | None = None,
+    created_after: IsoTime | None = None,
+    at_timestamp: IsoTime | None = None,
+    offset: Annotated[int, Query(ge=0, le=REVISION_MAX)] = 0,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 20,
+    order: Literal["ASC", "DESC", "asc", "desc"] = "ASC",
+    omit_data: bool = False,
+) -> dict[str, Any]:
+    types = [ctype for ctype in config_types if ctype is not None]
+    if config_types and not types:  # only OSMO's types that corral has no configs of
+        return {"configs": []}
+    for ctype in types:
+        can(authorizer, caller, "config:Read", ctype)
+    if not types:
+        can(authorizer, caller, "config:Read")
+        types = readable(authorizer, caller)
+    query = HistoryQuery(
+        config_types=types,
+        name=name,
+        revision=revision,
+        tags=tags,
+        created_before=created_before,
+        created_after=created_after,
+        at_timestamp=at_timestamp,
+        offset=offset,
+        limit=limit,
+        order="DESC" if order.upper() == "DESC" else "ASC",
     )
-    def set_tags(
-        caller: Caller, segment: ConfigTypeName, revision: RevisionPath, body: TagsBody
-    ) -> dict[str, Any]:
-        ctype = segment
-        can(caller, "config:Update", ctype)
-        updated = service.tag(ctype, revision, body.set_tags, body.delete_tags)
-        return revision_json(updated, with_data=False)
+    found = service.history(query, with_data=not omit_data)
+    return {"configs": [revision_json(r, with_data=not omit_data) for r in found]}
 
-    @router.get("/diff", response_model=R.DiffAnswer)
-    def diff(
-        caller: Caller,
-        config_type: ConfigTypeName,
-        first_revision: RevisionQuery = None,
-        second_revision: RevisionQuery = None,
-    ) -> dict[str, Any]:
-        ctype = config_type
-        can(caller, "config:Read", ctype)
-        return service.diff(ctype, first_revision, second_revision)
 
-    @router.post("/apply", response_model=R.ApplyAnswer, **LEAN)
-    def apply(caller: Caller, body: ApplyBody) -> dict[str, Any]:
-        can(caller, "config:Update")
-        parsed = parse_bundle(body.bundle)
-        for ctype in [*parsed.items, *([ConfigType.WORKFLOW] if parsed.workflow else [])]:
-            can(caller, "config:Update", ctype)
-        result = service.apply(body.bundle, _meta(caller, body), dry_run=body.dry_run)
-        return {
-            "dry_run": body.dry_run,
-            **(write_json(result) if body.dry_run else written(result)),
-        }
+@router.post("/history/rollback", response_model=R.WriteAnswer, **LEAN)
+def rollback(
+    authorizer: AuthorizerDep,
+    on_write: WriteHookDep,
+    service: ConfigsDep,
+    caller: Caller,
+    body: RollbackBody,
+) -> dict[str, Any]:
+    ctype = body.config_type
+    can(authorizer, caller, "config:Update", ctype)
+    return written(on_write, service, service.rollback(ctype, body.revision, _meta(caller, body)))
 
-    @router.get("/{segment:config_type}")
-    def get_type(
-        caller: Caller, segment: ConfigTypeName, response: Response, verbose: bool = False
-    ) -> Any:
-        ctype = segment
-        can(caller, "config:Read", ctype)
-        if verbose and ctype is ConfigType.POOL:
-            check_template_reads(authorizer, caller)
-        data, revision = service.snapshot(ctype)
-        response.headers[REVISION_HEADER] = str(revision)
-        if verbose and ctype is ConfigType.POOL:
-            state = service.state()
-            data = {name: verbose_pool(state, name) for name in data}
-        return wire_shape(ctype, data)
 
-    @router.put("/{segment:config_type}", response_model=R.WriteAnswer, **LEAN)
-    def put_type(caller: Caller, segment: ConfigTypeName, body: WriteBody) -> dict[str, Any]:
-        ctype = segment
-        can(caller, "config:Update", ctype)
-        return written(service.put_document(ctype, _required(body), _meta(caller, body)))
+@router.delete("/history/{segment:config_type}/revision/{revision}", response_model=R.Message)
+def delete_revision(
+    authorizer: AuthorizerDep,
+    service: ConfigsDep,
+    caller: Caller,
+    segment: ConfigTypeName,
+    revision: RevisionPath,
+) -> dict[str, Any]:
+    ctype = segment
+    can(authorizer, caller, "config:Update", ctype)
+    service.delete_revision(ctype, revision, caller.username)
+    return {"message": f"Deleted revision {revision} of {ctype.value}"}
 
-    @router.patch("/{segment:config_type}", response_model=R.WriteAnswer, **LEAN)
-    def patch_type(caller: Caller, segment: ConfigTypeName, body: PatchBody) -> dict[str, Any]:
-        ctype = segment
-        can(caller, "config:Update", ctype)
-        if not ctype.spec.singleton:
-            raise UserError(
-                f"PATCH one {ctype.spec.label.lower()} at /api/configs/{ctype.url_segment}/<name>"
-            )
-        return written(service.patch(ctype, None, _required(body), _meta(caller, body)))
 
-    @router.get("/{segment:config_type}/{name}")
-    def get_item(
-        caller: Caller,
-        segment: ConfigTypeName,
-        name: str,
-        response: Response,
-        verbose: bool = False,
-    ) -> Any:
-        ctype = segment
-        can(caller, "config:Read", ctype)
-        if verbose and ctype is ConfigType.POOL:
-            check_template_reads(authorizer, caller)
-        _, revision = service.snapshot(ctype)
-        response.headers[REVISION_HEADER] = str(revision)
-        item = service.item(ctype, name)
-        if verbose and ctype is ConfigType.POOL:
-            return verbose_pool(service.state(), name)
-        return item
+@router.post(
+    "/history/{segment:config_type}/revision/{revision}/tags",
+    response_model=R.RevisionView,
+    **LEAN,
+)
+def set_tags(
+    authorizer: AuthorizerDep,
+    service: ConfigsDep,
+    caller: Caller,
+    segment: ConfigTypeName,
+    revision: RevisionPath,
+    body: TagsBody,
+) -> dict[str, Any]:
+    ctype = segment
+    can(authorizer, caller, "config:Update", ctype)
+    updated = service.tag(ctype, revision, body.set_tags, body.delete_tags)
+    return revision_json(updated, with_data=False)
 
-    @router.put("/{segment:config_type}/{name}", response_model=R.WriteAnswer, **LEAN)
-    def put_item(
-        caller: Caller, segment: ConfigTypeName, name: str, body: WriteBody
-    ) -> dict[str, Any]:
-        ctype = segment
-        can(caller, "config:Update", ctype)
-        return written(service.put_item(ctype, name, _required(body), _meta(caller, body)))
 
-    @router.patch("/{segment:config_type}/{name}", response_model=R.WriteAnswer, **LEAN)
-    def patch_item(
-        caller: Caller, segment: ConfigTypeName, name: str, body: PatchBody
-    ) -> dict[str, Any]:
-        ctype = segment
-        can(caller, "config:Update", ctype)
-        return written(service.patch(ctype, name, _required(body), _meta(caller, body)))
+@router.get("/diff", response_model=R.DiffAnswer)
+def diff(
+    authorizer: AuthorizerDep,
+    service: ConfigsDep,
+    caller: Caller,
+    config_type: ConfigTypeName,
+    first_revision: RevisionQuery = None,
+    second_revision: RevisionQuery = None,
+) -> dict[str, Any]:
+    ctype = config_type
+    can(authorizer, caller, "config:Read", ctype)
+    return service.diff(ctype, first_revision, second_revision)
 
-    @router.post("/backend/{name}", response_model=R.WriteAnswer, **LEAN)
-    def update_backend(caller: Caller, name: str, body: WriteBody) -> dict[str, Any]:
-        """OSMO's backend update: the given top-level fields replace the stored ones."""
-        can(caller, "config:Update", ConfigType.BACKEND)
-        return written(
-            service.patch(ConfigType.BACKEND, name, _required(body), _meta(caller, body))
+
+@router.post("/apply", response_model=R.ApplyAnswer, **LEAN)
+def apply(
+    authorizer: AuthorizerDep,
+    on_write: WriteHookDep,
+    service: ConfigsDep,
+    caller: Caller,
+    body: ApplyBody,
+) -> dict[str, Any]:
+    can(authorizer, caller, "config:Update")
+    parsed = parse_bundle(body.bundle)
+    for ctype in [*parsed.items, *([ConfigType.WORKFLOW] if parsed.workflow else [])]:
+        can(authorizer, caller, "config:Update", ctype)
+    result = service.apply(body.bundle, _meta(caller, body), dry_run=body.dry_run)
+    return {
+        "dry_run": body.dry_run,
+        **(write_json(result) if body.dry_run else written(on_write, service, result)),
+    }
+
+
+@router.get("/{segment:config_type}")
+def get_type(
+    authorizer: AuthorizerDep,
+    service: ConfigsDep,
+    caller: Caller,
+    segment: ConfigTypeName,
+    response: Response,
+    verbose: bool = False,
+) -> Any:
+    ctype = segment
+    can(authorizer, caller, "config:Read", ctype)
+    if verbose and ctype is ConfigType.POOL:
+        check_template_reads(authorizer, caller)
+    data, revision = service.snapshot(ctype)
+    response.headers[REVISION_HEADER] = str(revision)
+    if verbose and ctype is ConfigType.POOL:
+        state = service.state()
+        data = {name: verbose_pool(state, name) for name in data}
+    return wire_shape(ctype, data)
+
+
+@router.put("/{segment:config_type}", response_model=R.WriteAnswer, **LEAN)
+def put_type(
+    authorizer: AuthorizerDep,
+    on_write: WriteHookDep,
+    service: ConfigsDep,
+    caller: Caller,
+    segment: ConfigTypeName,
+    body: WriteBody,
+) -> dict[str, Any]:
+    ctype = segment
+    can(authorizer, caller, "config:Update", ctype)
+    return written(
+        on_write, service, service.put_document(ctype, _required(body), _meta(caller, body))
+    )
+
+
+@router.patch("/{segment:config_type}", response_model=R.WriteAnswer, **LEAN)
+def patch_type(
+    authorizer: AuthorizerDep,
+    on_write: WriteHookDep,
+    service: ConfigsDep,
+    caller: Caller,
+    segment: ConfigTypeName,
+    body: PatchBody,
+) -> dict[str, Any]:
+    ctype = segment
+    can(authorizer, caller, "config:Update", ctype)
+    if not ctype.spec.singleton:
+        raise UserError(
+            f"PATCH one {ctype.spec.label.lower()} at /api/configs/{ctype.url_segment}/<name>"
         )
+    return written(
+        on_write, service, service.patch(ctype, None, _required(body), _meta(caller, body))
+    )
 
-    @router.delete("/{segment:config_type}/{name}", response_model=R.WriteAnswer, **LEAN)
-    def delete_item(
-        caller: Caller,
-        segment: ConfigTypeName,
-        name: str,
-        body: Annotated[DeleteBody | None, Body()] = None,
-    ) -> dict[str, Any]:
-        ctype = segment
-        can(caller, "config:Update", ctype)
-        meta = _meta(caller, body or DeleteBody())
-        return written(service.delete_item(ctype, name, meta))
 
-    return router
+@router.get("/{segment:config_type}/{name}")
+def get_item(
+    authorizer: AuthorizerDep,
+    service: ConfigsDep,
+    caller: Caller,
+    segment: ConfigTypeName,
+    name: str,
+    response: Response,
+    verbose: bool = False,
+) -> Any:
+    ctype = segment
+    can(authorizer, caller, "config:Read", ctype)
+    if verbose and ctype is ConfigType.POOL:
+        check_template_reads(authorizer, caller)
+    _, revision = service.snapshot(ctype)
+    response.headers[REVISION_HEADER] = str(revision)
+    item = service.item(ctype, name)
+    if verbose and ctype is ConfigType.POOL:
+        return verbose_pool(service.state(), name)
+    return item
+
+
+@router.put("/{segment:config_type}/{name}", response_model=R.WriteAnswer, **LEAN)
+def put_item(
+    authorizer: AuthorizerDep,
+    on_write: WriteHookDep,
+    service: ConfigsDep,
+    caller: Caller,
+    segment: ConfigTypeName,
+    name: str,
+    body: WriteBody,
+) -> dict[str, Any]:
+    ctype = segment
+    can(authorizer, caller, "config:Update", ctype)
+    return written(
+        on_write, service, service.put_item(ctype, name, _required(body), _meta(caller, body))
+    )
+
+
+@router.patch("/{segment:config_type}/{name}", response_model=R.WriteAnswer, **LEAN)
+def patch_item(
+    authorizer: AuthorizerDep,
+    on_write: WriteHookDep,
+    service: ConfigsDep,
+    caller: Caller,
+    segment: ConfigTypeName,
+    name: str,
+    body: PatchBody,
+) -> dict[str, Any]:
+    ctype = segment
+    can(authorizer, caller, "config:Update", ctype)
+    return written(
+        on_write, service, service.patch(ctype, name, _required(body), _meta(caller, body))
+    )
+
+
+@router.post("/backend/{name}", response_model=R.WriteAnswer, **LEAN)
+def update_backend(
+    authorizer: AuthorizerDep,
+    on_write: WriteHookDep,
+    service: ConfigsDep,
+    caller: Caller,
+    name: str,
+    body: WriteBody,
+) -> dict[str, Any]:
+    """OSMO's backend update: the given top-level fields replace the stored ones."""
+    can(authorizer, caller, "config:Update", ConfigType.BACKEND)
+    return written(
+        on_write,
+        service,
+        service.patch(ConfigType.BACKEND, name, _required(body), _meta(caller, body)),
+    )
+
+
+@router.delete("/{segment:config_type}/{name}", response_model=R.WriteAnswer, **LEAN)
+def delete_item(
+    authorizer: AuthorizerDep,
+    on_write: WriteHookDep,
+    service: ConfigsDep,
+    caller: Caller,
+    segment: ConfigTypeName,
+    name: str,
+    body: Annotated[DeleteBody | None, Body()] = None,
+) -> dict[str, Any]:
+    ctype = segment
+    can(authorizer, caller, "config:Update", ctype)
+    meta = _meta(caller, body or DeleteBody())
+    return written(on_write, service, service.delete_item(ctype, name, meta))
 
 
 def _meta(caller: Principal, body: Any) -> WriteMeta:

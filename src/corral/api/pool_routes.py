@@ -8,13 +8,11 @@ from fastapi import APIRouter, Query
 from pydantic import AfterValidator, WithJsonSchema
 
 from corral.api import responses as R
-from corral.api.auth import Authorizer
-from corral.api.config_routes import Caller
+from corral.api.deps import AuthorizerDep, Caller, ConfigsDep
 from corral.domain.platform.render import pool_topology, render_pool
 from corral.domain.platform.variables import SET_PATTERN, parse_set_values
 from corral.services import sandbox
 from corral.services.commands import check_template_reads
-from corral.services.config_service import ConfigService
 
 
 def _assignment(text: str) -> str:
@@ -30,37 +28,40 @@ SetValue = Annotated[
 ]
 
 
-def build_pool_router(service: ConfigService, authorizer: Authorizer) -> APIRouter:
-    router = APIRouter(prefix="/api/pool", tags=["pools"])
+router = APIRouter(prefix="/api/pool", tags=["pools"])
 
-    @router.get("/{pool}/render", response_model=R.PoolRender)
-    def render(
-        caller: Caller,
-        pool: str,
-        platform: str | None = None,
-        set: Annotated[list[SetValue], Query()] = [],  # noqa: B006 - FastAPI query list
-    ) -> dict[str, Any]:
-        """The platform's merged, rendered pod template with provenance, defaults, rules and
-        group templates; ``set=NAME=VALUE`` (repeatable) overrides variables."""
-        authorizer.check(caller, "config:Read", "config/pool")
-        check_template_reads(authorizer, caller)
-        state = service.state()
-        return sandbox.run(
-            state.workflow,
-            "Rendering the pool's templates",
-            render_pool,
-            state,
-            pool,
-            platform=platform,
-            set_values=parse_set_values(set),
-            user=caller.username,
-        )
 
-    @router.get("/{pool}/topology", response_model=R.PoolTopology)
-    def topology(caller: Caller, pool: str) -> dict[str, Any]:
-        """The pool's topology levels, coarsest first: what workflows may name in
-        ``resources.<spec>.topology[].key``."""
-        authorizer.check(caller, "pool:List")
-        return pool_topology(service.state(), pool)
+@router.get("/{pool}/render", response_model=R.PoolRender)
+def render(
+    authorizer: AuthorizerDep,
+    service: ConfigsDep,
+    caller: Caller,
+    pool: str,
+    platform: str | None = None,
+    set: Annotated[list[SetValue], Query()] = [],  # noqa: B006 - FastAPI query list
+) -> dict[str, Any]:
+    """The platform's merged, rendered pod template with provenance, defaults, rules and
+    group templates; ``set=NAME=VALUE`` (repeatable) overrides variables."""
+    authorizer.check(caller, "config:Read", "config/pool")
+    check_template_reads(authorizer, caller)
+    state = service.state()
+    return sandbox.run(
+        state.workflow,
+        "Rendering the pool's templates",
+        render_pool,
+        state,
+        pool,
+        platform=platform,
+        set_values=parse_set_values(set),
+        user=caller.username,
+    )
 
-    return router
+
+@router.get("/{pool}/topology", response_model=R.PoolTopology)
+def topology(
+    authorizer: AuthorizerDep, service: ConfigsDep, caller: Caller, pool: str
+) -> dict[str, Any]:
+    """The pool's topology levels, coarsest first: what workflows may name in
+    ``resources.<spec>.topology[].key``."""
+    authorizer.check(caller, "pool:List")
+    return pool_topology(service.state(), pool)

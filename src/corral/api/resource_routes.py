@@ -10,16 +10,15 @@ docs/resources.md.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
 from corral.api import responses as R
 from corral.api.auth import Authorizer, Principal
-from corral.api.config_routes import Caller
+from corral.api.deps import AuthorizerDep, Caller, CapacityDep, ConfigsDep, PreemptedDep
 from corral.domain.configs.models import Pool
-from corral.domain.configs.snapshot import Configs
 from corral.domain.views.osmo_resources import osmo_entry
 from corral.domain.views.pool_quota import (
     pool_minimal,
@@ -35,158 +34,162 @@ from corral.domain.views.resource_listing import (
 )
 from corral.errors import NotFoundError
 from corral.services.capacity import ClusterCapacity
-from corral.services.config_service import ConfigService
 from corral.services.pool_usage import demand_per_node, layout_of, pool_usage
 
 Names = Annotated[list[str], Query()]
 
 
-def build_resource_router(
-    service: ConfigService,
-    authorizer: Authorizer,
-    capacity: Callable[[Configs], list[ClusterCapacity]],
-    preempted: Callable[[], Mapping[str, int]] = dict,
-) -> APIRouter:
-    """``capacity`` gives, for a config state, each cluster's nodes, pods and pools
-    (:func:`corral.services.capacity.read_capacity`); ``preempted``, per pool, the GPUs evicted
-    from it in the last 24 hours."""
-    router = APIRouter(tags=["resources"])
+router = APIRouter(tags=["resources"])
 
-    def visible(caller: Principal, pools: Mapping[str, Pool]) -> list[str]:
-        return authorizer.allowed_pools(caller, sorted(pools))
 
-    @router.get("/api/pool", response_model=R.PoolList)
-    def list_pools(
-        caller: Caller,
-        pools: Names = [],  # noqa: B006 - FastAPI query list
-        all_pools: bool = False,
-    ) -> dict[str, Any]:
-        """OSMO's PoolMinimal of each pool the caller may submit to, by name; ``pools``
-        narrows them (unless ``all_pools=true``)."""
-        authorizer.check(caller, "pool:List")
-        state = service.state()
-        configured = state.pools()
-        names = visible(caller, configured)
-        if pools and not all_pools:
-            names = [name for name in names if name in set(pools)]
-        mounts: dict[str, Mapping[str, list[str]]] = {}
-        for cluster in capacity(state):
-            mounts.update(layout_of(state, cluster.nodes, cluster.pools).default_mounts)
-        return {
-            "pools": {name: pool_minimal(configured[name], mounts.get(name, {})) for name in names}
-        }
+def visible(authorizer: Authorizer, caller: Principal, pools: Mapping[str, Pool]) -> list[str]:
+    return authorizer.allowed_pools(caller, sorted(pools))
 
-    @router.get("/api/pool_quota", response_model=R.PoolQuota)
-    def pool_quota(
-        caller: Caller,
-        pools: Names = [],  # noqa: B006 - FastAPI query list
-    ) -> dict[str, Any]:
-        """GPU quota and usage per pool, pools grouped in node sets (OSMO's ``pool list``).
-        ``pools`` (repeatable) narrows the answer; pools the caller may not use, or that do
-        not exist, are left out."""
-        authorizer.check(caller, "pool:List")
-        state = service.state()
-        names = visible(caller, state.pools())
-        if pools:
-            names = [name for name in names if name in set(pools)]
-        usage = pool_usage(state, capacity(state), names, preempted())
-        return quota_json(usage.report, usage.pools, usage.mounts)
 
-    @router.get("/api/resources", response_model=R.ResourceList)
-    def resources(
-        caller: Caller,
-        pools: Names = [],  # noqa: B006 - FastAPI query list
-        platforms: Names = [],  # noqa: B006 - FastAPI query list
-        include_all: Annotated[bool, Query(alias="all")] = False,
-        all_pools: bool = False,
-    ) -> dict[str, Any]:
-        """Per node: the pools and platforms it serves, what its pods request and what it has.
-        ``pools`` (default, and with ``all_pools=true``: every pool the caller may use),
-        ``platforms`` narrow the listing; ``all`` adds the nodes no pool uses."""
-        authorizer.check(caller, "resources:Read")
-        state = service.state()
-        configured = state.pools()
-        named = [] if all_pools else _named_pools(authorizer, caller, configured, pools)
-        names = named or visible(caller, configured)
-        _check_platforms(configured, names, platforms)
-        listed: list[tuple[NodeResources, dict[str, Any]]] = []
-        used: dict[str, int] = dict.fromkeys(names, 0)
-        for cluster in capacity(state):
-            layout = layout_of(state, cluster.nodes, cluster.pools)
-            backend = backend_of(cluster, configured)
-            for found in list_resources(
-                layout,
-                cluster.nodes,
-                demand_per_node(cluster.pods),
-                pools=names,
-                platforms=platforms,
-                include_unused=include_all,
-            ):
-                node = cluster.node(found.name)
-                assert node is not None  # listed from this cluster's nodes
-                entry = osmo_entry(
-                    node,
-                    found.type,
-                    found.placements,
-                    (found.capacity, found.used),
-                    configured,
-                    layout,
-                    backend,
-                )
-                listed.append((found, {**entry, **found.as_json()}))
-            for pod in cluster.pods:
-                pool = cluster.pool_of(pod)
-                if pool in used:
-                    used[pool] += pod.demand.gpu
-        listed.sort(key=lambda pair: pair[0].name)
-        answer = {
-            **resources_json([found for found, _ in listed]),
-            "resources": [entry for _, entry in listed],
-        }
-        recent = preempted()
-        answer["pool_queues"] = [
-            queue_figures(name, configured[name], used[name], recent.get(name, 0)) for name in names
-        ]
-        return answer
+@router.get("/api/pool", response_model=R.PoolList)
+def list_pools(
+    authorizer: AuthorizerDep,
+    capacity: CapacityDep,
+    service: ConfigsDep,
+    caller: Caller,
+    pools: Names = [],  # noqa: B006 - FastAPI query list
+    all_pools: bool = False,
+) -> dict[str, Any]:
+    """OSMO's PoolMinimal of each pool the caller may submit to, by name; ``pools``
+    narrows them (unless ``all_pools=true``)."""
+    authorizer.check(caller, "pool:List")
+    state = service.state()
+    configured = state.pools()
+    names = visible(authorizer, caller, configured)
+    if pools and not all_pools:
+        names = [name for name in names if name in set(pools)]
+    mounts: dict[str, Mapping[str, list[str]]] = {}
+    for cluster in capacity(state):
+        mounts.update(layout_of(state, cluster.nodes, cluster.pools).default_mounts)
+    return {"pools": {name: pool_minimal(configured[name], mounts.get(name, {})) for name in names}}
 
-    @router.get("/api/resources/{name}", response_model=R.NodeInfoList)
-    def node_info(caller: Caller, name: str) -> dict[str, Any]:
-        """The node of that name in each cluster (OSMO's ``{"resources": [...]}``): labels,
-        taints, capacity and use, and the pools and platforms (of those the caller may use)
-        it serves. The first entry is the node that serves a pool the caller may use, else
-        the embedded cluster's, then the Kubernetes backends' by name."""
-        authorizer.check(caller, "resources:Read")
-        state = service.state()
-        configured = state.pools()
-        shown = {pool: configured[pool] for pool in visible(caller, configured)}
-        found = []
-        for cluster in capacity(state):
-            node = cluster.node(name)
-            if node is None:
-                continue
-            demand = demand_per_node(cluster.pods).get(name)
-            layout = layout_of(state, cluster.nodes, cluster.pools)
-            info = node_info_json(layout, node, demand, shown)
-            placements = [(p["pool"], p["platform"]) for p in info["pools"]]
-            amounts = node_amounts(node, demand)
+
+@router.get("/api/pool_quota", response_model=R.PoolQuota)
+def pool_quota(
+    authorizer: AuthorizerDep,
+    capacity: CapacityDep,
+    preempted: PreemptedDep,
+    service: ConfigsDep,
+    caller: Caller,
+    pools: Names = [],  # noqa: B006 - FastAPI query list
+) -> dict[str, Any]:
+    """GPU quota and usage per pool, pools grouped in node sets (OSMO's ``pool list``).
+    ``pools`` (repeatable) narrows the answer; pools the caller may not use, or that do
+    not exist, are left out."""
+    authorizer.check(caller, "pool:List")
+    state = service.state()
+    names = visible(authorizer, caller, state.pools())
+    if pools:
+        names = [name for name in names if name in set(pools)]
+    usage = pool_usage(state, capacity(state), names, preempted())
+    return quota_json(usage.report, usage.pools, usage.mounts)
+
+
+@router.get("/api/resources", response_model=R.ResourceList)
+def resources(
+    authorizer: AuthorizerDep,
+    capacity: CapacityDep,
+    preempted: PreemptedDep,
+    service: ConfigsDep,
+    caller: Caller,
+    pools: Names = [],  # noqa: B006 - FastAPI query list
+    platforms: Names = [],  # noqa: B006 - FastAPI query list
+    include_all: Annotated[bool, Query(alias="all")] = False,
+    all_pools: bool = False,
+) -> dict[str, Any]:
+    """Per node: the pools and platforms it serves, what its pods request and what it has.
+    ``pools`` (default, and with ``all_pools=true``: every pool the caller may use),
+    ``platforms`` narrow the listing; ``all`` adds the nodes no pool uses."""
+    authorizer.check(caller, "resources:Read")
+    state = service.state()
+    configured = state.pools()
+    named = [] if all_pools else _named_pools(authorizer, caller, configured, pools)
+    names = named or visible(authorizer, caller, configured)
+    _check_platforms(configured, names, platforms)
+    listed: list[tuple[NodeResources, dict[str, Any]]] = []
+    used: dict[str, int] = dict.fromkeys(names, 0)
+    for cluster in capacity(state):
+        layout = layout_of(state, cluster.nodes, cluster.pools)
+        backend = backend_of(cluster, configured)
+        for found in list_resources(
+            layout,
+            cluster.nodes,
+            demand_per_node(cluster.pods),
+            pools=names,
+            platforms=platforms,
+            include_unused=include_all,
+        ):
+            node = cluster.node(found.name)
+            assert node is not None  # listed from this cluster's nodes
             entry = osmo_entry(
                 node,
-                info["type"],
-                placements,
-                amounts,
+                found.type,
+                found.placements,
+                (found.capacity, found.used),
                 configured,
                 layout,
-                backend_of(cluster, configured),
+                backend,
             )
-            found.append({**entry, **info})
-        if not found:
-            raise NotFoundError(
-                f"Node {name} does not exist! `corral resource list --all` lists the nodes."
-            )
-        found.sort(key=lambda info: not info["pools"])  # stable: cluster order otherwise
-        return {"resources": found}
+            listed.append((found, {**entry, **found.as_json()}))
+        for pod in cluster.pods:
+            pool = cluster.pool_of(pod)
+            if pool in used:
+                used[pool] += pod.demand.gpu
+    listed.sort(key=lambda pair: pair[0].name)
+    answer = {
+        **resources_json([found for found, _ in listed]),
+        "resources": [entry for _, entry in listed],
+    }
+    recent = preempted()
+    answer["pool_queues"] = [
+        queue_figures(name, configured[name], used[name], recent.get(name, 0)) for name in names
+    ]
+    return answer
 
-    return router
+
+@router.get("/api/resources/{name}", response_model=R.NodeInfoList)
+def node_info(
+    authorizer: AuthorizerDep, capacity: CapacityDep, service: ConfigsDep, caller: Caller, name: str
+) -> dict[str, Any]:
+    """The node of that name in each cluster (OSMO's ``{"resources": [...]}``): labels,
+    taints, capacity and use, and the pools and platforms (of those the caller may use)
+    it serves. The first entry is the node that serves a pool the caller may use, else
+    the embedded cluster's, then the Kubernetes backends' by name."""
+    authorizer.check(caller, "resources:Read")
+    state = service.state()
+    configured = state.pools()
+    shown = {pool: configured[pool] for pool in visible(authorizer, caller, configured)}
+    found = []
+    for cluster in capacity(state):
+        node = cluster.node(name)
+        if node is None:
+            continue
+        demand = demand_per_node(cluster.pods).get(name)
+        layout = layout_of(state, cluster.nodes, cluster.pools)
+        info = node_info_json(layout, node, demand, shown)
+        placements = [(p["pool"], p["platform"]) for p in info["pools"]]
+        amounts = node_amounts(node, demand)
+        entry = osmo_entry(
+            node,
+            info["type"],
+            placements,
+            amounts,
+            configured,
+            layout,
+            backend_of(cluster, configured),
+        )
+        found.append({**entry, **info})
+    if not found:
+        raise NotFoundError(
+            f"Node {name} does not exist! `corral resource list --all` lists the nodes."
+        )
+    found.sort(key=lambda info: not info["pools"])  # stable: cluster order otherwise
+    return {"resources": found}
 
 
 def backend_of(cluster: ClusterCapacity, configured: Mapping[str, Pool]) -> str:

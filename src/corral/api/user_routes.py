@@ -17,14 +17,12 @@ from pydantic import Field, field_validator
 
 from corral.api import responses as R
 from corral.api.auth import ADMIN_ONLY, Authorizer, Principal
-from corral.api.config_routes import Caller
+from corral.api.deps import AuthorizerDep, Caller, ConfigsDep, TokensDep, User, UsersDep
 from corral.api.schemas import StrictBody
 from corral.domain.formats.names import CONFIG_NAME_PATTERN, MAX_NAME_LENGTH
 from corral.domain.formats.wire_time import wire_time
 from corral.errors import ConflictError, ForbiddenError, UserError
 from corral.services.config_service import ConfigService
-from corral.store.tokens import TokenStore
-from corral.store.users import User, UserStore
 
 USERNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,255}$")
 
@@ -73,168 +71,201 @@ class ProfileBody(StrictBody):
     slack_notification: NoNotification = None
 
 
-def build_user_router(
-    service: ConfigService, authorizer: Authorizer, users: UserStore, tokens: TokenStore
-) -> APIRouter:
-    router = APIRouter(tags=["users"])
+router = APIRouter(tags=["users"])
 
-    def admin(caller: Principal, what: str) -> None:
-        authorizer.check(caller, ADMIN_ONLY, what=what)
 
-    def known_roles(names: list[str], field: str = "roles") -> list[str]:
-        defined = {role.name for role in service.state().roles}
-        for name in names:
-            if name not in defined:
-                raise ConflictError(  # a body naming what does not exist (yet): the URL is fine
-                    f"Role {name} does not exist; define it first (corral config set ROLE ...).",
-                    path=(field,),
-                )
-        return names
+def admin(authorizer: Authorizer, caller: Principal, what: str) -> None:
+    authorizer.check(caller, ADMIN_ONLY, what=what)
 
-    def existing_pool(name: str | None, field: str) -> str | None:
-        if name is not None and name not in service.state().pool_names():
-            raise ConflictError(f"Pool {name} does not exist.", path=(field,))
-        return name
 
-    # ---------------------------------------------------------------------- sessions
-
-    @router.post("/api/auth/session", response_model=R.SessionAnswer)
-    @router.post("/api/auth/jwt/access_token", response_model=R.SessionAnswer)
-    def session(caller: Caller) -> dict[str, Any]:
-        """Exchange an API token (or a trusted issuer's token) for a short-lived session."""
-        authorizer.check(caller, "auth:Refresh")
-        if caller.method == "session":
-            raise UserError("A session cannot be renewed with itself; use your API token.")
-        minted = authorizer.sessions.mint(caller.username, users.require(caller.username).user_id)
-        return {
-            "token": minted.token,
-            "token_type": "Bearer",
-            "username": minted.username,
-            "expires_at": wire_time(minted.expires_at),
-        }
-
-    # ------------------------------------------------------------------------- users
-
-    @router.post("/api/auth/user", response_model=R.UserView)
-    def create_user(caller: Caller, body: NewUser) -> dict[str, Any]:
-        """A new user (200, as OSMO answers: its CLI reports any other status as an error)."""
-        admin(caller, "create users")
-        user = users.create(
-            body.id,
-            roles=known_roles(body.roles),
-            default_pool=existing_pool(body.default_pool, "default_pool"),
-            by=caller.username,
-        )
-        return user_json(user)
-
-    @router.get("/api/auth/user", response_model=R.UserList)
-    def list_users(
-        caller: Caller,
-        id_prefix: Annotated[str, Query(max_length=256)] = "",
-        roles: Annotated[list[str], Query()] = [],  # noqa: B006 - FastAPI query list
-        count: Annotated[int, Query(ge=1, le=1000)] = 100,
-        offset: Annotated[int, Query(ge=0)] = 0,
-    ) -> dict[str, Any]:
-        """Users by name, OSMO's page of them: those whose name starts with ``id_prefix``
-        and (with ``roles``) who hold any of ``roles``."""
-        admin(caller, "list users")
-        matching = [
-            user
-            for user in users.all()
-            if user.username.startswith(id_prefix) and (not roles or set(roles) & set(user.roles))
-        ]
-        return {
-            "users": [user_json(user) for user in matching[offset : offset + count]],
-            "total_results": len(matching),
-            "start_index": offset,
-            "items_per_page": count,
-        }
-
-    @router.get("/api/auth/user/{username}", response_model=R.UserView)
-    def get_user(caller: Caller, username: str) -> dict[str, Any]:
-        admin(caller, f"read user {username}")
-        return user_json(users.require(username))
-
-    @router.delete("/api/auth/user/{username}", response_model=R.Message)
-    def delete_user(caller: Caller, username: str) -> dict[str, Any]:
-        admin(caller, f"delete user {username}")
-        revoked = users.delete(username, authorizer.grants_admin)
-        plural = "" if revoked == 1 else "s"
-        return {"message": f"Deleted user {username} and revoked {revoked} token{plural}."}
-
-    @router.post("/api/auth/user/{username}/roles", response_model=R.UserView)
-    def add_role(caller: Caller, username: str, body: RoleBody) -> dict[str, Any]:
-        admin(caller, f"assign roles to {username}")
-        users.require(username)
-        granted = known_roles([body.role_name], "role_name")
-        return user_json(users.add_roles(username, granted, by=caller.username))
-
-    @router.delete("/api/auth/user/{username}/roles/{role}", response_model=R.UserView)
-    def remove_role(caller: Caller, username: str, role: str) -> dict[str, Any]:
-        admin(caller, f"remove roles from {username}")
-        return user_json(
-            users.remove_role(username, role, authorizer.grants_admin, by=caller.username)
-        )
-
-    @router.post(
-        "/api/auth/user/{username}/token",
-        status_code=status.HTTP_201_CREATED,
-        response_model=R.NewToken,
-    )
-    def mint_token(
-        caller: Caller, username: str, body: Annotated[TokenBody | None, Body()] = None
-    ) -> dict[str, Any]:
-        """A new API token for ``username``, returned once (only its hash is kept)."""
-        admin(caller, f"create tokens for {username}")
-        users.require(username)
-        name = (body.name if body else None) or f"{username}-{secrets.token_hex(4)}"
-        token = tokens.create(name=name, username=username, by=caller.username)
-        return {"token": token, "name": name, "username": username}
-
-    # ----------------------------------------------------------------------- profile
-
-    def profile(caller: Principal) -> dict[str, Any]:
-        """OSMO's ``{profile, roles, pools}``: the pools are those the caller may submit to."""
-        user = users.require(caller.username)
-        pools = service.state().pool_names()
-        return {
-            "profile": {
-                "username": user.username,
-                "email_notification": False,
-                "slack_notification": False,
-                "pool": user.default_pool,
-            },
-            "roles": list(user.roles),
-            "pools": authorizer.allowed_pools(caller, pools),
-        }
-
-    @router.get("/api/profile/settings", response_model=R.Profile)
-    def read_profile(caller: Caller) -> dict[str, Any]:
-        authorizer.check(caller, "profile:Read")
-        return profile(caller)
-
-    @router.post("/api/profile/settings", response_model=R.Profile)
-    @router.put("/api/profile/settings", response_model=R.Profile)
-    def update_profile(caller: Caller, body: ProfileBody) -> dict[str, Any]:
-        """Set the caller's default pool: one they may submit to (or null to clear it)."""
-        authorizer.check(caller, "profile:Update")
-        for wanted in ("email_notification", "slack_notification"):
-            if getattr(body, wanted):
-                raise UserError(
-                    "corral sends no notifications; watch a workflow with corral workflow "
-                    "logs --follow or the dashboard instead.",
-                    path=(wanted,),
-                )
-        pool = existing_pool(body.pool, "pool")
-        if pool is not None and not authorizer.allows(caller, "workflow:Create", f"pool/{pool}"):
-            raise ForbiddenError(
-                f"{caller.username} may not use pool {pool}: no role grants workflow:Create "
-                f"on pool/{pool}."
+def known_roles(service: ConfigService, names: list[str], field: str = "roles") -> list[str]:
+    defined = {role.name for role in service.state().roles}
+    for name in names:
+        if name not in defined:
+            raise ConflictError(  # a body naming what does not exist (yet): the URL is fine
+                f"Role {name} does not exist; define it first (corral config set ROLE ...).",
+                path=(field,),
             )
-        users.set_default_pool(caller.username, pool)
-        return profile(caller)
+    return names
 
-    return router
+
+def existing_pool(service: ConfigService, name: str | None, field: str) -> str | None:
+    if name is not None and name not in service.state().pool_names():
+        raise ConflictError(f"Pool {name} does not exist.", path=(field,))
+    return name
+
+
+@router.post("/api/auth/session", response_model=R.SessionAnswer)
+@router.post("/api/auth/jwt/access_token", response_model=R.SessionAnswer)
+def session(authorizer: AuthorizerDep, users: UsersDep, caller: Caller) -> dict[str, Any]:
+    """Exchange an API token (or a trusted issuer's token) for a short-lived session."""
+    authorizer.check(caller, "auth:Refresh")
+    if caller.method == "session":
+        raise UserError("A session cannot be renewed with itself; use your API token.")
+    minted = authorizer.sessions.mint(caller.username, users.require(caller.username).user_id)
+    return {
+        "token": minted.token,
+        "token_type": "Bearer",
+        "username": minted.username,
+        "expires_at": wire_time(minted.expires_at),
+    }
+
+
+@router.post("/api/auth/user", response_model=R.UserView)
+def create_user(
+    authorizer: AuthorizerDep, service: ConfigsDep, users: UsersDep, caller: Caller, body: NewUser
+) -> dict[str, Any]:
+    """A new user (200, as OSMO answers: its CLI reports any other status as an error)."""
+    admin(authorizer, caller, "create users")
+    user = users.create(
+        body.id,
+        roles=known_roles(service, body.roles),
+        default_pool=existing_pool(service, body.default_pool, "default_pool"),
+        by=caller.username,
+    )
+    return user_json(user)
+
+
+@router.get("/api/auth/user", response_model=R.UserList)
+def list_users(
+    authorizer: AuthorizerDep,
+    users: UsersDep,
+    caller: Caller,
+    id_prefix: Annotated[str, Query(max_length=256)] = "",
+    roles: Annotated[list[str], Query()] = [],  # noqa: B006 - FastAPI query list
+    count: Annotated[int, Query(ge=1, le=1000)] = 100,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> dict[str, Any]:
+    """Users by name, OSMO's page of them: those whose name starts with ``id_prefix``
+    and (with ``roles``) who hold any of ``roles``."""
+    admin(authorizer, caller, "list users")
+    matching = [
+        user
+        for user in users.all()
+        if user.username.startswith(id_prefix) and (not roles or set(roles) & set(user.roles))
+    ]
+    return {
+        "users": [user_json(user) for user in matching[offset : offset + count]],
+        "total_results": len(matching),
+        "start_index": offset,
+        "items_per_page": count,
+    }
+
+
+@router.get("/api/auth/user/{username}", response_model=R.UserView)
+def get_user(
+    authorizer: AuthorizerDep, users: UsersDep, caller: Caller, username: str
+) -> dict[str, Any]:
+    admin(authorizer, caller, f"read user {username}")
+    return user_json(users.require(username))
+
+
+@router.delete("/api/auth/user/{username}", response_model=R.Message)
+def delete_user(
+    authorizer: AuthorizerDep, users: UsersDep, caller: Caller, username: str
+) -> dict[str, Any]:
+    admin(authorizer, caller, f"delete user {username}")
+    revoked = users.delete(username, authorizer.grants_admin)
+    plural = "" if revoked == 1 else "s"
+    return {"message": f"Deleted user {username} and revoked {revoked} token{plural}."}
+
+
+@router.post("/api/auth/user/{username}/roles", response_model=R.UserView)
+def add_role(
+    authorizer: AuthorizerDep,
+    service: ConfigsDep,
+    users: UsersDep,
+    caller: Caller,
+    username: str,
+    body: RoleBody,
+) -> dict[str, Any]:
+    admin(authorizer, caller, f"assign roles to {username}")
+    users.require(username)
+    granted = known_roles(service, [body.role_name], "role_name")
+    return user_json(users.add_roles(username, granted, by=caller.username))
+
+
+@router.delete("/api/auth/user/{username}/roles/{role}", response_model=R.UserView)
+def remove_role(
+    authorizer: AuthorizerDep, users: UsersDep, caller: Caller, username: str, role: str
+) -> dict[str, Any]:
+    admin(authorizer, caller, f"remove roles from {username}")
+    return user_json(users.remove_role(username, role, authorizer.grants_admin, by=caller.username))
+
+
+@router.post(
+    "/api/auth/user/{username}/token",
+    status_code=status.HTTP_201_CREATED,
+    response_model=R.NewToken,
+)
+def mint_token(
+    authorizer: AuthorizerDep,
+    tokens: TokensDep,
+    users: UsersDep,
+    caller: Caller,
+    username: str,
+    body: Annotated[TokenBody | None, Body()] = None,
+) -> dict[str, Any]:
+    """A new API token for ``username``, returned once (only its hash is kept)."""
+    admin(authorizer, caller, f"create tokens for {username}")
+    users.require(username)
+    name = (body.name if body else None) or f"{username}-{secrets.token_hex(4)}"
+    token = tokens.create(name=name, username=username, by=caller.username)
+    return {"token": token, "name": name, "username": username}
+
+
+def profile(
+    authorizer: Authorizer, service: ConfigService, users: UsersDep, caller: Principal
+) -> dict[str, Any]:
+    """OSMO's ``{profile, roles, pools}``: the pools are those the caller may submit to."""
+    user = users.require(caller.username)
+    pools = service.state().pool_names()
+    return {
+        "profile": {
+            "username": user.username,
+            "email_notification": False,
+            "slack_notification": False,
+            "pool": user.default_pool,
+        },
+        "roles": list(user.roles),
+        "pools": authorizer.allowed_pools(caller, pools),
+    }
+
+
+@router.get("/api/profile/settings", response_model=R.Profile)
+def read_profile(
+    authorizer: AuthorizerDep, service: ConfigsDep, users: UsersDep, caller: Caller
+) -> dict[str, Any]:
+    authorizer.check(caller, "profile:Read")
+    return profile(authorizer, service, users, caller)
+
+
+@router.post("/api/profile/settings", response_model=R.Profile)
+@router.put("/api/profile/settings", response_model=R.Profile)
+def update_profile(
+    authorizer: AuthorizerDep,
+    service: ConfigsDep,
+    users: UsersDep,
+    caller: Caller,
+    body: ProfileBody,
+) -> dict[str, Any]:
+    """Set the caller's default pool: one they may submit to (or null to clear it)."""
+    authorizer.check(caller, "profile:Update")
+    for wanted in ("email_notification", "slack_notification"):
+        if getattr(body, wanted):
+            raise UserError(
+                "corral sends no notifications; watch a workflow with corral workflow "
+                "logs --follow or the dashboard instead.",
+                path=(wanted,),
+            )
+    pool = existing_pool(service, body.pool, "pool")
+    if pool is not None and not authorizer.allows(caller, "workflow:Create", f"pool/{pool}"):
+        raise ForbiddenError(
+            f"{caller.username} may not use pool {pool}: no role grants workflow:Create "
+            f"on pool/{pool}."
+        )
+    users.set_default_pool(caller.username, pool)
+    return profile(authorizer, service, users, caller)
 
 
 def user_json(user: User) -> dict[str, Any]:

@@ -4,7 +4,6 @@ query, cancel, logs and explain."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Request, Response
@@ -14,7 +13,15 @@ from starlette.concurrency import run_in_threadpool
 
 from corral.api import responses as R
 from corral.api.auth import Authorizer, Principal
-from corral.api.config_routes import Caller
+from corral.api.deps import (
+    AuthorizerDep,
+    Caller,
+    ConfigsDep,
+    SubmissionsDep,
+    TaskLogs,
+    TaskLogsDep,
+    WorkflowsDep,
+)
 from corral.api.responses import LEAN
 from corral.api.schemas import StrictBody
 from corral.api.workflow_views import dashboard_page, logs_url, workflow_row, workflow_view
@@ -25,17 +32,14 @@ from corral.domain.workflows.spec import TaskFileContents
 from corral.domain.workflows.statuses import WorkflowStatus
 from corral.errors import NotFoundError, UserError
 from corral.services.commands import read_workflow, request_cancel
-from corral.services.config_service import ConfigService
 from corral.services.placement_now import GroupPlacement
-from corral.services.runtime import Clock, utc_now
+from corral.services.runtime import utc_now
 from corral.services.submission import (
     Mode,
-    SubmissionService,
     SubmitOutcome,
     SubmitRequest,
     SubmittingUser,
 )
-from corral.store.workflows import WorkflowStore
 
 VALIDATED = "Workflow validation succeeded."
 #: Set on a submission's answer when its Idempotency-Key was used before: nothing new was made.
@@ -60,9 +64,6 @@ OFFSET_MAX = 2**31 - 1
 #: Names a list is narrowed to: no character a database cannot store (a NUL) reaches a query.
 Names = Annotated[list[Annotated[str, StringConstraints(pattern=r"^[^\x00]{1,256}$")]], Query()]
 
-#: What the latest attempt of a task printed ("" before it started): ``Runtime.task_logs``.
-TaskLogs = Callable[[StoredWorkflow, StoredTask], str]
-
 
 class LocalFile(StrictBody):
     """A file the CLI read for ``files[].localpath``: text, or base64 for binary."""
@@ -83,192 +84,215 @@ class TemplateSpec(StrictBody):
     local_files: dict[str, LocalFile] = Field(default_factory=dict, max_length=1000)
 
 
-def build_workflow_router(
-    submissions: SubmissionService,
-    store: WorkflowStore,
-    authorizer: Authorizer,
-    configs: ConfigService,
-    task_logs: TaskLogs,
-    clock: Clock = utc_now,
-) -> APIRouter:
-    router = APIRouter(tags=["workflows"])
+router = APIRouter(tags=["workflows"])
 
-    def submitter(caller: Principal) -> SubmittingUser:
-        return SubmittingUser(
-            username=caller.username,
-            is_admin=authorizer.is_admin(caller),
-            require=lambda action, resource: authorizer.check(caller, action, resource),
-        )
 
-    @router.post("/api/pool/{pool}/workflow", response_model=R.SubmitAnswer, **LEAN)
-    async def submit(
-        caller: Caller,
-        pool: str,
-        body: TemplateSpec,
-        response: Response,
-        http: Request,
-        idempotency_key: IdempotencyKeyHeader = None,
-        dry_run: bool = False,
-        validation_only: bool = False,
-        priority: str = "NORMAL",
-        label: NoLabels = [],  # noqa: B006 - FastAPI query list
-    ) -> dict[str, Any]:
-        """Submit a workflow; ``dry_run`` returns every object it would create, per group,
-        in creation order; ``validation_only`` runs every check. Neither stores anything.
-        A retry with the first try's ``Idempotency-Key`` answers the first try's workflow.
-
-        Async, with the blocking work in one worker thread: the body, the caller and the
-        answer are handled on the event loop instead of a thread trip each."""
-        refuse_labels(label, "label")
-        mode = Mode.DRY_RUN if dry_run else Mode.VALIDATE if validation_only else Mode.SUBMIT
-        request = SubmitRequest(
-            pool=pool,
-            file=body.file,
-            set_values=tuple(body.set_variables),
-            set_strings=tuple(body.set_string_variables),
-            priority=priority,
-            source=body.source,
-            local_files={
-                path: TaskFileContents(found.contents, found.base64)
-                for path, found in body.local_files.items()
-            },
-        )
-        outcome = await run_in_threadpool(
-            submissions.submit, submitter(caller), request, mode, idempotency_key
-        )
-        return _submitted(outcome, mode, response, http)
-
-    @router.post(
-        "/api/pool/{pool}/workflow/{workflow_id}/restart",
-        response_model=R.SubmitAnswer,
-        **LEAN,
+def submitter(authorizer: Authorizer, caller: Principal) -> SubmittingUser:
+    return SubmittingUser(
+        username=caller.username,
+        is_admin=authorizer.is_admin(caller),
+        require=lambda action, resource: authorizer.check(caller, action, resource),
     )
-    def restart(
-        caller: Caller,
-        pool: str,
-        workflow_id: str,
-        response: Response,
-        http: Request,
-        idempotency_key: IdempotencyKeyHeader = None,
-        dry_run: bool = False,
-        validation_only: bool = False,
-    ) -> dict[str, Any]:
-        """A new workflow that re-runs the failed and unfinished groups of ``workflow_id`` in
-        ``pool``; inputs from its completed groups are read from ``workflow_id``."""
-        mode = Mode.DRY_RUN if dry_run else Mode.VALIDATE if validation_only else Mode.SUBMIT
-        outcome = submissions.restart(submitter(caller), workflow_id, pool, mode, idempotency_key)
-        return {**_submitted(outcome, mode, response, http), "restarted_from": workflow_id}
 
-    @router.get("/api/workflow", response_model=R.WorkflowList)
-    def list_workflows(
-        caller: Caller,
-        http: Request,
-        users: Names = [],  # noqa: B006 - FastAPI query list
-        all_users: bool = False,
-        pools: Names = [],  # noqa: B006
-        all_pools: bool = False,
-        statuses: Annotated[list[WorkflowStatus], Query()] = [],  # noqa: B006
-        name: Annotated[str | None, Query(pattern=r"^[^\x00]{0,256}$")] = None,
-        order: Annotated[str, Query(pattern="^(?i:asc|desc)$")] = "DESC",
-        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-        offset: Annotated[int, Query(ge=0, le=OFFSET_MAX)] = 0,
-        label: NoLabels = [],  # noqa: B006
-        no_label: NoLabels = [],  # noqa: B006
-    ) -> dict[str, Any]:
-        """Workflows, newest first (OSMO's ``workflow list``): the caller's own, or
-        ``users``' or everyone's (``all_users=true``) in the pools the caller may
-        ``workflow:Read``; ``pools`` narrows them (``all_pools=true``: no narrowing)."""
-        authorizer.check(caller, "workflow:List")
-        refuse_labels(label, "label")
-        refuse_labels(no_label, "no_label")
-        readable = [
-            found
-            for found in store.pools()
-            if authorizer.allows(caller, "workflow:Read", f"pool/{found}")
-        ]
-        rows = store.list(
-            users=None if all_users else (users or [caller.username]),
-            pools=pools if pools and not all_pools else None,
-            statuses=[str(found) for found in statuses] or None,
-            name_contains=name,
-            oldest_first=order.upper() == "ASC",
-            limit=limit + 1,
-            offset=offset,
-            visible_to=(caller.username, readable),
-        )
-        base, now = str(http.base_url), clock()
-        return {
-            "workflows": [workflow_row(row, base, now) for row in rows[:limit]],
-            "more_entries": len(rows) > limit,
-        }
 
-    @router.get("/api/workflow/{workflow_id}", response_model=R.WorkflowView, **LEAN)
-    def query(
-        caller: Caller, http: Request, workflow_id: str, verbose: bool = False
-    ) -> dict[str, Any]:
-        """A workflow, its groups and tasks; ``verbose=true`` adds each group's manifests."""
-        found = readable(caller, workflow_id)
-        return workflow_view(found, str(http.base_url), clock(), verbose=verbose)
+@router.post("/api/pool/{pool}/workflow", response_model=R.SubmitAnswer, **LEAN)
+async def submit(
+    authorizer: AuthorizerDep,
+    submissions: SubmissionsDep,
+    caller: Caller,
+    pool: str,
+    body: TemplateSpec,
+    response: Response,
+    http: Request,
+    idempotency_key: IdempotencyKeyHeader = None,
+    dry_run: bool = False,
+    validation_only: bool = False,
+    priority: str = "NORMAL",
+    label: NoLabels = [],  # noqa: B006 - FastAPI query list
+) -> dict[str, Any]:
+    """Submit a workflow; ``dry_run`` returns every object it would create, per group,
+    in creation order; ``validation_only`` runs every check. Neither stores anything.
+    A retry with the first try's ``Idempotency-Key`` answers the first try's workflow.
 
-    @router.post("/api/workflow/{workflow_id}/cancel", response_model=R.Canceled)
-    def cancel(caller: Caller, workflow_id: str) -> dict[str, Any]:
-        """Ask the lifecycle controller to cancel: the submitter, or whoever may
-        ``workflow:Cancel`` on the workflow's pool. 409 once finished or already canceling."""
-        request_cancel(store, authorizer, caller, workflow_id)
-        return {
-            "name": workflow_id,
-            "message": f"Cancel requested for workflow {workflow_id}; its tasks will be "
-            "stopped and it will end FAILED_CANCELED.",
-        }
+    Async, with the blocking work in one worker thread: the body, the caller and the
+    answer are handled on the event loop instead of a thread trip each."""
+    refuse_labels(label, "label")
+    mode = Mode.DRY_RUN if dry_run else Mode.VALIDATE if validation_only else Mode.SUBMIT
+    request = SubmitRequest(
+        pool=pool,
+        file=body.file,
+        set_values=tuple(body.set_variables),
+        set_strings=tuple(body.set_string_variables),
+        priority=priority,
+        source=body.source,
+        local_files={
+            path: TaskFileContents(found.contents, found.base64)
+            for path, found in body.local_files.items()
+        },
+    )
+    outcome = await run_in_threadpool(
+        submissions.submit, submitter(authorizer, caller), request, mode, idempotency_key
+    )
+    return _submitted(outcome, mode, response, http)
 
-    @router.get("/api/workflow/{workflow_id}/logs", response_class=PlainTextResponse)
-    def logs(
-        caller: Caller,
-        workflow_id: str,
-        task_name: Annotated[str | None, Query(max_length=256)] = None,
-        last_n_lines: Annotated[int | None, Query(ge=1)] = None,
-    ) -> PlainTextResponse:
-        """One task's latest attempt's log as text (OSMO's ``task_name``); without it, every
-        task's, each under a ``==> <task> (retry N) <==`` header. ``last_n_lines`` keeps the
-        end of each log."""
-        workflow = readable(caller, workflow_id)
-        tasks = [t for group in workflow.groups for t in group.tasks]
 
-        def log_of(task: StoredTask) -> str:
-            return last_lines(_task_log(workflow, task, task_logs), last_n_lines)
+@router.post(
+    "/api/pool/{pool}/workflow/{workflow_id}/restart",
+    response_model=R.SubmitAnswer,
+    **LEAN,
+)
+def restart(
+    authorizer: AuthorizerDep,
+    submissions: SubmissionsDep,
+    caller: Caller,
+    pool: str,
+    workflow_id: str,
+    response: Response,
+    http: Request,
+    idempotency_key: IdempotencyKeyHeader = None,
+    dry_run: bool = False,
+    validation_only: bool = False,
+) -> dict[str, Any]:
+    """A new workflow that re-runs the failed and unfinished groups of ``workflow_id`` in
+    ``pool``; inputs from its completed groups are read from ``workflow_id``."""
+    mode = Mode.DRY_RUN if dry_run else Mode.VALIDATE if validation_only else Mode.SUBMIT
+    outcome = submissions.restart(
+        submitter(authorizer, caller), workflow_id, pool, mode, idempotency_key
+    )
+    return {**_submitted(outcome, mode, response, http), "restarted_from": workflow_id}
 
-        if task_name is None:
-            sections = [f"==> {t.name} (retry {t.retry_id}) <==\n{log_of(t)}" for t in tasks]
-            return PlainTextResponse("\n".join(sections))
-        for candidate in tasks:
-            if candidate.name == task_name:
-                return PlainTextResponse(log_of(candidate))
-        raise NotFoundError(
-            f"Workflow {workflow_id} has no task {task_name}. Its tasks: "
-            f"{', '.join(t.name for t in tasks)}."
-        )
 
-    @router.get("/api/workflow/{workflow_id}/explain", response_model=R.Explained)
-    def explain(caller: Caller, workflow_id: str) -> dict[str, Any]:
-        """Per group: its status and, in one line, why it is there."""
-        workflow = readable(caller, workflow_id)
-        pool = configs.state().find_pool(workflow.pool)
-        found = explain_workflow(
-            workflow, clock(), pool_in_maintenance=pool is not None and pool.enable_maintenance
-        )
-        return {
-            "workflow_id": found.workflow_id,
-            "status": found.status,
-            "summary": found.summary,
-            "groups": [
-                {"name": g.name, "status": g.status, "reason": g.reason} for g in found.groups
-            ],
-        }
+@router.get("/api/workflow", response_model=R.WorkflowList)
+def list_workflows(
+    authorizer: AuthorizerDep,
+    store: WorkflowsDep,
+    caller: Caller,
+    http: Request,
+    users: Names = [],  # noqa: B006 - FastAPI query list
+    all_users: bool = False,
+    pools: Names = [],  # noqa: B006
+    all_pools: bool = False,
+    statuses: Annotated[list[WorkflowStatus], Query()] = [],  # noqa: B006
+    name: Annotated[str | None, Query(pattern=r"^[^\x00]{0,256}$")] = None,
+    order: Annotated[str, Query(pattern="^(?i:asc|desc)$")] = "DESC",
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    offset: Annotated[int, Query(ge=0, le=OFFSET_MAX)] = 0,
+    label: NoLabels = [],  # noqa: B006
+    no_label: NoLabels = [],  # noqa: B006
+) -> dict[str, Any]:
+    """Workflows, newest first (OSMO's ``workflow list``): the caller's own, or
+    ``users``' or everyone's (``all_users=true``) in the pools the caller may
+    ``workflow:Read``; ``pools`` narrows them (``all_pools=true``: no narrowing)."""
+    authorizer.check(caller, "workflow:List")
+    refuse_labels(label, "label")
+    refuse_labels(no_label, "no_label")
+    readable = [
+        found
+        for found in store.pools()
+        if authorizer.allows(caller, "workflow:Read", f"pool/{found}")
+    ]
+    rows = store.list(
+        users=None if all_users else (users or [caller.username]),
+        pools=pools if pools and not all_pools else None,
+        statuses=[str(found) for found in statuses] or None,
+        name_contains=name,
+        oldest_first=order.upper() == "ASC",
+        limit=limit + 1,
+        offset=offset,
+        visible_to=(caller.username, readable),
+    )
+    base, now = str(http.base_url), utc_now()
+    return {
+        "workflows": [workflow_row(row, base, now) for row in rows[:limit]],
+        "more_entries": len(rows) > limit,
+    }
 
-    def readable(caller: Principal, workflow_id: str) -> StoredWorkflow:
-        return read_workflow(store, authorizer, caller, workflow_id)
 
-    return router
+@router.get("/api/workflow/{workflow_id}", response_model=R.WorkflowView, **LEAN)
+def query(
+    authorizer: AuthorizerDep,
+    store: WorkflowsDep,
+    caller: Caller,
+    http: Request,
+    workflow_id: str,
+    verbose: bool = False,
+) -> dict[str, Any]:
+    """A workflow, its groups and tasks; ``verbose=true`` adds each group's manifests."""
+    found = readable(authorizer, store, caller, workflow_id)
+    return workflow_view(found, str(http.base_url), utc_now(), verbose=verbose)
+
+
+@router.post("/api/workflow/{workflow_id}/cancel", response_model=R.Canceled)
+def cancel(
+    authorizer: AuthorizerDep, store: WorkflowsDep, caller: Caller, workflow_id: str
+) -> dict[str, Any]:
+    """Ask the lifecycle controller to cancel: the submitter, or whoever may
+    ``workflow:Cancel`` on the workflow's pool. 409 once finished or already canceling."""
+    request_cancel(store, authorizer, caller, workflow_id)
+    return {
+        "name": workflow_id,
+        "message": f"Cancel requested for workflow {workflow_id}; its tasks will be "
+        "stopped and it will end FAILED_CANCELED.",
+    }
+
+
+@router.get("/api/workflow/{workflow_id}/logs", response_class=PlainTextResponse)
+def logs(
+    authorizer: AuthorizerDep,
+    store: WorkflowsDep,
+    task_logs: TaskLogsDep,
+    caller: Caller,
+    workflow_id: str,
+    task_name: Annotated[str | None, Query(max_length=256)] = None,
+    last_n_lines: Annotated[int | None, Query(ge=1)] = None,
+) -> PlainTextResponse:
+    """One task's latest attempt's log as text (OSMO's ``task_name``); without it, every
+    task's, each under a ``==> <task> (retry N) <==`` header. ``last_n_lines`` keeps the
+    end of each log."""
+    workflow = readable(authorizer, store, caller, workflow_id)
+    tasks = [t for group in workflow.groups for t in group.tasks]
+
+    def log_of(task: StoredTask) -> str:
+        return last_lines(_task_log(workflow, task, task_logs), last_n_lines)
+
+    if task_name is None:
+        sections = [f"==> {t.name} (retry {t.retry_id}) <==\n{log_of(t)}" for t in tasks]
+        return PlainTextResponse("\n".join(sections))
+    for candidate in tasks:
+        if candidate.name == task_name:
+            return PlainTextResponse(log_of(candidate))
+    raise NotFoundError(
+        f"Workflow {workflow_id} has no task {task_name}. Its tasks: "
+        f"{', '.join(t.name for t in tasks)}."
+    )
+
+
+@router.get("/api/workflow/{workflow_id}/explain", response_model=R.Explained)
+def explain(
+    authorizer: AuthorizerDep,
+    configs: ConfigsDep,
+    store: WorkflowsDep,
+    caller: Caller,
+    workflow_id: str,
+) -> dict[str, Any]:
+    """Per group: its status and, in one line, why it is there."""
+    workflow = readable(authorizer, store, caller, workflow_id)
+    pool = configs.state().find_pool(workflow.pool)
+    found = explain_workflow(
+        workflow, utc_now(), pool_in_maintenance=pool is not None and pool.enable_maintenance
+    )
+    return {
+        "workflow_id": found.workflow_id,
+        "status": found.status,
+        "summary": found.summary,
+        "groups": [{"name": g.name, "status": g.status, "reason": g.reason} for g in found.groups],
+    }
+
+
+def readable(
+    authorizer: Authorizer, store: WorkflowsDep, caller: Principal, workflow_id: str
+) -> StoredWorkflow:
+    return read_workflow(store, authorizer, caller, workflow_id)
 
 
 def _submitted(

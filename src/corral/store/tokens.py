@@ -15,11 +15,10 @@ from datetime import datetime
 
 from sqlalchemy import Engine, bindparam, select, update
 
+from corral.domain.access.tokens import TOKEN_PREFIX
 from corral.store.database import autocommit, writing
 from corral.store.tables import api_tokens, users
 from corral.store.users import ensure_user
-
-TOKEN_PREFIX = "corral_"
 
 #: The owner of a live token by its hash: built once (every API call runs it).
 _OWNER = (

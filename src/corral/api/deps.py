@@ -1,0 +1,118 @@
+"""What a route depends on: the caller, and the parts of the server's runtime it uses.
+
+The routes of ``api/`` and ``web/`` are module-level functions; each names the parts it needs as
+parameters of these types, and FastAPI hands them over from ``app.state`` (set by
+``api/app.py``). This is the only module of ``api/`` and ``web/`` that imports the store: a route
+reaches stored data through the types below or through a service.
+
+The dependencies are ``async`` so that FastAPI calls them on the event loop: they only read
+``app.state``, and a sync dependency would cost each request a trip to a worker thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Annotated, cast
+
+from fastapi import Depends, Request
+from starlette.concurrency import run_in_threadpool
+
+from corral.api.auth import Authorizer, Principal
+from corral.api.guard import guarded_principal
+from corral.domain.configs.snapshot import Configs
+from corral.domain.workflows.record import StoredTask, StoredWorkflow
+from corral.services.capacity import ClusterCapacity
+from corral.services.config_service import ConfigService, WriteResult
+from corral.services.runtime import Runtime
+from corral.services.submission import SubmissionService
+from corral.store.config_store import HistoryQuery, Revision
+from corral.store.tokens import TokenStore
+from corral.store.users import User, UserStore
+from corral.store.workflows import WorkflowStore
+
+__all__ = [
+    "HistoryQuery",
+    "Revision",
+    "User",
+]
+
+#: What the latest attempt of a task printed ("" before it started): ``Runtime.task_logs``.
+TaskLogs = Callable[[StoredWorkflow, StoredTask], str]
+#: Called with every config write's result (the API counts them in its metrics).
+WriteHook = Callable[[WriteResult], None]
+
+
+async def caller_of(request: Request) -> Principal:
+    """Who is calling: every endpoint depends on this (401 without a valid token). The request
+    guard authenticated the caller already (then this costs no trip to a worker thread); an app
+    without it authenticates here."""
+    found = guarded_principal(request)
+    if found is not None:
+        return found
+    return await run_in_threadpool(_authorizer(request).authenticate, request)
+
+
+def _runtime(request: Request) -> Runtime:
+    return cast(Runtime, request.app.state.runtime)
+
+
+def _authorizer(request: Request) -> Authorizer:
+    return cast(Authorizer, request.app.state.authorizer)
+
+
+async def runtime_of(request: Request) -> Runtime:
+    return _runtime(request)
+
+
+async def authorizer_of(request: Request) -> Authorizer:
+    return _authorizer(request)
+
+
+async def configs_of(request: Request) -> ConfigService:
+    return _runtime(request).configs
+
+
+async def workflows_of(request: Request) -> WorkflowStore:
+    return _runtime(request).workflows
+
+
+async def submissions_of(request: Request) -> SubmissionService:
+    return _runtime(request).submissions
+
+
+async def users_of(request: Request) -> UserStore:
+    return _runtime(request).users
+
+
+async def tokens_of(request: Request) -> TokenStore:
+    return _runtime(request).tokens
+
+
+async def capacity_of(request: Request) -> Callable[[Configs], list[ClusterCapacity]]:
+    return _runtime(request).capacity
+
+
+async def preempted_of(request: Request) -> Callable[[], Mapping[str, int]]:
+    return _runtime(request).recently_preempted
+
+
+async def task_logs_of(request: Request) -> TaskLogs:
+    return _runtime(request).task_logs
+
+
+async def write_hook_of(request: Request) -> WriteHook:
+    return cast(WriteHook, request.app.state.on_config_write)
+
+
+Caller = Annotated[Principal, Depends(caller_of)]
+RuntimeDep = Annotated[Runtime, Depends(runtime_of)]
+AuthorizerDep = Annotated[Authorizer, Depends(authorizer_of)]
+ConfigsDep = Annotated[ConfigService, Depends(configs_of)]
+WorkflowsDep = Annotated[WorkflowStore, Depends(workflows_of)]
+SubmissionsDep = Annotated[SubmissionService, Depends(submissions_of)]
+UsersDep = Annotated[UserStore, Depends(users_of)]
+TokensDep = Annotated[TokenStore, Depends(tokens_of)]
+CapacityDep = Annotated[Callable[[Configs], list[ClusterCapacity]], Depends(capacity_of)]
+PreemptedDep = Annotated[Callable[[], Mapping[str, int]], Depends(preempted_of)]
+WriteHookDep = Annotated[WriteHook, Depends(write_hook_of)]
+TaskLogsDep = Annotated[TaskLogs, Depends(task_logs_of)]

@@ -1,0 +1,3 @@
+"""What an API token looks like: the prefix that tells it from a signed (JWT) token."""
+
+TOKEN_PREFIX = "corral_"
