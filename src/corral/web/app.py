@@ -16,9 +16,8 @@ from corral.api.guard import RequestLimits
 from corral.errors import CorralError, UserError
 from corral.services.pool_usage import pool_usage
 from corral.services.runtime import Runtime
+from corral.web import config_pages, live, pages
 from corral.web.drawing import error_page
-from corral.web.live import build_events
-from corral.web.pages import build_dashboard
 
 log = structlog.get_logger("corral.web")
 FAVICON = Path(__file__).parent / "static" / "favicon.svg"
@@ -29,9 +28,9 @@ def create_server_app(
 ) -> FastAPI:
     """What ``corral server`` serves: the API of :func:`create_app` and the dashboard."""
     app = create_app(runtime, auth, limits)
-    authorizer = app.state.authorizer
-    app.include_router(build_dashboard(runtime, authorizer))
-    app.include_router(build_events(runtime.workflows, authorizer))
+    app.state.stream_slots = live.StreamSlots()
+    for routes in (pages, config_pages, live):
+        app.include_router(routes.router)
 
     async def corral_error(request: Request, err: Exception) -> Response:
         """A dashboard page's user error is a page; everything else answers JSON."""

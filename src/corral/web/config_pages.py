@@ -11,86 +11,93 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 from starlette.concurrency import run_in_threadpool
 
+from corral.api.deps import AuthorizerDep, ConfigsDep, HistoryQuery
 from corral.domain.configs.types import ConfigType
 from corral.errors import UserError
 from corral.services.config_service import WriteMeta
-from corral.store.config_store import HistoryQuery
-from corral.web.page_context import PageContext
+from corral.web.page_context import PageContextDep
 
 #: Revision numbers are 32-bit integers in the store.
 MAX_REVISION = 2**31 - 1
 HISTORY_SHOWN = 20
 
 
-def add_config_pages(router: APIRouter, page: PageContext) -> None:
-    """``GET /ui/config`` and ``POST /ui/config/{type}/rollback`` on ``router``."""
-    authorizer, configs = page.authorizer, page.runtime.configs
+router = APIRouter(prefix="/ui", include_in_schema=False)
 
-    @router.get("/config", response_class=HTMLResponse)
-    def config(
-        request: Request,
-        type: str = "POOL",
-        first: Annotated[int | None, Query(ge=1, le=MAX_REVISION)] = None,
-        second: Annotated[int | None, Query(ge=1, le=MAX_REVISION)] = None,
-        rolled_back: Annotated[int | None, Query(ge=1, le=MAX_REVISION)] = None,
-        made: Annotated[int, Query(ge=0, le=MAX_REVISION)] = 0,
-    ) -> HTMLResponse:
-        principal = page.caller(request)
-        types = [
-            t
-            for t in ConfigType
-            if authorizer.allows(principal, "config:Read", f"config/{t.url_segment}")
-        ]
-        if not types:
-            authorizer.check(principal, "config:Read", "config/*")
-        chosen = ConfigType.parse(type)
-        authorizer.check(principal, "config:Read", f"config/{chosen.url_segment}")
-        data, head = configs.snapshot(chosen)
-        history = configs.history(
-            HistoryQuery(config_types=[chosen], limit=HISTORY_SHOWN, order="DESC"),
-            with_data=False,
-        )
-        diff = None
-        if first is not None:
-            diff = configs.diff(chosen, first, second)
-        return page.render(
-            request,
-            "config.html",
-            types=types,
-            chosen=chosen,
-            data=data,
-            head=head,
-            history=history,
-            diff=diff,
-            first=first,
-            second=second,
-            rolled_back=rolled_back,
-            made=made,
-            may_update=authorizer.allows(
-                principal, "config:Update", f"config/{chosen.url_segment}"
-            ),
-        )
 
-    @router.post("/config/{segment}/rollback", response_class=HTMLResponse)
-    async def rollback(request: Request, segment: str) -> HTMLResponse:
-        principal = page.caller(request)
-        chosen = ConfigType.parse(segment)
-        authorizer.check(principal, "config:Update", f"config/{chosen.url_segment}")
-        form = parse_qs((await request.body()).decode("utf-8", "replace"))
-        revision = _number(form, "revision")
-        base = _number(form, "base")
-        meta = WriteMeta(
-            principal.username,
-            description=f"Rolled back from the dashboard to r{revision}",
-            base_revision=base,
-        )
-        result = await run_in_threadpool(configs.rollback, chosen, revision, meta)
-        made = result.revisions[0].revision if result.revisions else 0
-        # The page is drawn again (htmx follows HX-Location): it shows the new revision.
-        target = "/ui/config?" + urlencode(
-            {"type": chosen.value, "rolled_back": revision, "made": made}
-        )
-        return HTMLResponse("", headers={"HX-Location": target})
+@router.get("/config", response_class=HTMLResponse)
+def config(
+    authorizer: AuthorizerDep,
+    configs: ConfigsDep,
+    page: PageContextDep,
+    request: Request,
+    type: str = "POOL",
+    first: Annotated[int | None, Query(ge=1, le=MAX_REVISION)] = None,
+    second: Annotated[int | None, Query(ge=1, le=MAX_REVISION)] = None,
+    rolled_back: Annotated[int | None, Query(ge=1, le=MAX_REVISION)] = None,
+    made: Annotated[int, Query(ge=0, le=MAX_REVISION)] = 0,
+) -> HTMLResponse:
+    principal = page.caller(request)
+    types = [
+        t
+        for t in ConfigType
+        if authorizer.allows(principal, "config:Read", f"config/{t.url_segment}")
+    ]
+    if not types:
+        authorizer.check(principal, "config:Read", "config/*")
+    chosen = ConfigType.parse(type)
+    authorizer.check(principal, "config:Read", f"config/{chosen.url_segment}")
+    data, head = configs.snapshot(chosen)
+    history = configs.history(
+        HistoryQuery(config_types=[chosen], limit=HISTORY_SHOWN, order="DESC"),
+        with_data=False,
+    )
+    diff = None
+    if first is not None:
+        diff = configs.diff(chosen, first, second)
+    return page.render(
+        request,
+        "config.html",
+        types=types,
+        chosen=chosen,
+        data=data,
+        head=head,
+        history=history,
+        diff=diff,
+        first=first,
+        second=second,
+        rolled_back=rolled_back,
+        made=made,
+        may_update=authorizer.allows(principal, "config:Update", f"config/{chosen.url_segment}"),
+    )
+
+
+@router.post("/config/{segment}/rollback", response_class=HTMLResponse)
+async def rollback(
+    authorizer: AuthorizerDep,
+    configs: ConfigsDep,
+    page: PageContextDep,
+    request: Request,
+    segment: str,
+) -> HTMLResponse:
+    principal = page.caller(request)
+    chosen = ConfigType.parse(segment)
+    authorizer.check(principal, "config:Update", f"config/{chosen.url_segment}")
+    form = parse_qs((await request.body()).decode("utf-8", "replace"))
+    revision = _number(form, "revision")
+    base = _number(form, "base")
+    meta = WriteMeta(
+        principal.username,
+        description=f"Rolled back from the dashboard to r{revision}",
+        base_revision=base,
+    )
+    result = await run_in_threadpool(configs.rollback, chosen, revision, meta)
+    made = result.revisions[0].revision if result.revisions else 0
+    # The page is drawn again (htmx follows HX-Location): it shows the new revision.
+    target = "/ui/config?" + urlencode(
+        {"type": chosen.value, "rolled_back": revision, "made": made}
+    )
+    return HTMLResponse("", headers={"HX-Location": target})
 
 
 def _number(form: Mapping[str, list[str]], name: str) -> int:

@@ -18,14 +18,14 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import Annotated, Any, cast
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.types import Receive, Scope, Send
 
-from corral.api.auth import Authorizer
+from corral.api.deps import AuthorizerDep, WorkflowsDep
 from corral.api.guard import guarded_principal
 from corral.errors import (
     CorralError,
@@ -35,7 +35,6 @@ from corral.errors import (
     UserError,
 )
 from corral.services.commands import read_workflow
-from corral.store.workflows import WorkflowStore
 
 POLL_SECONDS = 1.0
 #: A comment line this often keeps proxies from closing an idle stream.
@@ -93,33 +92,36 @@ class _SlotStream(StreamingResponse):
             self._slots.release(self._username)
 
 
-def build_events(
-    store: WorkflowStore,
-    authorizer: Authorizer,
-    poll_seconds: float = POLL_SECONDS,
-    slots: StreamSlots | None = None,
-) -> APIRouter:
-    router = APIRouter(prefix="/ui", include_in_schema=False)
-    streams = slots or StreamSlots()
+router = APIRouter(prefix="/ui", include_in_schema=False)
 
-    @router.get("/events")
-    async def events(request: Request, topic: str = "workflows") -> StreamingResponse:
-        principal = guarded_principal(request)
-        if principal is None:
-            raise ForbiddenError("Log in to see the dashboard.")
-        workflow_id = _workflow_of(topic)
-        if workflow_id is None:
-            authorizer.check(principal, "workflow:List")
-        else:
-            await run_in_threadpool(read_workflow, store, authorizer, principal, workflow_id)
-        streams.take(principal.username)  # after the last await: checked and counted at once
 
-        def marker() -> Any:
-            return store.change_marker(workflow_id)
+async def stream_slots_of(request: Request) -> StreamSlots:
+    """The server's live-page slots (one set per app, made with it: ``web/app.py``)."""
+    return cast(StreamSlots, request.app.state.stream_slots)
 
-        return _SlotStream(_stream(marker, poll_seconds), streams, principal.username)
 
-    return router
+@router.get("/events")
+async def events(
+    authorizer: AuthorizerDep,
+    store: WorkflowsDep,
+    streams: Annotated[StreamSlots, Depends(stream_slots_of)],
+    request: Request,
+    topic: str = "workflows",
+) -> StreamingResponse:
+    principal = guarded_principal(request)
+    if principal is None:
+        raise ForbiddenError("Log in to see the dashboard.")
+    workflow_id = _workflow_of(topic)
+    if workflow_id is None:
+        authorizer.check(principal, "workflow:List")
+    else:
+        await run_in_threadpool(read_workflow, store, authorizer, principal, workflow_id)
+    streams.take(principal.username)  # after the last await: checked and counted at once
+
+    def marker() -> Any:
+        return store.change_marker(workflow_id)
+
+    return _SlotStream(_stream(marker, POLL_SECONDS), streams, principal.username)
 
 
 def _workflow_of(topic: str) -> str | None:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import Request
+from fastapi import Depends, Request
 from fastapi.responses import HTMLResponse
 
 from corral.api import browser_session
 from corral.api.auth import Authorizer, Principal
+from corral.api.deps import AuthorizerDep, RuntimeDep
 from corral.api.guard import guarded_principal
 from corral.domain.workflows.record import StoredWorkflow
 from corral.errors import ForbiddenError
@@ -53,3 +54,11 @@ class PageContext:
 
     def readable(self, principal: Principal, workflow_id: str) -> StoredWorkflow:
         return read_workflow(self.runtime.workflows, self.authorizer, principal, workflow_id)
+
+
+async def page_context_of(runtime: RuntimeDep, authorizer: AuthorizerDep) -> PageContext:
+    return PageContext(runtime, authorizer)
+
+
+#: What a dashboard page depends on for drawing itself and its shared checks.
+PageContextDep = Annotated[PageContext, Depends(page_context_of)]

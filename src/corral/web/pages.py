@@ -20,7 +20,7 @@ from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse,
 from starlette.concurrency import run_in_threadpool
 
 from corral.api import browser_session
-from corral.api.auth import Authorizer
+from corral.api.deps import AuthorizerDep, ConfigsDep, RuntimeDep, WorkflowsDep
 from corral.domain.configs.references import NO_PLATFORM_FIX
 from corral.domain.platform.render import render_pool
 from corral.domain.views.explain import explain_workflow
@@ -33,9 +33,8 @@ from corral.services.commands import check_template_reads, request_cancel
 from corral.services.placement_now import GroupPlacement
 from corral.services.pool_usage import pool_usage
 from corral.services.runtime import Runtime, utc_now
-from corral.web.config_pages import add_config_pages
 from corral.web.dag import dag_svg
-from corral.web.page_context import PageContext
+from corral.web.page_context import PageContextDep
 from corral.web.topology_data import cluster_of, ghost_of, own_workflows, owner_names, pool_picture
 from corral.web.topology_view import UNLABELLED, Level
 
@@ -64,329 +63,372 @@ STATUS_TABS = {
 }
 
 
-def build_dashboard(runtime: Runtime, authorizer: Authorizer) -> APIRouter:
-    router = APIRouter(prefix="/ui", include_in_schema=False)
-    store = runtime.workflows
-    configs = runtime.configs
+router = APIRouter(prefix="/ui", include_in_schema=False)
 
-    context = PageContext(runtime, authorizer)
-    render, caller, readable = context.render, context.caller, context.readable
-    usable_pools, readable_pools = context.usable_pools, context.readable_pools
-    add_config_pages(router, context)
 
-    # ------------------------------------------------------------------------ login
+@router.get("/login", response_class=HTMLResponse)
+def login_page(
+    authorizer: AuthorizerDep,
+    context: PageContextDep,
+    request: Request,
+    next: str = "/ui",
+    why: str = "",
+) -> HTMLResponse:
+    return context.render(
+        request, "login.html", next=_local(next), why=why, oidc=authorizer.oidc_issuer
+    )
 
-    @router.get("/login", response_class=HTMLResponse)
-    def login_page(request: Request, next: str = "/ui", why: str = "") -> HTMLResponse:
-        return render(
-            request, "login.html", next=_local(next), why=why, oidc=authorizer.oidc_issuer
-        )
 
-    @router.post("/login", response_model=None)
-    async def login(request: Request) -> Response:
-        form = parse_qs((await request.body()).decode("utf-8", "replace"))
-        token = form.get("token", [""])[0].strip()
-        target = _local(form.get("next", ["/ui"])[0])
-        try:
-            if not token:
-                raise UserError(
-                    "Paste an API token to log in "
-                    "(an admin makes one with: corral user token USER)."
-                )
-            principal = await run_in_threadpool(authorizer.authenticate_token, token)
-            user = await run_in_threadpool(runtime.users.require, principal.username)
-        except CorralError as err:
-            return render(request, "login.html", 401, next=target, why=err.message, oidc=None)
-        session = authorizer.sessions.mint(principal.username, user.user_id)
-        answer = RedirectResponse(target, status_code=303)
-        answer.set_cookie(
-            browser_session.COOKIE,
-            session.token,
-            max_age=int(authorizer.sessions.ttl.total_seconds()),
-            path="/ui",
-            httponly=True,
-            samesite="strict",
-            secure=request.url.scheme == "https",
-        )
-        return answer
-
-    @router.post("/logout", response_model=None)
-    def logout(request: Request) -> Response:
-        """End the session on every server (a copied cookie stops working too)."""
-        authorizer.end_session(request.state.session_token)
-        # htmx follows a redirect inside its request: it is told where to go instead.
-        if request.headers.get("hx-request"):
-            answer: Response = Response(headers={"HX-Redirect": "/ui/login"})
-        else:
-            answer = RedirectResponse("/ui/login", status_code=303)
-        answer.delete_cookie(browser_session.COOKIE, path="/ui")
-        return answer
-
-    @router.get("/static/{name}")
-    def static(name: str) -> Response:
-        found = STATIC / name
-        if "/" in name or name.startswith(".") or not found.is_file():
-            raise NotFoundError(f"No static file {name}.")
-        kind = STATIC_TYPES.get(found.suffix, "application/octet-stream")
-        return Response(
-            found.read_bytes(),
-            media_type=kind,
-            headers={"Cache-Control": "public, max-age=3600"},
-        )
-
-    # --------------------------------------------------------------------- overview
-
-    @router.get("", response_class=HTMLResponse)
-    def overview(request: Request) -> HTMLResponse:
-        principal = caller(request)
-        authorizer.check(principal, "workflow:List")
-        now = utc_now()
-        readable_names = readable_pools(principal)
-        visible = (principal.username, readable_names)
-        counts = store.status_counts(now - RECENT, visible_to=visible)
-        state = configs.state()
-        names = usable_pools(principal)
-        usage = pool_usage(state, runtime.capacity(state), names, runtime.recently_preempted())
-        return render(
-            request,
-            "overview.html",
-            topic="workflows",
-            running=counts.get("RUNNING", 0),
-            waiting=sum(counts.get(status, 0) for status in QUEUED),
-            failed=sum(n for status, n in counts.items() if status.startswith("FAILED")),
-            completed=counts.get("COMPLETED", 0),
-            node_sets=usage.report.node_sets,
-            controller=_controller(runtime),
-            failures=store.recent_failures(now - RECENT, OVERVIEW_ROWS, visible),
-            longest=store.queued(readable_names)[:OVERVIEW_ROWS],
-            now=now,
-        )
-
-    # ------------------------------------------------------------------------ pools
-
-    @router.get("/pools", response_class=HTMLResponse)
-    def pools(request: Request, pool: str | None = None, platform: str | None = None) -> Any:
-        principal = caller(request)
-        state = configs.state()
-        names = usable_pools(principal)
-        usage = pool_usage(state, runtime.capacity(state), names, runtime.recently_preempted())
-        quotas = {
-            quota.name: quota.usage
-            for node_set in usage.report.node_sets
-            for quota in node_set.pools
-        }
-        chosen = pool if pool in names else (names[0] if names else None)
-        rendered, refused, problem = None, None, None
-        if chosen is not None and not state.pool(chosen).platforms:
-            problem = (
-                f"Pool {chosen} has no platforms: every submission to it fails until it has "
-                f"one; {NO_PLATFORM_FIX}"
+@router.post("/login", response_model=None)
+async def login(
+    authorizer: AuthorizerDep, context: PageContextDep, runtime: RuntimeDep, request: Request
+) -> Response:
+    form = parse_qs((await request.body()).decode("utf-8", "replace"))
+    token = form.get("token", [""])[0].strip()
+    target = _local(form.get("next", ["/ui"])[0])
+    try:
+        if not token:
+            raise UserError(
+                "Paste an API token to log in (an admin makes one with: corral user token USER)."
             )
-        elif chosen is not None:
-            try:
-                authorizer.check(principal, "config:Read", "config/pool")
-                check_template_reads(authorizer, principal)
-                rendered = sandbox.run(
-                    state.workflow,
-                    "Rendering the pool's templates",
-                    render_pool,
-                    state,
-                    chosen,
-                    platform=platform,
-                    set_values={},
-                    user=principal.username,
-                )
-            except ForbiddenError as err:
-                refused = err.message
-            except UserError as err:  # one pool's broken templates must not hide the others
-                problem = f"Pool {chosen} does not render: {err.message}"
-        return render(
-            request,
-            "pools.html",
-            pools=[state.pool(name) for name in names],
-            quotas=quotas,
-            limits={name: gpu_quota(state.pool(name)) for name in names},
-            chosen=chosen,
-            rendered=rendered,
-            refused=refused,
-            problem=problem,
-        )
+        principal = await run_in_threadpool(authorizer.authenticate_token, token)
+        user = await run_in_threadpool(runtime.users.require, principal.username)
+    except CorralError as err:
+        return context.render(request, "login.html", 401, next=target, why=err.message, oidc=None)
+    session = authorizer.sessions.mint(principal.username, user.user_id)
+    answer = RedirectResponse(target, status_code=303)
+    answer.set_cookie(
+        browser_session.COOKIE,
+        session.token,
+        max_age=int(authorizer.sessions.ttl.total_seconds()),
+        path="/ui",
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+    )
+    return answer
 
-    # --------------------------------------------------------------------- topology
 
-    @router.get("/topology", response_class=HTMLResponse)
-    def topology(
-        request: Request,
-        pool: str | None = None,
-        domain: str | None = None,
-        ghost: str | None = None,
-    ) -> HTMLResponse:
-        principal = caller(request)
-        authorizer.check(principal, "resources:Read")
-        names = usable_pools(principal)
-        if pool is not None and pool not in names:
-            raise NotFoundError(f"Pool {pool} does not exist, or you may not use it.")
-        chosen = pool or next(iter(names), None)
-        if chosen is None:
-            return render(request, "topology.html", chosen=None, pools=names, topic="workflows")
-        state = configs.state()
-        cluster = cluster_of(runtime.capacity(state), chosen)
-        within = _domain(domain)
-        levels = tuple(Level(key.key, key.label) for key in state.pool(chosen).topology_keys)
-        queued = store.list(pools=[chosen], statuses=QUEUED, limit=PAGE_SIZE)
-        ghost_of = readable(principal, ghost) if ghost else None
-        drawn = pool_picture(state, cluster, chosen, levels, within)
-        readable_pool = authorizer.allows(principal, "workflow:Read", f"pool/{chosen}")
-        return render(
-            request,
-            "topology.html",
-            owner=owner_names(
-                authorizer.sessions.key,
-                None
-                if readable_pool or cluster is None
-                else own_workflows(cluster, principal.username),
-            ),
-            topic="workflows",
-            pools=names,
-            chosen=chosen,
-            levels=levels,
-            within=within,
-            picture=drawn,
-            queued=queued,
-            ghost=ghost_of,
-            query=lambda **changes: _query(
-                {"pool": chosen, "domain": domain, "ghost": ghost}, changes
-            ),
-        )
+@router.post("/logout", response_model=None)
+def logout(authorizer: AuthorizerDep, request: Request) -> Response:
+    """End the session on every server (a copied cookie stops working too)."""
+    authorizer.end_session(request.state.session_token)
+    # htmx follows a redirect inside its request: it is told where to go instead.
+    if request.headers.get("hx-request"):
+        answer: Response = Response(headers={"HX-Redirect": "/ui/login"})
+    else:
+        answer = RedirectResponse("/ui/login", status_code=303)
+    answer.delete_cookie(browser_session.COOKIE, path="/ui")
+    return answer
 
-    @router.get("/topology/ghost", response_class=HTMLResponse)
-    def topologyghost_of(request: Request, pool: str, ghost: str) -> HTMLResponse:
-        """Where a waiting workflow's group would land now: the topology page fetches this
-        after it is drawn (placing a group on 5,000 nodes takes longer than drawing them)."""
-        principal = caller(request)
-        authorizer.check(principal, "resources:Read")
-        if pool not in usable_pools(principal):
-            raise NotFoundError(f"Pool {pool} does not exist, or you may not use it.")
-        workflow = readable(principal, ghost)
-        state = configs.state()
-        cluster = cluster_of(runtime.capacity(state), pool)
-        if cluster is None or workflow.pool != pool:
-            placement = GroupPlacement("", reason=f"{ghost} does not run in pool {pool}")
-        else:
-            placement = ghost_of(state, workflow, cluster)
-        keys = state.pool(pool).topology_keys
-        landed = [cluster.node(name) for name in placement.nodes.values()] if cluster else []
-        domains = sorted(
-            {
-                node.labels.get(keys[-1].label, UNLABELLED) if keys else UNLABELLED
-                for node in landed
-                if node is not None
-            }
-        )
-        return render(
-            request,
-            "ghost.html",
-            ghost=workflow,
-            placement=placement,
-            nodes=sorted(set(placement.nodes.values())),
-            domains=domains,
-            hide="/ui/topology?" + _query({"pool": pool}, {}),
-        )
 
-    # -------------------------------------------------------------------- workflows
+@router.get("/static/{name}")
+def static(name: str) -> Response:
+    found = STATIC / name
+    if "/" in name or name.startswith(".") or not found.is_file():
+        raise NotFoundError(f"No static file {name}.")
+    kind = STATIC_TYPES.get(found.suffix, "application/octet-stream")
+    return Response(
+        found.read_bytes(),
+        media_type=kind,
+        headers={"Cache-Control": "public, max-age=3600"},
+    )
 
-    @router.get("/workflows", response_class=HTMLResponse)
-    def workflows(
-        request: Request,
-        status: str = "",
-        pool: str = "",
-        user: str = "",
-        page: Annotated[int, Query(ge=0, le=MAX_PAGE)] = 0,
-    ) -> HTMLResponse:
-        principal = caller(request)
-        authorizer.check(principal, "workflow:List")
-        readable_names = readable_pools(principal)
-        statuses = _statuses(status)
-        rows = store.list(
-            users=[user] if user else None,
-            pools=[pool] if pool else None,
-            statuses=statuses,
-            limit=PAGE_SIZE + 1,
-            offset=page * PAGE_SIZE,
-            visible_to=(principal.username, readable_names),
-        )
-        positions = _queue_positions(store.queued(sorted({r["pool"] for r in rows})))
-        filters = {"status": status, "pool": pool, "user": user}
-        return render(
-            request,
-            "workflows.html",
-            topic="workflows",
-            rows=rows[:PAGE_SIZE],
-            more=len(rows) > PAGE_SIZE,
-            page=page,
-            positions=positions,
-            filters=filters,
-            tabs=list(STATUS_TABS),
-            pools=sorted({*readable_names, *(row["pool"] for row in rows)}),
-            now=utc_now(),
-            query=lambda **changes: _query(filters, changes),
-        )
 
-    @router.get("/workflows/{workflow_id}", response_class=HTMLResponse)
-    def workflow(request: Request, workflow_id: str, task: str = "") -> HTMLResponse:
-        principal = caller(request)
-        found = readable(principal, workflow_id)
-        pool = configs.state().find_pool(found.pool)
-        explained = explain_workflow(
-            found, utc_now(), pool_in_maintenance=pool is not None and pool.enable_maintenance
-        )
-        tasks = [t for group in found.groups for t in group.tasks]
-        shown = next((t for t in tasks if t.name == task), tasks[0] if tasks else None)
-        log = ""
-        if shown is not None and shown.started_at is not None:
-            log = runtime.task_logs(found, shown)[-LOG_TAIL_BYTES:]
-        manifests = {group.uuid: group.manifests or [] for group in found.groups}
-        may_cancel = found.status in ALIVE and (
-            principal.username == found.submitted_by
-            or authorizer.allows(principal, "workflow:Cancel", f"pool/{found.pool}")
-        )
-        position = None
-        if found.status in QUEUED:
-            position = _queue_positions(store.queued([found.pool])).get(found.workflow_id)
-        return render(
-            request,
-            "workflow.html",
-            topic=f"workflow:{workflow_id}",
-            workflow=found,
-            explained=explained,
-            dag=dag_svg(found),
-            shown=shown,
-            log=log,
-            manifests=manifests,
-            may_cancel=may_cancel,
-            alive=found.status in ALIVE,
-            position=position,
-        )
+@router.get("", response_class=HTMLResponse)
+def overview(
+    authorizer: AuthorizerDep,
+    configs: ConfigsDep,
+    context: PageContextDep,
+    runtime: RuntimeDep,
+    store: WorkflowsDep,
+    request: Request,
+) -> HTMLResponse:
+    principal = context.caller(request)
+    authorizer.check(principal, "workflow:List")
+    now = utc_now()
+    readable_names = context.readable_pools(principal)
+    visible = (principal.username, readable_names)
+    counts = store.status_counts(now - RECENT, visible_to=visible)
+    state = configs.state()
+    names = context.usable_pools(principal)
+    usage = pool_usage(state, runtime.capacity(state), names, runtime.recently_preempted())
+    return context.render(
+        request,
+        "overview.html",
+        topic="workflows",
+        running=counts.get("RUNNING", 0),
+        waiting=sum(counts.get(status, 0) for status in QUEUED),
+        failed=sum(n for status, n in counts.items() if status.startswith("FAILED")),
+        completed=counts.get("COMPLETED", 0),
+        node_sets=usage.report.node_sets,
+        controller=_controller(runtime),
+        failures=store.recent_failures(now - RECENT, OVERVIEW_ROWS, visible),
+        longest=store.queued(readable_names)[:OVERVIEW_ROWS],
+        now=now,
+    )
 
-    @router.get("/workflows/{workflow_id}/log", response_class=PlainTextResponse)
-    def workflow_log(request: Request, workflow_id: str, task: str) -> PlainTextResponse:
-        found = readable(caller(request), workflow_id)
-        for candidate in (t for group in found.groups for t in group.tasks):
-            if candidate.name == task:
-                text = runtime.task_logs(found, candidate) if candidate.started_at else ""
-                return PlainTextResponse(text[-LOG_TAIL_BYTES:])
-        raise NotFoundError(f"Workflow {workflow_id} has no task {task}.")
 
-    @router.post("/workflows/{workflow_id}/cancel", response_class=HTMLResponse)
-    def cancel(request: Request, workflow_id: str) -> HTMLResponse:
-        request_cancel(store, authorizer, caller(request), workflow_id)
-        return render(
-            request,
-            "notice.html",
-            message=f"Cancel requested for {workflow_id}; its tasks are being stopped.",
+@router.get("/pools", response_class=HTMLResponse)
+def pools(
+    authorizer: AuthorizerDep,
+    configs: ConfigsDep,
+    context: PageContextDep,
+    runtime: RuntimeDep,
+    request: Request,
+    pool: str | None = None,
+    platform: str | None = None,
+) -> Any:
+    principal = context.caller(request)
+    state = configs.state()
+    names = context.usable_pools(principal)
+    usage = pool_usage(state, runtime.capacity(state), names, runtime.recently_preempted())
+    quotas = {
+        quota.name: quota.usage for node_set in usage.report.node_sets for quota in node_set.pools
+    }
+    chosen = pool if pool in names else (names[0] if names else None)
+    rendered, refused, problem = None, None, None
+    if chosen is not None and not state.pool(chosen).platforms:
+        problem = (
+            f"Pool {chosen} has no platforms: every submission to it fails until it has "
+            f"one; {NO_PLATFORM_FIX}"
         )
+    elif chosen is not None:
+        try:
+            authorizer.check(principal, "config:Read", "config/pool")
+            check_template_reads(authorizer, principal)
+            rendered = sandbox.run(
+                state.workflow,
+                "Rendering the pool's templates",
+                render_pool,
+                state,
+                chosen,
+                platform=platform,
+                set_values={},
+                user=principal.username,
+            )
+        except ForbiddenError as err:
+            refused = err.message
+        except UserError as err:  # one pool's broken templates must not hide the others
+            problem = f"Pool {chosen} does not render: {err.message}"
+    return context.render(
+        request,
+        "pools.html",
+        pools=[state.pool(name) for name in names],
+        quotas=quotas,
+        limits={name: gpu_quota(state.pool(name)) for name in names},
+        chosen=chosen,
+        rendered=rendered,
+        refused=refused,
+        problem=problem,
+    )
 
-    return router
+
+@router.get("/topology", response_class=HTMLResponse)
+def topology(
+    authorizer: AuthorizerDep,
+    configs: ConfigsDep,
+    context: PageContextDep,
+    runtime: RuntimeDep,
+    store: WorkflowsDep,
+    request: Request,
+    pool: str | None = None,
+    domain: str | None = None,
+    ghost: str | None = None,
+) -> HTMLResponse:
+    principal = context.caller(request)
+    authorizer.check(principal, "resources:Read")
+    names = context.usable_pools(principal)
+    if pool is not None and pool not in names:
+        raise NotFoundError(f"Pool {pool} does not exist, or you may not use it.")
+    chosen = pool or next(iter(names), None)
+    if chosen is None:
+        return context.render(request, "topology.html", chosen=None, pools=names, topic="workflows")
+    state = configs.state()
+    cluster = cluster_of(runtime.capacity(state), chosen)
+    within = _domain(domain)
+    levels = tuple(Level(key.key, key.label) for key in state.pool(chosen).topology_keys)
+    queued = store.list(pools=[chosen], statuses=QUEUED, limit=PAGE_SIZE)
+    ghost_of = context.readable(principal, ghost) if ghost else None
+    drawn = pool_picture(state, cluster, chosen, levels, within)
+    readable_pool = authorizer.allows(principal, "workflow:Read", f"pool/{chosen}")
+    return context.render(
+        request,
+        "topology.html",
+        owner=owner_names(
+            authorizer.sessions.key,
+            None
+            if readable_pool or cluster is None
+            else own_workflows(cluster, principal.username),
+        ),
+        topic="workflows",
+        pools=names,
+        chosen=chosen,
+        levels=levels,
+        within=within,
+        picture=drawn,
+        queued=queued,
+        ghost=ghost_of,
+        query=lambda **changes: _query({"pool": chosen, "domain": domain, "ghost": ghost}, changes),
+    )
+
+
+@router.get("/topology/ghost", response_class=HTMLResponse)
+def topologyghost_of(
+    authorizer: AuthorizerDep,
+    configs: ConfigsDep,
+    context: PageContextDep,
+    runtime: RuntimeDep,
+    request: Request,
+    pool: str,
+    ghost: str,
+) -> HTMLResponse:
+    """Where a waiting workflow's group would land now: the topology page fetches this
+    after it is drawn (placing a group on 5,000 nodes takes longer than drawing them)."""
+    principal = context.caller(request)
+    authorizer.check(principal, "resources:Read")
+    if pool not in context.usable_pools(principal):
+        raise NotFoundError(f"Pool {pool} does not exist, or you may not use it.")
+    workflow = context.readable(principal, ghost)
+    state = configs.state()
+    cluster = cluster_of(runtime.capacity(state), pool)
+    if cluster is None or workflow.pool != pool:
+        placement = GroupPlacement("", reason=f"{ghost} does not run in pool {pool}")
+    else:
+        placement = ghost_of(state, workflow, cluster)
+    keys = state.pool(pool).topology_keys
+    landed = [cluster.node(name) for name in placement.nodes.values()] if cluster else []
+    domains = sorted(
+        {
+            node.labels.get(keys[-1].label, UNLABELLED) if keys else UNLABELLED
+            for node in landed
+            if node is not None
+        }
+    )
+    return context.render(
+        request,
+        "ghost.html",
+        ghost=workflow,
+        placement=placement,
+        nodes=sorted(set(placement.nodes.values())),
+        domains=domains,
+        hide="/ui/topology?" + _query({"pool": pool}, {}),
+    )
+
+
+@router.get("/workflows", response_class=HTMLResponse)
+def workflows(
+    authorizer: AuthorizerDep,
+    context: PageContextDep,
+    store: WorkflowsDep,
+    request: Request,
+    status: str = "",
+    pool: str = "",
+    user: str = "",
+    page: Annotated[int, Query(ge=0, le=MAX_PAGE)] = 0,
+) -> HTMLResponse:
+    principal = context.caller(request)
+    authorizer.check(principal, "workflow:List")
+    readable_names = context.readable_pools(principal)
+    statuses = _statuses(status)
+    rows = store.list(
+        users=[user] if user else None,
+        pools=[pool] if pool else None,
+        statuses=statuses,
+        limit=PAGE_SIZE + 1,
+        offset=page * PAGE_SIZE,
+        visible_to=(principal.username, readable_names),
+    )
+    positions = _queue_positions(store.queued(sorted({r["pool"] for r in rows})))
+    filters = {"status": status, "pool": pool, "user": user}
+    return context.render(
+        request,
+        "workflows.html",
+        topic="workflows",
+        rows=rows[:PAGE_SIZE],
+        more=len(rows) > PAGE_SIZE,
+        page=page,
+        positions=positions,
+        filters=filters,
+        tabs=list(STATUS_TABS),
+        pools=sorted({*readable_names, *(row["pool"] for row in rows)}),
+        now=utc_now(),
+        query=lambda **changes: _query(filters, changes),
+    )
+
+
+@router.get("/workflows/{workflow_id}", response_class=HTMLResponse)
+def workflow(
+    authorizer: AuthorizerDep,
+    configs: ConfigsDep,
+    context: PageContextDep,
+    runtime: RuntimeDep,
+    store: WorkflowsDep,
+    request: Request,
+    workflow_id: str,
+    task: str = "",
+) -> HTMLResponse:
+    principal = context.caller(request)
+    found = context.readable(principal, workflow_id)
+    pool = configs.state().find_pool(found.pool)
+    explained = explain_workflow(
+        found, utc_now(), pool_in_maintenance=pool is not None and pool.enable_maintenance
+    )
+    tasks = [t for group in found.groups for t in group.tasks]
+    shown = next((t for t in tasks if t.name == task), tasks[0] if tasks else None)
+    log = ""
+    if shown is not None and shown.started_at is not None:
+        log = runtime.task_logs(found, shown)[-LOG_TAIL_BYTES:]
+    manifests = {group.uuid: group.manifests or [] for group in found.groups}
+    may_cancel = found.status in ALIVE and (
+        principal.username == found.submitted_by
+        or authorizer.allows(principal, "workflow:Cancel", f"pool/{found.pool}")
+    )
+    position = None
+    if found.status in QUEUED:
+        position = _queue_positions(store.queued([found.pool])).get(found.workflow_id)
+    return context.render(
+        request,
+        "workflow.html",
+        topic=f"workflow:{workflow_id}",
+        workflow=found,
+        explained=explained,
+        dag=dag_svg(found),
+        shown=shown,
+        log=log,
+        manifests=manifests,
+        may_cancel=may_cancel,
+        alive=found.status in ALIVE,
+        position=position,
+    )
+
+
+@router.get("/workflows/{workflow_id}/log", response_class=PlainTextResponse)
+def workflow_log(
+    context: PageContextDep, runtime: RuntimeDep, request: Request, workflow_id: str, task: str
+) -> PlainTextResponse:
+    found = context.readable(context.caller(request), workflow_id)
+    for candidate in (t for group in found.groups for t in group.tasks):
+        if candidate.name == task:
+            text = runtime.task_logs(found, candidate) if candidate.started_at else ""
+            return PlainTextResponse(text[-LOG_TAIL_BYTES:])
+    raise NotFoundError(f"Workflow {workflow_id} has no task {task}.")
+
+
+@router.post("/workflows/{workflow_id}/cancel", response_class=HTMLResponse)
+def cancel(
+    authorizer: AuthorizerDep,
+    context: PageContextDep,
+    store: WorkflowsDep,
+    request: Request,
+    workflow_id: str,
+) -> HTMLResponse:
+    request_cancel(store, authorizer, context.caller(request), workflow_id)
+    return context.render(
+        request,
+        "notice.html",
+        message=f"Cancel requested for {workflow_id}; its tasks are being stopped.",
+    )
 
 
 def _controller(runtime: Runtime) -> dict[str, Any]:
