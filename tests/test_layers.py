@@ -133,3 +133,66 @@ def test_the_scheduler_imports_only_the_domain() -> None:
         and not module.startswith(("corral.scheduler", "corral.domain", "corral.errors"))
     ]
     assert outward == []
+
+
+#: Functions over :data:`MAX_FUNCTION_LINES` lines, each a data table, with why it stays whole.
+LONG_FUNCTIONS = {
+    "domain/configs/defaults.py:initial_bundle": "the initial configuration of a new corral "
+    "(OSMO's defaults, docs/install.md) as one literal: splitting it would scatter one document",
+}
+MAX_FUNCTION_LINES = 80
+MAX_FILE_LINES = 500
+
+
+def test_no_source_file_is_over_500_lines() -> None:
+    long = {
+        str(path.relative_to(SRC)): lines
+        for path in SRC.rglob("*.py")
+        if (lines := len(path.read_text().splitlines())) > MAX_FILE_LINES
+    }
+    assert long == {}
+
+
+def test_no_function_is_over_80_lines_but_the_allowed_data_tables() -> None:
+    long = {}
+    for path in SRC.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                assert node.end_lineno is not None
+                lines = node.end_lineno - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    long[f"{path.relative_to(SRC)}:{node.name}"] = lines
+    assert sorted(long) == sorted(LONG_FUNCTIONS), long
+
+
+def test_web_and_api_reach_the_store_only_through_deps_or_services() -> None:
+    """A route gets stored data from ``api/deps.py`` (which hands over the runtime's stores)
+    or from a service; no other module of ``api/`` or ``web/`` imports the store."""
+    reaching = [
+        f"{path.relative_to(SRC)} imports {module}"
+        for ring in ("api", "web")
+        for path in (SRC / ring).rglob("*.py")
+        if path != SRC / "api" / "deps.py"
+        for module in imported_modules(path)
+        if module.startswith("corral.store")
+    ]
+    assert reaching == []
+
+
+def test_routes_are_module_level() -> None:
+    """Routes are declared on module-level routers, not inside factories: no function of
+    ``api/`` or ``web/`` defines a function decorated as a route."""
+    nested = []
+    for ring in ("api", "web"):
+        for path in (SRC / ring).rglob("*.py"):
+            for outer in ast.walk(ast.parse(path.read_text())):
+                if not isinstance(outer, ast.FunctionDef | ast.AsyncFunctionDef):
+                    continue
+                for inner in ast.walk(outer):
+                    if inner is not outer and isinstance(
+                        inner, ast.FunctionDef | ast.AsyncFunctionDef
+                    ):
+                        decorators = [ast.unparse(d) for d in inner.decorator_list]
+                        if any(d.startswith(("router.", "app.")) for d in decorators):
+                            nested.append(f"{path.relative_to(SRC)}:{outer.name}.{inner.name}")
+    assert nested == []

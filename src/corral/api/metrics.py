@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
+from corral.services.config_service import WriteResult
+
 
 @dataclass
 class Metrics:
@@ -30,3 +32,8 @@ class Metrics:
             ["config_type"],
             registry=self.registry,
         )
+
+    def count_write(self, result: WriteResult) -> None:
+        """Count each revision a config write recorded, by type."""
+        for revision in result.revisions:
+            self.config_writes.labels(revision.config_type.value).inc()

@@ -10,7 +10,7 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import platformdirs
 import typer
@@ -18,10 +18,13 @@ from rich.console import Console
 from rich.markup import escape
 
 from corral.api.connection_limits import ConnectionLimits
+from corral.cli import server_options as opt
 from corral.credentials import credentials_file, read_token, server_key, store_token
 from corral.services.server_logs import LogLevel, configure_logging
 
 if TYPE_CHECKING:
+    from corral.api.auth import AuthSettings
+    from corral.api.guard import RequestLimits
     from corral.services.controller_process import ControllerSettings
     from corral.services.runtime import Runtime
 
@@ -51,6 +54,7 @@ def ensure_admin_token(runtime: Runtime, url: str) -> Path | None:
 DEFAULT_LEASE_SECONDS = 5.0
 #: How long a thread holding the GIL runs before another thread that waits for it gets it.
 SWITCH_INTERVAL_SECONDS = 0.0005
+CLIENT_CONNECTIONS = ConnectionLimits.max_connections_per_client
 
 
 SUPPORTED_DATABASES = ("sqlite", "postgresql")
@@ -227,144 +231,36 @@ def _open_or_exit(url: str, cluster_file: Path | None, work_dir: Path, data_dir:
 
 def server(
     ctx: typer.Context,
-    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
-    data_dir: Annotated[
-        Path | None,
-        typer.Option(help="Where the embedded SQLite database lives [default: the user data dir]."),
-    ] = None,
-    database_url: Annotated[
-        str | None,
-        typer.Option(
-            envvar="CORRAL_DATABASE_URL",
-            help="Use this database instead of SQLite, e.g. postgresql+psycopg://user@host/db. "
-            "A URL with a password must come from CORRAL_DATABASE_URL or --database-url-file: "
-            "every user of the machine can read a command line.",
-        ),
-    ] = None,
-    database_url_file: Annotated[
-        Path | None,
-        typer.Option(
-            metavar="FILE",
-            help="Read the database URL from FILE, which only its owner may read (mode 0600).",
-        ),
-    ] = None,
-    task_dir: Annotated[
-        Path | None,
-        typer.Option(
-            help="Where local-process tasks get their directories and logs; servers that share "
-            "a database must share it to take over each other's tasks [default: DATA_DIR/tasks].",
-        ),
-    ] = None,
-    demo: Annotated[bool, typer.Option(help="Load the example configs at start.")] = False,
-    cluster: Annotated[
-        Path | None,
-        typer.Option(
-            metavar="FILE",
-            help="The nodes of the embedded backend: a cluster description or a Kubernetes "
-            "NodeList (docs/cluster.md) [default: the example cluster].",
-        ),
-    ] = None,
-    oidc_issuer: Annotated[
-        str | None,
-        typer.Option(envvar="CORRAL_OIDC_ISSUER", help="Trust tokens signed by this OIDC issuer."),
-    ] = None,
-    oidc_audience: Annotated[
-        str | None,
-        typer.Option(envvar="CORRAL_OIDC_AUDIENCE", help="Audience the issuer's tokens must name."),
-    ] = None,
-    oidc_jwks_url: Annotated[
-        str | None,
-        typer.Option(
-            envvar="CORRAL_OIDC_JWKS_URL", help="The issuer's JWKS [default: from discovery]."
-        ),
-    ] = None,
-    tick_seconds: Annotated[
-        float,
-        typer.Option(
-            min=0.01,
-            help="How often the lifecycle controller advances workflows, in seconds.",
-        ),
-    ] = 0.5,
-    oidc_groups_claim: Annotated[
-        str,
-        typer.Option(envvar="CORRAL_OIDC_GROUPS_CLAIM", help="Claim listing the user's groups."),
-    ] = "groups",
-    lease_seconds: Annotated[
-        float,
-        typer.Option(
-            envvar="CORRAL_LEASE_SECONDS",
-            min=1.0,
-            help="How long the controller lease lasts: with several servers on one database, "
-            "a standby takes over this long after the leader stops renewing it.",
-        ),
-    ] = DEFAULT_LEASE_SECONDS,
-    log_level: Annotated[
-        LogLevel,
-        typer.Option(
-            envvar="CORRAL_LOG_LEVEL",
-            help="Least important log lines written (debug adds one line per controller tick).",
-        ),
-    ] = LogLevel.INFO,
-    max_body_bytes: Annotated[
-        int,
-        typer.Option(
-            envvar="CORRAL_MAX_BODY_BYTES",
-            min=1024,
-            help="Largest request body accepted, in bytes; larger ones get 413.",
-        ),
-    ] = 10 * 2**20,
-    max_header_bytes: Annotated[
-        int,
-        typer.Option(
-            envvar="CORRAL_MAX_HEADER_BYTES",
-            min=1024,
-            help="Largest request head (request line and headers) accepted, in bytes; a larger "
-            "one gets 431 before the rest is read.",
-        ),
-    ] = ConnectionLimits.max_header_bytes,
-    header_timeout: Annotated[
-        float,
-        typer.Option(
-            envvar="CORRAL_HEADER_TIMEOUT",
-            min=0.1,
-            help="Seconds a client has to send a request's headers (from its first byte, or "
-            "from connecting); then 408 and the connection closes.",
-        ),
-    ] = ConnectionLimits.header_timeout,
-    body_timeout: Annotated[
-        float,
-        typer.Option(
-            envvar="CORRAL_BODY_TIMEOUT",
-            min=0.1,
-            help="Seconds a request body may pause between two parts; then 408.",
-        ),
-    ] = ConnectionLimits.body_timeout,
-    max_connections_per_client: Annotated[
-        int,
-        typer.Option(
-            envvar="CORRAL_MAX_CONNECTIONS_PER_CLIENT",
-            min=1,
-            help="Open connections allowed from one client address; more get 429 (raise it "
-            "behind a proxy, whose connections all come from one address).",
-        ),
-    ] = ConnectionLimits.max_connections_per_client,
+    host: opt.HostOption = "127.0.0.1",
+    port: opt.PortOption = 8000,
+    data_dir: opt.DataDirOption = None,
+    database_url: opt.DatabaseUrlOption = None,
+    database_url_file: opt.DatabaseUrlFileOption = None,
+    task_dir: opt.TaskDirOption = None,
+    demo: opt.DemoOption = False,
+    cluster: opt.ClusterOption = None,
+    oidc_issuer: opt.OidcIssuerOption = None,
+    oidc_audience: opt.OidcAudienceOption = None,
+    oidc_jwks_url: opt.OidcJwksUrlOption = None,
+    tick_seconds: opt.TickSecondsOption = 0.5,
+    oidc_groups_claim: opt.OidcGroupsClaimOption = "groups",
+    lease_seconds: opt.LeaseSecondsOption = DEFAULT_LEASE_SECONDS,
+    log_level: opt.LogLevelOption = LogLevel.INFO,
+    max_body_bytes: opt.MaxBodyBytesOption = 10 * 2**20,
+    max_header_bytes: opt.MaxHeaderBytesOption = ConnectionLimits.max_header_bytes,
+    header_timeout: opt.HeaderTimeoutOption = ConnectionLimits.header_timeout,
+    body_timeout: opt.BodyTimeoutOption = ConnectionLimits.body_timeout,
+    max_connections_per_client: opt.ClientConnectionsOption = CLIENT_CONNECTIONS,
 ) -> None:
     """Start the control plane (API on HOST:PORT)."""
     # Imported here so that every other `corral` verb starts without the server stack.
-    import uvicorn
-
-    from corral.api.auth import AuthSettings
-    from corral.api.connections import bounded_protocol
     from corral.api.guard import RequestLimits
     from corral.backends.task_sandbox import protect_server_process
     from corral.services.controller_process import ControllerSettings
     from corral.services.gc_settings import tune_gc
     from corral.services.leadership import new_holder_id
-    from corral.services.oidc import OidcSettings
     from corral.services.runtime import load_examples
     from corral.store.database import sqlite_url
-    from corral.web.app import create_server_app, warm_views
 
     configure_logging(log_level)
     tune_gc()
@@ -386,14 +282,7 @@ def server(
     address = f"http://{host}:{port}"
     written = ensure_admin_token(runtime, address)
     print_banner(address, url, written)
-    auth = AuthSettings.from_env(directory)
-    if oidc_issuer:
-        username_claim = auth.oidc.username_claim if auth.oidc else None
-        oidc = OidcSettings(
-            oidc_issuer, oidc_audience, oidc_jwks_url, oidc_groups_claim, username_claim
-        )
-        auth = dataclasses.replace(auth, oidc=oidc)
-        say(f"Trusting tokens of the OIDC issuer {oidc_issuer}.")
+    auth = _auth_settings(directory, oidc_issuer, oidc_audience, oidc_jwks_url, oidc_groups_claim)
     controller = _start_controller(
         runtime,
         ControllerSettings(
@@ -407,17 +296,57 @@ def server(
             log_level=log_level.value,
         ),
     )
+    limits = ConnectionLimits(
+        max_header_bytes, header_timeout, body_timeout, max_connections_per_client
+    )
+    _serve(runtime, controller, listening, auth, RequestLimits(max_body_bytes), limits)
+
+
+def _auth_settings(
+    directory: Path,
+    issuer: str | None,
+    audience: str | None,
+    jwks_url: str | None,
+    groups_claim: str,
+) -> AuthSettings:
+    """The session key from ``directory`` (or the environment), and the OIDC issuer trusted."""
+    from corral.api.auth import AuthSettings
+    from corral.services.oidc import OidcSettings
+
+    auth = AuthSettings.from_env(directory)
+    if issuer:
+        username_claim = auth.oidc.username_claim if auth.oidc else None
+        oidc = OidcSettings(issuer, audience, jwks_url, groups_claim, username_claim)
+        auth = dataclasses.replace(auth, oidc=oidc)
+        say(f"Trusting tokens of the OIDC issuer {issuer}.")
+    return auth
+
+
+def _serve(
+    runtime: Runtime,
+    stop_controller: Callable[[], None],
+    listening: socket.socket,
+    auth: AuthSettings,
+    request_limits: RequestLimits,
+    connection_limits: ConnectionLimits,
+) -> None:
+    """Serve until a signal; then stop the controller, close the backends, and exit as the
+    signal says."""
+    import uvicorn
+
+    from corral.api.connections import bounded_protocol
+    from corral.web.app import create_server_app, warm_views
+
     received = _record_exit_signals()
     try:
-        app = create_server_app(runtime, auth, RequestLimits(max_body_bytes=max_body_bytes))
+        app = create_server_app(runtime, auth, request_limits)
         warm_views(runtime)
-        limits = ConnectionLimits(
-            max_header_bytes, header_timeout, body_timeout, max_connections_per_client
+        protocol = bounded_protocol(connection_limits)
+        uvicorn.Server(uvicorn.Config(app, log_level="warning", http=protocol)).run(
+            sockets=[listening]
         )
-        config = uvicorn.Config(app, log_level="warning", http=bounded_protocol(limits))
-        uvicorn.Server(config).run(sockets=[listening])
     finally:
-        controller()  # stops ticking before the lease is given up
+        stop_controller()  # stops ticking before the lease is given up
         runtime.backends.close()  # Kubernetes watches and clients
     for signum in received:  # exit as the signal says, now that everything is closed
         signal.signal(signum, signal.SIG_DFL)

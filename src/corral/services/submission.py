@@ -231,16 +231,7 @@ class SubmissionService:
         """From the rendered workflow on: the strict spec, the pool's checks, every group's
         objects (in the sandbox), numbered and stored in one transaction."""
         spec = parse_in_sandbox(state, accepted)
-        for found in previous_inputs(spec):
-            problem = self._previous_input_problem(caller, found)
-            if problem is not None:
-                raise located_error(
-                    accepted.text,
-                    found.path,
-                    problem,
-                    source=accepted.source,
-                    rendered=accepted.rendered,
-                )
+        self._check_previous_inputs(caller, spec, accepted)
         nodes = self._nodes_of(state.pool(pool).backend)
         for _ in range(MAX_ID_ATTEMPTS):
             if mode is Mode.SUBMIT:
@@ -254,20 +245,7 @@ class SubmissionService:
                 pool=pool,
                 priority=priority,
             )
-            try:
-                plan = plan_in_sandbox(
-                    state, spec, submitter, nodes, refuse=mode is not Mode.DRY_RUN
-                )
-            except UserError as err:
-                if err.path[:1] != ("workflow",):
-                    raise
-                raise located_error(
-                    accepted.text,
-                    err.path,
-                    err.message,
-                    source=accepted.source,
-                    rendered=accepted.rendered,
-                ) from None
+            plan = _planned(state, spec, submitter, nodes, accepted, mode)
             if mode is not Mode.SUBMIT:
                 live: tuple[GroupPlacement, ...] = ()
                 if mode is Mode.DRY_RUN and self._place_now is not None:
@@ -280,32 +258,62 @@ class SubmissionService:
                     warnings(accepted, priority),
                     placements=live,
                 )
-            try:
-                self._store.insert(
-                    plan,
-                    name=spec.name,
-                    number=number,
-                    spec=accepted.text,
-                    template=accepted.template,
-                    local_files=accepted.local_files,
-                    restarted_from=accepted.restarted_from,
-                    idempotency_key=key,
-                )
-            except KeyTaken:  # the same request, sent twice at once: the first one stands
-                assert key is not None
-                replay = self._replay(caller, key)
-                if replay is None:
-                    raise
-                return replay
-            except ConflictError:
-                continue
-            return SubmitOutcome(
-                submitter.workflow_id, accepted.text, plan, True, warnings(accepted, priority)
-            )
+            stored = self._stored(caller, plan, spec.name, number, accepted, key)
+            if stored is not None:
+                return stored
         raise ConflictError(
             f"Could not number workflow {spec.name}: {MAX_ID_ATTEMPTS} concurrent submissions "
             "took the next ids first. Submit again."
         )
+
+    def _stored(
+        self,
+        caller: SubmittingUser,
+        plan: WorkflowPlan,
+        name: str,
+        number: int,
+        accepted: _Accepted,
+        key: IdempotencyKey | None,
+    ) -> SubmitOutcome | None:
+        """Store ``plan`` as workflow ``name``-``number``; None when another submission took
+        that number first."""
+        try:
+            self._store.insert(
+                plan,
+                name=name,
+                number=number,
+                spec=accepted.text,
+                template=accepted.template,
+                local_files=accepted.local_files,
+                restarted_from=accepted.restarted_from,
+                idempotency_key=key,
+            )
+        except KeyTaken:  # the same request, sent twice at once: the first one stands
+            assert key is not None
+            replay = self._replay(caller, key)
+            if replay is None:
+                raise
+            return replay
+        except ConflictError:
+            return None
+        priority = plan.submitter.priority
+        workflow_id = plan.submitter.workflow_id
+        return SubmitOutcome(workflow_id, accepted.text, plan, True, warnings(accepted, priority))
+
+    def _check_previous_inputs(
+        self, caller: SubmittingUser, spec: WorkflowSpec, accepted: _Accepted
+    ) -> None:
+        """A task's input of an earlier workflow names one the caller may read, that exists."""
+        for found in previous_inputs(spec):
+            problem = self._previous_input_problem(caller, found)
+            if problem is not None:
+                raise located_error(
+                    accepted.text,
+                    found.path,
+                    problem,
+                    source=accepted.source,
+                    rendered=accepted.rendered,
+                )
 
     def _previous_input_problem(self, caller: SubmittingUser, found: PreviousInput) -> str | None:
         """Why an input from an earlier workflow cannot be used (OSMO: it must be finished);
@@ -433,3 +441,26 @@ def plan_in_sandbox(
         random_id,
         refuse=refuse,
     )
+
+
+def _planned(
+    state: Configs,
+    spec: WorkflowSpec,
+    submitter: Submitter,
+    nodes: Sequence[Node],
+    accepted: _Accepted,
+    mode: Mode,
+) -> WorkflowPlan:
+    """The plan, made in a sandbox worker; an error in the workflow names its line."""
+    try:
+        return plan_in_sandbox(state, spec, submitter, nodes, refuse=mode is not Mode.DRY_RUN)
+    except UserError as err:
+        if err.path[:1] != ("workflow",):
+            raise
+        raise located_error(
+            accepted.text,
+            err.path,
+            err.message,
+            source=accepted.source,
+            rendered=accepted.rendered,
+        ) from None

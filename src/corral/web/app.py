@@ -9,9 +9,10 @@ import structlog
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 
-from corral.api.app import create_app, error_json, invalid_request, request_error_message
+from corral.api.app import create_app
 from corral.api.auth import AuthSettings
 from corral.api.browser_session import is_ui
+from corral.api.errors import error_json, invalid_request, request_error_message
 from corral.api.guard import RequestLimits
 from corral.errors import CorralError, UserError
 from corral.services.pool_usage import pool_usage
@@ -31,33 +32,35 @@ def create_server_app(
     app.state.stream_slots = live.StreamSlots()
     for routes in (pages, config_pages, live):
         app.include_router(routes.router)
-
-    async def corral_error(request: Request, err: Exception) -> Response:
-        """A dashboard page's user error is a page; everything else answers JSON."""
-        assert isinstance(err, CorralError)  # registered for CorralError only
-        if is_ui(request.url.path) and request.method == "GET":
-            return error_page(request, err)
-        return error_json(err)
-
-    async def invalid_query(request: Request, err: Exception) -> Response:
-        """A dashboard page asked with a bad query value is a page naming the value."""
-        assert isinstance(err, RequestValidationError)
-        if is_ui(request.url.path) and request.method == "GET":
-            return error_page(request, UserError(request_error_message(err.errors())))
-        return await invalid_request(request, err)
-
-    @app.get("/favicon.ico", include_in_schema=False)
-    def favicon() -> Response:
-        """The dashboard's icon, for browsers that ask for it at the root."""
-        return Response(
-            FAVICON.read_bytes(),
-            media_type="image/svg+xml",
-            headers={"Cache-Control": "public, max-age=86400"},
-        )
-
+    app.add_api_route("/favicon.ico", favicon, include_in_schema=False)
     app.add_exception_handler(CorralError, corral_error)
     app.add_exception_handler(RequestValidationError, invalid_query)
     return app
+
+
+async def corral_error(request: Request, err: Exception) -> Response:
+    """A dashboard page's user error is a page; everything else answers JSON."""
+    assert isinstance(err, CorralError)  # registered for CorralError only
+    if is_ui(request.url.path) and request.method == "GET":
+        return error_page(request, err)
+    return error_json(err)
+
+
+async def invalid_query(request: Request, err: Exception) -> Response:
+    """A dashboard page asked with a bad query value is a page naming the value."""
+    assert isinstance(err, RequestValidationError)
+    if is_ui(request.url.path) and request.method == "GET":
+        return error_page(request, UserError(request_error_message(err.errors())))
+    return await invalid_request(request, err)
+
+
+def favicon() -> Response:
+    """The dashboard's icon, for browsers that ask for it at the root."""
+    return Response(
+        FAVICON.read_bytes(),
+        media_type="image/svg+xml",
+        headers={"Cache-Control": "public, max-age=86400"},
+    )
 
 
 def warm_views(runtime: Runtime) -> None:
