@@ -37,8 +37,8 @@ from corral.services import sandbox
 from corral.services.config_service import ConfigService
 from corral.services.jinja_worker import render_in_subprocess
 from corral.services.placement_now import GroupPlacement
-from corral.store.workflow_records import IdempotencyKey
 from corral.store.workflows import KeyTaken, WorkflowStore
+from corral.store.workflows.records import IdempotencyKey
 
 #: How often a submission re-numbers itself when its id was taken anyway (a workflow stored
 #: with a number that was never taken: by hand, or before numbers were taken).

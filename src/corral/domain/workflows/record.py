@@ -1,7 +1,7 @@
 """What a workflow is while it lives: its groups and tasks as the controller, the scheduler,
 the API and the dashboard read them, the changes the controller makes to them, and how a record
 reads once those changes apply. The store maps these to rows and back
-(``store/workflow_records.py``); nothing here touches a database.
+(``store/workflows/records.py``); nothing here touches a database.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from corral.domain.workflows.record import (
     StoredWorkflow,
 )
 from corral.store.tables import pending_shapes, workflow_groups, workflow_tasks, workflows
-from corral.store.workflow_records import group_record, workflow_record
+from corral.store.workflows.records import group_record, workflow_record
 
 
 def read_workflow(connection: Connection, workflow_id: str) -> StoredWorkflow | None:

@@ -11,7 +11,7 @@ from sqlalchemy import Engine, func, or_, select
 
 from corral.domain.workflows.record import ALIVE, QUEUED
 from corral.store.tables import preemptions, task_logs, workflow_groups, workflow_tasks, workflows
-from corral.store.workflow_records import utc
+from corral.store.workflows.records import utc
 
 
 class WorkflowListings:

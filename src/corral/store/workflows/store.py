@@ -6,8 +6,9 @@ The controller reads what it works on in set-based queries (:meth:`WorkflowStore
 :meth:`WorkflowStore.manifests`) and writes a tick's changes in one transaction of batched
 statements (:meth:`WorkflowStore.commit`), never one query per workflow.
 
-The records read back are ``workflow_records.py``; reading whole workflows
-``workflow_reads.py``; the lists the API and the dashboard show ``workflow_listings.py``.
+The records read back are ``records.py``; reading whole workflows ``reads.py``; the lists the
+API and the dashboard show ``listings.py``; the statements that write ``writes.py``; the
+controller's inbox ``inbox.py``.
 """
 
 from __future__ import annotations
@@ -19,16 +20,12 @@ from typing import Any
 from sqlalchemy import (
     Connection,
     Engine,
-    String,
-    Table,
-    any_,
     bindparam,
     delete,
     func,
     insert,
     select,
 )
-from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.exc import IntegrityError
 
 from corral.domain.workflows.plan import WorkflowPlan
@@ -36,38 +33,41 @@ from corral.domain.workflows.record import (
     ALIVE,
     GROUP_SCHEDULING,
     Changes,
-    SharedReason,
     StoredWorkflow,
 )
 from corral.domain.workflows.spec import TaskFileContents
 from corral.errors import ConflictError, NotFoundError
-from corral.store.bulk import insert_rows, update_rows
+from corral.store.bulk import insert_rows
 from corral.store.database import autocommit, writing
 from corral.store.tables import (
-    controller_inbox,
     idempotency_keys,
     pending_shapes,
     preemptions,
-    task_logs,
     workflow_groups,
     workflow_numbers,
     workflow_tasks,
     workflows,
 )
-from corral.store.workflow_listings import WorkflowListings
-from corral.store.workflow_reads import controller_rows, read_workflow
-from corral.store.workflow_records import IdempotencyKey, InboxEntry, KeptSubmission, UncleanedGroup
+from corral.store.workflows.inbox import CANCEL, SUBMITTED, mark_seen, read_inbox, tell_controller
+from corral.store.workflows.listings import WorkflowListings
+from corral.store.workflows.reads import controller_rows, read_workflow
+from corral.store.workflows.records import (
+    IdempotencyKey,
+    InboxEntry,
+    KeptSubmission,
+    UncleanedGroup,
+)
+from corral.store.workflows.writes import (
+    CHUNK,
+    WORKFLOW_ACCEPTED,
+    group_rows,
+    take_key,
+    task_rows,
+    update_changed_rows,
+    write_logs,
+    write_shapes,
+)
 
-#: Statuses at acceptance (OSMO: workflow PENDING, groups SUBMITTING, tasks WAITING).
-WORKFLOW_ACCEPTED = "PENDING"
-GROUP_ACCEPTED = "SUBMITTING"
-TASK_ACCEPTED = "WAITING"
-
-
-#: What the inbox says of a workflow.
-SUBMITTED, CANCEL = "submitted", "cancel"
-#: Ids per ``IN (...)`` list: SQLite allows 32,766 variables per statement.
-_CHUNK = 1000
 #: Statements every submission runs, built once: building one from values costs more than
 #: running it.
 _KEPT = select(idempotency_keys.c.workflow_id, idempotency_keys.c.request_hash).where(
@@ -79,10 +79,6 @@ _TAKE_NUMBER = (
     .values(last=workflow_numbers.c.last + 1)
     .returning(workflow_numbers.c.last)
 )
-#: Rows given the same values are updated by one ``WHERE key IN (...)`` statement from this
-#: many on (one array of keys instead of an array per column); fewer join the bulk update of
-#: their columns (``store.bulk``), which costs no extra statement.
-_ONE_STATEMENT_FROM = 8
 
 
 class WorkflowStore(WorkflowListings):
@@ -150,7 +146,7 @@ class WorkflowStore(WorkflowListings):
         try:
             with writing(self._engine) as connection:
                 if idempotency_key is not None:
-                    _take_key(
+                    take_key(
                         connection, submitter.user, idempotency_key, submitter.workflow_id, now
                     )
                 connection.execute(
@@ -179,9 +175,9 @@ class WorkflowStore(WorkflowListings):
                         "restarted_from": restarted_from,
                     },
                 )
-                insert_rows(connection, workflow_groups, _group_rows(plan))
-                insert_rows(connection, workflow_tasks, _task_rows(plan))
-                _tell_controller(connection, submitter.workflow_id, SUBMITTED, now)
+                insert_rows(connection, workflow_groups, group_rows(plan))
+                insert_rows(connection, workflow_tasks, task_rows(plan))
+                tell_controller(connection, submitter.workflow_id, SUBMITTED, now)
         except IntegrityError:
             raise ConflictError(
                 f"Workflow id {submitter.workflow_id} was taken by a concurrent submission"
@@ -203,16 +199,16 @@ class WorkflowStore(WorkflowListings):
         if ids is None:
             with self._engine.connect() as connection:
                 return controller_rows(connection, None)
-        for start in range(0, len(ids), _CHUNK):
+        for start in range(0, len(ids), CHUNK):
             with self._engine.connect() as connection:
-                found.extend(controller_rows(connection, ids[start : start + _CHUNK]))
+                found.extend(controller_rows(connection, ids[start : start + CHUNK]))
         return sorted(found, key=lambda w: (w.submitted_at, w.workflow_id))
 
     def manifests(self, group_uuids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
         """The stored objects of each group, by group uuid."""
         found: dict[str, list[dict[str, Any]]] = {}
-        for start in range(0, len(group_uuids), _CHUNK):
-            chunk = list(group_uuids[start : start + _CHUNK])
+        for start in range(0, len(group_uuids), CHUNK):
+            chunk = list(group_uuids[start : start + CHUNK])
             with self._engine.connect() as connection:
                 rows = connection.execute(
                     select(workflow_groups.c.group_uuid, workflow_groups.c.manifests).where(
@@ -224,15 +220,7 @@ class WorkflowStore(WorkflowListings):
 
     def inbox(self, limit: int = 10_000) -> list[InboxEntry]:
         """What the controller has not seen yet, oldest first."""
-        with self._engine.connect() as connection:
-            rows = connection.execute(
-                select(
-                    controller_inbox.c.id, controller_inbox.c.workflow_id, controller_inbox.c.kind
-                )
-                .order_by(controller_inbox.c.id)
-                .limit(limit)
-            ).all()
-        return [InboxEntry(row.id, row.workflow_id, row.kind) for row in rows]
+        return read_inbox(self._engine, limit)
 
     def kept_submission(self, username: str, key: str) -> KeptSubmission | None:
         """What ``username`` submitted with the idempotency key ``key``, if anything."""
@@ -290,7 +278,7 @@ class WorkflowStore(WorkflowListings):
                 .values(cancel_requested_by=username)
             ).rowcount
             if done:
-                _tell_controller(connection, workflow_id, CANCEL, self._clock())
+                tell_controller(connection, workflow_id, CANCEL, self._clock())
         return bool(done)
 
     def commit(
@@ -311,12 +299,10 @@ class WorkflowStore(WorkflowListings):
                 (workflow_groups, "group_uuid", changes.groups),
                 (workflow_tasks, "task_uuid", changes.tasks),
             ):
-                _update_rows(connection, table, key, rows)
-            _write_logs(connection, changes.logs)
-            _write_shapes(connection, changes.shapes, self._clock())
-            for start in range(0, len(changes.inbox_done), _CHUNK):
-                done = changes.inbox_done[start : start + _CHUNK]
-                connection.execute(delete(controller_inbox).where(controller_inbox.c.id.in_(done)))
+                update_changed_rows(connection, table, key, rows)
+            write_logs(connection, changes.logs)
+            write_shapes(connection, changes.shapes, self._clock())
+            mark_seen(connection, changes.inbox_done)
             if changes.preemptions:
                 connection.execute(insert(preemptions), changes.preemptions)
             if also is not None:
@@ -330,161 +316,3 @@ class WorkflowStore(WorkflowListings):
         )
         with writing(self._engine) as connection:
             connection.execute(delete(pending_shapes).where(pending_shapes.c.shape.not_in(in_use)))
-
-
-class KeyTaken(Exception):
-    """The submitter already used this idempotency key (for the workflow it names)."""
-
-
-def _take_key(
-    connection: Connection, username: str, key: IdempotencyKey, workflow_id: str, now: datetime
-) -> None:
-    """Record the key first in the submission's transaction: a second use of it fails here,
-    and the whole transaction with it (the caller answers the first workflow)."""
-    try:
-        connection.execute(
-            idempotency_keys.insert(),
-            {
-                "username": username,
-                "key": key.key,
-                "workflow_id": workflow_id,
-                "request_hash": key.request_hash,
-                "created_at": now,
-            },
-        )
-    except IntegrityError:
-        raise KeyTaken(key.key) from None
-
-
-def _tell_controller(connection: Connection, workflow_id: str, kind: str, now: datetime) -> None:
-    connection.execute(
-        controller_inbox.insert(), {"workflow_id": workflow_id, "kind": kind, "created_at": now}
-    )
-
-
-def _update_rows(
-    connection: Connection, table: Table, key: str, rows: Mapping[str, Mapping[str, Any]]
-) -> None:
-    """Rows given the same values are one ``UPDATE ... WHERE key IN (...)`` (a tick starts or
-    ends a thousand tasks at the same instant); the rest, one bulk update per set of columns
-    changed (``store.bulk``)."""
-    same: dict[tuple[tuple[str, Any], ...], list[str]] = {}
-    several: dict[tuple[str, ...], list[dict[str, Any]]] = {}
-    for identifier, values in rows.items():
-        items = tuple(sorted(values.items()))
-        try:
-            same.setdefault(items, []).append(identifier)
-        except TypeError:  # a JSON value: not hashable, written on its own
-            _add_row(several, key, identifier, items)
-    for items, identifiers in same.items():
-        if len(identifiers) < _ONE_STATEMENT_FROM:
-            for identifier in identifiers:
-                _add_row(several, key, identifier, items)
-            continue
-        for start in range(0, len(identifiers), _CHUNK):
-            connection.execute(
-                table.update()
-                .where(_one_of(connection, table.c[key], identifiers[start : start + _CHUNK]))
-                .values(dict(items))
-            )
-    for batch in several.values():
-        update_rows(connection, table, (key,), batch)
-
-
-def _one_of(connection: Connection, column: Any, values: list[str]) -> Any:
-    """``column IN values``: on PostgreSQL one array parameter (one statement text and plan
-    for any number of values), elsewhere a list of parameters."""
-    if connection.dialect.name == "postgresql":
-        return column == any_(bindparam("one_of", values, type_=ARRAY(String)))
-    return column.in_(values)
-
-
-def _add_row(
-    batches: dict[tuple[str, ...], list[dict[str, Any]]],
-    key: str,
-    identifier: str,
-    items: tuple[tuple[str, Any], ...],
-) -> None:
-    """Add a row to the bulk update of its set of columns."""
-    columns = tuple(name for name, _ in items)
-    batches.setdefault(columns, []).append({key: identifier, **dict(items)})
-
-
-def _write_logs(connection: Connection, logs: Mapping[tuple[str, int], str]) -> None:
-    if not logs:
-        return
-    keys = [{"row_task": task, "row_retry": retry} for task, retry in logs]
-    connection.execute(
-        task_logs.delete().where(
-            task_logs.c.task_uuid == bindparam("row_task"),
-            task_logs.c.retry_id == bindparam("row_retry"),
-        ),
-        keys,
-    )
-    connection.execute(
-        task_logs.insert(),
-        [
-            {"task_uuid": task, "retry_id": retry, "text": text}
-            for (task, retry), text in logs.items()
-        ],
-    )
-
-
-def _write_shapes(
-    connection: Connection, shapes: Mapping[str, SharedReason], now: datetime
-) -> None:
-    if not shapes:
-        return
-    connection.execute(delete(pending_shapes).where(pending_shapes.c.shape.in_(list(shapes))))
-    connection.execute(
-        insert(pending_shapes),
-        [
-            {
-                "shape": shape,
-                "reason": found.reason,
-                "pod_names": list(found.pod_names),
-                "updated_at": now,
-            }
-            for shape, found in shapes.items()
-        ],
-    )
-
-
-def _group_rows(plan: WorkflowPlan) -> list[dict[str, Any]]:
-    return [
-        {
-            "group_uuid": group.uuid,
-            "workflow_id": plan.submitter.workflow_id,
-            "position": position,
-            "name": group.name,
-            "status": GROUP_ACCEPTED,
-            "upstream": list(group.upstream),
-            "resource_kinds": [list(kind) for kind in group.resource_kinds],
-            "manifests": list(group.manifests),
-            "ignore_non_lead": group.ignore_non_lead_status,
-            "cleaned": False,
-            "evict": False,
-        }
-        for position, group in enumerate(plan.groups)
-    ]
-
-
-def _task_rows(plan: WorkflowPlan) -> list[dict[str, Any]]:
-    return [
-        {
-            "task_uuid": task.uuid,
-            "group_uuid": group.uuid,
-            "position": position,
-            "name": task.name,
-            "pod_name": task.pod_name,
-            "platform": task.platform,
-            "lead": task.lead,
-            "status": TASK_ACCEPTED,
-            "retry_id": 0,
-            "exit_actions": [
-                [action.action, [list(r) for r in action.ranges]] for action in task.exit_actions
-            ],
-        }
-        for group in plan.groups
-        for position, task in enumerate(group.tasks)
-    ]
