@@ -44,7 +44,7 @@ def controller_children(parent: int) -> list[int]:
             command = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
         except OSError:
             continue
-        if int(stat[1]) == parent and b"controller_process" in command:
+        if int(stat[1]) == parent and b"corral.services.lifecycle.process" in command:
             found.append(int(entry.name))
     return found
 

@@ -12,7 +12,7 @@ import yaml
 
 from corral.backends.embedded_objects import ClusterObjectStore
 from corral.domain.workflows.record import StoredWorkflow
-from corral.services.lifecycle import LifecycleController
+from corral.services.lifecycle.controller import LifecycleController
 from tests.conftest import REPO, Api
 
 WORKFLOWS = REPO / "examples" / "workflows"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 
 from corral.services.gc_settings import collection_clock
-from corral.services.tick_report import TickReport
+from corral.services.lifecycle.tick_report import TickReport
 
 
 def test_a_collection_is_counted() -> None:

@@ -25,7 +25,7 @@ from corral.services.server_logs import LogLevel, configure_logging
 if TYPE_CHECKING:
     from corral.api.auth import AuthSettings
     from corral.api.guard import RequestLimits
-    from corral.services.controller_process import ControllerSettings
+    from corral.services.lifecycle.process import ControllerSettings
     from corral.services.runtime import Runtime
 
 ADMIN_TOKEN_NAME = "local-admin"
@@ -94,7 +94,7 @@ def _record_exit_signals() -> list[int]:
 def _start_controller(runtime: Runtime, settings: ControllerSettings) -> Callable[[], None]:
     """Start the lifecycle controller: a child process on PostgreSQL, a thread on SQLite
     (docs/lifecycle.md#the-controller-process). The callable stops it."""
-    from corral.services.controller_process import (
+    from corral.services.lifecycle.process import (
         STOP_TIMEOUT_SECONDS,
         ControllerProcess,
         run_controller,
@@ -256,9 +256,9 @@ def server(
     # Imported here so that every other `corral` verb starts without the server stack.
     from corral.api.guard import RequestLimits
     from corral.backends.task_sandbox import protect_server_process
-    from corral.services.controller_process import ControllerSettings
     from corral.services.gc_settings import tune_gc
-    from corral.services.leadership import new_holder_id
+    from corral.services.lifecycle.leadership import new_holder_id
+    from corral.services.lifecycle.process import ControllerSettings
     from corral.services.runtime import load_examples
     from corral.store.database import sqlite_url
 

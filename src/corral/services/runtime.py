@@ -33,8 +33,8 @@ from corral.services.capacity import (
     read_capacity,
 )
 from corral.services.config_service import ConfigService, WriteMeta, WriteResult
-from corral.services.leadership import Leadership
-from corral.services.lifecycle import LifecycleController
+from corral.services.lifecycle.controller import LifecycleController
+from corral.services.lifecycle.leadership import Leadership
 from corral.services.placement_now import GroupPlacement, placements_now
 from corral.services.submission import SubmissionService
 from corral.store.config_store import ConfigStore
@@ -80,7 +80,7 @@ class Runtime:
     #: (``corral server`` on SQLite); None: not here.
     leadership: Leadership | None = None
     #: The server's name in the lease row when its controller runs in a child process
-    #: (``corral server`` on PostgreSQL, :mod:`corral.services.controller_process`).
+    #: (``corral server`` on PostgreSQL, :mod:`corral.services.lifecycle.process`).
     lease_holder: str | None = None
 
     def __post_init__(self) -> None:

@@ -5,7 +5,7 @@ the lifecycle controller, the others serve the API and wait. The row says who ho
 (``holder``), since which change of holder (``epoch``) and how often the holder renewed it
 (``renewals``). Nobody compares clocks across machines: a server that sees the row unchanged for
 the lease's duration *by its own clock* takes it over, by a compare-and-set on ``epoch`` and
-``renewals``, as Kubernetes' leader election does. See :mod:`corral.services.leadership`.
+``renewals``, as Kubernetes' leader election does. See :mod:`corral.services.lifecycle.leadership`.
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ import time
 from collections import Counter
 
 from corral.backends.kubernetes.backend import KubernetesBackend
+from corral.services.lifecycle.step import MAX_CREATE_ATTEMPTS
 from corral.services.runtime import open_runtime
-from corral.services.workflow_step import MAX_CREATE_ATTEMPTS
 from tests.backends.kubernetes.kube_world import BACKEND, NAMESPACE, KubeWorld
 
 GROUP_KINDS = ("ComputeDomain", "PodGroup", "Pod", "Service", "Secret")

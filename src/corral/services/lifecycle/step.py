@@ -30,7 +30,7 @@ from corral.domain.workflows.exit_actions import exit_outcome, pool_exit_actions
 from corral.domain.workflows.group_order import GroupState, failed_downstream, ready_groups
 from corral.domain.workflows.record import Changes, StoredGroup, StoredTask, StoredWorkflow, pod_of
 from corral.domain.workflows.statuses import TaskState, TaskStatus, group_status, workflow_status
-from corral.services.tick_report import TickReport
+from corral.services.lifecycle.tick_report import TickReport
 
 log = structlog.get_logger("corral.lifecycle")
 
@@ -77,7 +77,7 @@ Effect = StartTask | StopTask | CreateGroup
 
 
 class WorkflowStep:
-    """Step 1 of a tick for one workflow (``services/lifecycle.py``)."""
+    """Step 1 of a tick for one workflow (``services/lifecycle/controller.py``)."""
 
     def __init__(
         self,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from sqlalchemy import func, select
 
-from corral.services.lifecycle import RESYNC_SECONDS
+from corral.services.lifecycle.controller import RESYNC_SECONDS
 from corral.services.runtime import open_runtime
 from corral.store.tables import controller_inbox, pending_shapes
 from tests.services.lifecycle_world import CLIQUE, World, task, workflow_yaml

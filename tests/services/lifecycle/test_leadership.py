@@ -1,6 +1,6 @@
-"""The controller lease (services/leadership.py) on SQLite and PostgreSQL: one holder at a time,
-take-over only after the lease ran out by the standby's own clock, at once after a release, and
-a former holder's late writes refused by the fence."""
+"""The controller lease (``services/lifecycle/leadership.py``) on SQLite and PostgreSQL: one
+holder at a time, take-over only after the lease ran out by the standby's own clock, at once
+after a release, and a former holder's late writes refused by the fence."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import Engine
 
 from corral.domain.workflows.record import Changes
-from corral.services.leadership import Leadership
+from corral.services.lifecycle.leadership import Leadership
 from corral.services.runtime import utc_now
 from corral.store.lease import LeaseStore, LostLease
 from corral.store.workflows import WorkflowStore
@@ -83,6 +83,6 @@ def test_a_former_holders_late_write_is_refused(engine: Engine) -> None:
 
 def test_the_servers_default_lease_is_the_leaderships() -> None:
     from corral.cli.server_cmd import DEFAULT_LEASE_SECONDS
-    from corral.services.leadership import DEFAULT_TTL_SECONDS
+    from corral.services.lifecycle.leadership import DEFAULT_TTL_SECONDS
 
     assert DEFAULT_LEASE_SECONDS == DEFAULT_TTL_SECONDS == 5.0

@@ -2,11 +2,11 @@
 cluster (docs/osmo-reference.md#group-order, docs/lifecycle.md).
 
 A tick costs what changed, not what is alive. The controller keeps a working set
-(``services/working_set.py``): the alive workflows, read from the database when it starts leading
+(``working_set.py``): the alive workflows, read from the database when it starts leading
 and followed from then on, indexed by what each waits on. A tick:
 
 1. reads the inbox (submissions and cancels made by any server since the last tick);
-2. steps the workflows that are due (``services/workflow_step.py``: new, canceled, just bound, a
+2. steps the workflows that are due (``services/lifecycle/step.py``: new, canceled, just bound, a
    task that may have ended, a timeout): decide, apply the effects on the cluster (start or stop
    tasks, create a group's objects), and write every step's changes in one transaction;
 3. offers the waiting groups to the scheduler (a pass, ``scheduler/cycle.py``, over the cache
@@ -24,7 +24,7 @@ follows the database only after a commit; anything unexpected in a tick drops th
 and the next tick reads it all again.
 
 After a commit each workflow is filed under what it waits on by ``tick_index.py``; the loop that
-ticks is ``controller_process.run_until_stopped``.
+ticks is ``process.run_until_stopped``.
 """
 
 from __future__ import annotations
@@ -54,11 +54,11 @@ from corral.scheduler.cache import SchedulerCache
 from corral.scheduler.cycle import place_waiting
 from corral.scheduler.queues import min_runtimes, pool_queues
 from corral.scheduler.records import BoundPodOnNode, Evicted
-from corral.services.leadership import Leadership
-from corral.services.tick_index import HOLDS_NODES, WorkingSetIndexer
-from corral.services.tick_report import TickReport
-from corral.services.workflow_step import WorkflowStep
-from corral.services.working_set import (
+from corral.services.lifecycle.leadership import Leadership
+from corral.services.lifecycle.step import WorkflowStep
+from corral.services.lifecycle.tick_index import HOLDS_NODES, WorkingSetIndexer
+from corral.services.lifecycle.tick_report import TickReport
+from corral.services.lifecycle.working_set import (
     Finished,
     ManifestCache,
     Observed,
@@ -97,7 +97,7 @@ class LifecycleController:
     ) -> None:
         self.workflows = workflows
         #: When set, the controller acts only while it holds the lease, and every write is
-        #: fenced by it (services/leadership.py); None: the only controller (tests, tools).
+        #: fenced by it (``leadership.py``); None: the only controller (tests, tools).
         self.leadership = leadership
         self.objects = objects
         self.state = state

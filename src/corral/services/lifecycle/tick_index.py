@@ -1,6 +1,6 @@
 """Filing workflows in the controller's working set under what each waits on: a scheduler
 (corral's or the cluster's own), a timer, every tick, or the next tick (a part of a tick,
-``lifecycle.py``; the working set is ``working_set.py``)."""
+``controller.py``; the working set is ``working_set.py``)."""
 
 from __future__ import annotations
 
@@ -21,10 +21,10 @@ from corral.domain.workflows.record import (
     pod_of,
 )
 from corral.domain.workflows.statuses import TaskStatus
-from corral.services.working_set import Finished, Observed, WorkingSet
+from corral.services.lifecycle.working_set import Finished, Observed, WorkingSet
 
 if TYPE_CHECKING:  # the controller builds an indexer per tick
-    from corral.services.lifecycle import LifecycleController
+    from corral.services.lifecycle.controller import LifecycleController
 
 log = structlog.get_logger("corral.lifecycle")
 

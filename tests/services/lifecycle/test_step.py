@@ -14,8 +14,8 @@ from corral.backends.port import BackendError, ClusterBackend, Rule
 from corral.domain.configs.snapshot import Configs
 from corral.domain.configs.types import ConfigType
 from corral.domain.workflows.record import StoredGroup, StoredTask, StoredWorkflow
-from corral.services.tick_report import TickReport
-from corral.services.workflow_step import WorkflowStep
+from corral.services.lifecycle.step import WorkflowStep
+from corral.services.lifecycle.tick_report import TickReport
 
 NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
 CONFIGS = Configs({ConfigType.POOL: {"p": {"backend": "default"}}})

@@ -31,8 +31,8 @@ from pathlib import Path
 import structlog
 
 from corral.services.gc_settings import collection_clock, tune_gc
-from corral.services.leadership import Leadership
-from corral.services.lifecycle import LifecycleController
+from corral.services.lifecycle.controller import LifecycleController
+from corral.services.lifecycle.leadership import Leadership
 from corral.services.server_logs import LogLevel, configure_logging
 from corral.store.lease import LostLease
 
@@ -115,7 +115,7 @@ class ControllerProcess:
 
     def _spawn(self) -> subprocess.Popen[bytes]:
         process = subprocess.Popen(
-            [sys.executable, "-m", "corral.services.controller_process"],
+            [sys.executable, "-m", "corral.services.lifecycle.process"],
             stdin=subprocess.PIPE,
             env={**os.environ, SERVER_PID: str(os.getpid())},
         )
