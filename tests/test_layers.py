@@ -196,3 +196,21 @@ def test_routes_are_module_level() -> None:
                         if any(d.startswith(("router.", "app.")) for d in decorators):
                             nested.append(f"{path.relative_to(SRC)}:{outer.name}.{inner.name}")
     assert nested == []
+
+
+def test_services_keep_no_scheduler_state() -> None:
+    """The scheduler's state (snapshots, queue usage, the victim index) is ``scheduler/cache.py``'s:
+    services hold a cache and run passes over it, but build no snapshot or usage of their own."""
+    building = [
+        f"{path.relative_to(SRC)} imports {module}"
+        for path in (SRC / "services").rglob("*.py")
+        for module in imported_modules(path)
+        if module.startswith(("corral.scheduler.snapshot", "corral.scheduler.gang"))
+        or module
+        in (
+            "corral.scheduler.ClusterSnapshot",
+            "corral.scheduler.QueueUsage",
+            "corral.scheduler.Queue",
+        )
+    ]
+    assert building == []
