@@ -56,6 +56,7 @@ if __package__ in (None, ""):  # run as a script: python benchmarks/scheduler.py
 from corral.domain.platform.nodes import Node, Taint, belongs_to
 from corral.scheduler import ClusterSnapshot, Placement, Queue, place_group
 from corral.scheduler.cache import SchedulerCache
+from corral.scheduler.cycle import place_waiting
 
 ZONE = "topology.kubernetes.io/zone"
 SPINE = "topology.kubernetes.io/spine"
@@ -387,7 +388,7 @@ def run_preemption(nodes: list[Node], seed: int) -> tuple[Result, Result]:
             manifests = [{"apiVersion": POD_GROUP_VERSION, **group.pod_group}, *group.pods]
             start = time.perf_counter()
             placements.add(key, manifests, levels=LEVELS, priority=priority, age=(index,))
-            passed = placements.place_waiting(clock + timedelta(seconds=offset + index))
+            passed = place_waiting(placements, clock + timedelta(seconds=offset + index))
             elapsed = time.perf_counter() - start
             if not passed.placed:
                 placements.drop(key)  # the stream ends with it: it does not wait on

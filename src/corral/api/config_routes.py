@@ -49,14 +49,13 @@ from corral.services.config_service import (
 
 REVISION_HEADER = "X-Corral-Revision"
 
-
 router = APIRouter(prefix="/api/configs", tags=["configs"])
 
 
 def can(
     authorizer: Authorizer, caller: Principal, action: str, ctype: ConfigType | None = None
 ) -> None:
-    authorizer.check(caller, action, f"config/{ctype.url_segment}" if ctype else "config/*")
+    authorizer.check(caller, action, resource(ctype) if ctype else "config/*")
 
 
 def readable(authorizer: Authorizer, caller: Principal) -> list[ConfigType]:
