@@ -60,6 +60,7 @@ from urllib.parse import urlsplit
 import yaml
 from sqlalchemy import insert
 
+from corral.services.lifecycle.process import MODULE as CONTROLLER_MODULE
 from corral.store.database import make_engine, migrate, scratch_postgres_database, writing
 from corral.store.tables import workflow_groups, workflow_tasks, workflows
 
@@ -301,7 +302,7 @@ class Replica:
         """CPU seconds of the server process, of its controller process (PostgreSQL) and of
         its sandbox workers, and their RSS now."""
         children = _children(self.process.pid)
-        controller = [pid for pid in children if "controller_process" in _command(pid)]
+        controller = [pid for pid in children if CONTROLLER_MODULE in _command(pid)]
         workers = [pid for pid in children if pid not in controller]
         return Usage(
             _cpu_seconds(self.process.pid),

@@ -18,6 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from corral.services.lifecycle.process import MODULE
 from corral.services.runtime import utc_now
 from corral.store.database import make_engine, scratch_postgres_database
 from corral.store.lease import LeaseStore
@@ -44,7 +45,7 @@ def controller_children(parent: int) -> list[int]:
             command = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
         except OSError:
             continue
-        if int(stat[1]) == parent and b"corral.services.lifecycle.process" in command:
+        if int(stat[1]) == parent and MODULE.encode() in command:
             found.append(int(entry.name))
     return found
 

@@ -214,3 +214,53 @@ def test_services_keep_no_scheduler_state() -> None:
         )
     ]
     assert building == []
+
+
+def test_the_configuration_has_one_type() -> None:
+    """Every signature that takes the configuration takes ``Configs``: no ``State`` alias and no
+    ``as_configs`` conversion is left to define or import."""
+    two_faces = [
+        f"{path.relative_to(SRC)}: {name}"
+        for path in SRC.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        for name in _defined_or_imported(node)
+        if name in ("State", "as_configs")
+    ]
+    assert two_faces == []
+
+
+def _defined_or_imported(node: ast.AST) -> Iterator[str]:
+    if isinstance(node, ast.FunctionDef | ast.ClassDef):
+        yield node.name
+    elif isinstance(node, ast.Assign):
+        yield from (target.id for target in node.targets if isinstance(target, ast.Name))
+    elif isinstance(node, ast.ImportFrom):
+        yield from (alias.name for alias in node.names)
+
+
+def test_sandbox_calls_name_their_function_by_reference() -> None:
+    """``sandbox.run`` and a pool's ``call`` take the function itself (mypy then checks its
+    arguments), never its name as a string."""
+    by_name = [
+        f"{path.relative_to(SRC)}:{node.lineno}"
+        for path in SRC.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("run", "call")
+        and len(node.args) >= 3
+        and isinstance(node.args[2], ast.Constant)
+        and isinstance(node.args[2].value, str)
+    ]
+    assert by_name == []
+
+
+def test_preemption_takes_its_victims_through_a_typed_interface() -> None:
+    """``preempt`` gets its victims as ``Victims`` (the cache's index), and no callable."""
+    tree = ast.parse((SRC / "scheduler" / "preemption.py").read_text())
+    preempt = next(
+        node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "preempt"
+    )
+    annotations = [ast.unparse(arg.annotation) for arg in preempt.args.args if arg.annotation]
+    assert "Victims" in annotations
+    assert not any("Callable" in annotation for annotation in annotations)

@@ -47,6 +47,8 @@ STOP_TIMEOUT_SECONDS = 10.0
 _PR_SET_PDEATHSIG = 1
 #: Environment variable naming the server's process to the child.
 SERVER_PID = "CORRAL_SERVER_PID"
+#: The controller process's command line runs this module (``python -m``).
+MODULE = "corral.services.lifecycle.process"
 
 
 def run_controller(
@@ -115,7 +117,7 @@ class ControllerProcess:
 
     def _spawn(self) -> subprocess.Popen[bytes]:
         process = subprocess.Popen(
-            [sys.executable, "-m", "corral.services.lifecycle.process"],
+            [sys.executable, "-m", MODULE],
             stdin=subprocess.PIPE,
             env={**os.environ, SERVER_PID: str(os.getpid())},
         )
