@@ -20,9 +20,9 @@ import time
 from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
 
 from corral.domain.configs.bundles import parse_bundle
+from corral.domain.configs.snapshot import Configs
 from corral.domain.configs.types import ConfigType
 from corral.domain.platform.manifests import PodTask, build_pod, render_pod_template
 from corral.domain.platform.nodes import Node, validation_capacity
@@ -56,14 +56,14 @@ def _per_second(count: int, run: Callable[[], None]) -> float:
     return count / (time.perf_counter() - start)
 
 
-def _platforms(state: dict[ConfigType, Any]) -> list[ResolvedPlatform]:
+def _platforms(state: Configs) -> list[ResolvedPlatform]:
     pools = state[ConfigType.POOL]
     return [
         resolve_platform(state, pool, name) for pool in pools for name in pools[pool]["platforms"]
     ]
 
 
-def bench_rendering(state: dict[ConfigType, Any], tasks: int) -> None:
+def bench_rendering(state: Configs, tasks: int) -> None:
     platforms = _platforms(state)
     counter = iter(range(10**9))
 
@@ -100,7 +100,7 @@ def _allocatable(memory_gi: int) -> dict[str, str]:
     }
 
 
-def bench_node_rules(state: dict[ConfigType, Any]) -> None:
+def bench_node_rules(state: Configs) -> None:
     resolved = resolve_platform(state, "default")
     too_big = TaskRequest("big", ResourceRequest(cpu=1, gpu=16, memory="1Gi", storage="1Gi"))
     print("node rules, a task that fits no node (every node evaluated)")
@@ -138,7 +138,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=2000)
     args = parser.parse_args()
-    state = dict(parse_bundle(read_bundle_directory(EXAMPLES)[0]).items)
+    state = Configs(parse_bundle(read_bundle_directory(EXAMPLES)[0]).items)
     bench_rendering(state, args.tasks)
     bench_node_rules(state)
 
