@@ -1,8 +1,10 @@
-"""Hypothesis state machine: random gangs placed and released on a small topology.
+"""Hypothesis state machine: random gangs placed and released on a small topology whose nodes
+are closed (NotReady, cordoned) and opened again while pods run on them.
 
-Invariants after every step: no node is over-committed, the snapshot's incremental aggregates
-equal a recount from the nodes, every placement holds all gang members or nothing changed, and
-every required level holds (all pods of the set share one domain at that level).
+Invariants after every step: no node is over-committed, no new pod goes to a closed node, the
+snapshot's incremental aggregates equal a recount from the open nodes, every placement holds all
+gang members or nothing changed, and every required level holds (all pods of the set share one
+domain at that level).
 """
 
 from __future__ import annotations
@@ -106,8 +108,18 @@ class Scheduling(RuleBasedStateMachine):
             return
         self._check_gang(group, pods, outcome)
         self._check_required(group, pods, outcome)
+        closed = [
+            b.node for b in outcome.bindings if self.snapshot.closed[self.snapshot.index[b.node]]
+        ]
+        assert closed == [], f"new pods bound to closed nodes {closed}"
         self.snapshot.bind(outcome.bindings)
         self.bound.append(outcome)
+
+    @rule(data=st.data(), reason=st.sampled_from(["NotReady", "cordoned by alice", None]))
+    def close_or_open(self, data: st.DataObject, reason: str | None) -> None:
+        """A tray fails, is cordoned or heals while pods run on it (docs/health.md)."""
+        name = data.draw(st.sampled_from([n.name for n in self.nodes]))
+        self.snapshot.set_closed(name, reason)
 
     @precondition(lambda self: bool(self.bound))
     @rule(data=st.data())
@@ -174,11 +186,12 @@ class Scheduling(RuleBasedStateMachine):
         domains += [d for level in snapshot.by_level for d in level.values()]
         for domain in domains:
             members = [i for i in range(len(self.nodes)) if domain in snapshot.ancestors[i]]
-            assert domain.free_gpu == sum(snapshot.free_gpu[i] for i in members)
-            assert domain.free_cpu == sum(snapshot.free_cpu[i] for i in members)
+            open_ = [i for i in members if snapshot.closed[i] is None]  # closed: none free
+            assert domain.free_gpu == sum(snapshot.free_gpu[i] for i in open_)
+            assert domain.free_cpu == sum(snapshot.free_cpu[i] for i in open_)
             histogram = [0] * len(domain.gpu_histogram)
             for i in members:
-                histogram[snapshot.free_gpu[i]] += 1
+                histogram[snapshot.free_gpu[i] if snapshot.closed[i] is None else 0] += 1
             assert domain.gpu_histogram == histogram
             if domain.level >= 0:
                 assert domain in snapshot.by_free_gpu[domain.level][domain.free_gpu]

@@ -19,6 +19,7 @@ Work younger than its queue's ``min_runtime`` is never a victim.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import itertools
 from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
@@ -30,6 +31,7 @@ import structlog
 
 from corral.domain.labels import PRIORITY as PRIORITY_LABEL
 from corral.domain.labels import QUEUE as QUEUE_LABEL
+from corral.domain.platform.node_health import NodeHealth, closed_reason
 from corral.domain.platform.nodes import Node
 from corral.scheduler import Binding, ClusterSnapshot, Placement, Queue, QueueUsage
 from corral.scheduler.podgroup import GroupError, PodSet, read_pod_group, shape_of
@@ -67,7 +69,7 @@ class SchedulerCache:
         bound_at: Mapping[str, datetime] | None = None,
         min_runtime: Mapping[str, timedelta] | None = None,
     ) -> None:
-        self.nodes = nodes
+        self.nodes = list(nodes)
         self._index = {node.name: i for i, node in enumerate(nodes)}
         self._snapshots: dict[tuple[str, ...], ClusterSnapshot] = {}
         self.usage = QueueUsage(queues)
@@ -157,6 +159,17 @@ class SchedulerCache:
                     log.warning("bound pod does not fit its node", pod=binding.pod)
             self._snapshots[levels] = found
         return found
+
+    def set_health(self, name: str, health: NodeHealth) -> None:
+        """Node ``name``'s health changed: from now on it takes new pods, or none
+        (``domain/platform/node_health.py``); what runs there keeps what it holds."""
+        i = self._index[name]
+        self.nodes[i] = dataclasses.replace(self.nodes[i], health=health)
+        reason = closed_reason(health)
+        for snapshot in self._snapshots.values():
+            snapshot.set_closed(name, reason)
+        if reason is None:
+            self.generation += 1  # capacity came back: shapes that failed may fit now
 
     def release(self, group_uuid: str) -> bool:
         """Give back what a finished (or evicted) group took; False if it held nothing."""

@@ -15,10 +15,32 @@ from corral.scheduler.podgroup import PodRequest, PodSet
 from corral.scheduler.resources import Demand, describe
 from corral.scheduler.snapshot import ClusterSnapshot
 
+#: Closed nodes named in a reason; the rest are counted.
+CLOSED_NAMED = 5
+
 
 def explain_pending(snapshot: ClusterSnapshot, root: PodSet) -> str:
-    """The first reason, from specific to general, that ``root`` cannot be placed now."""
+    """The first reason, from specific to general, that ``root`` cannot be placed now; then the
+    closed nodes it could have used, and why each is closed (their capacity is not free)."""
     members = list(root.all_members())
+    return _first_reason(snapshot, root, members) + _closed_note(snapshot, members)
+
+
+def _closed_note(snapshot: ClusterSnapshot, members: list[PodRequest]) -> str:
+    usable = _usable_by_all(snapshot, members)
+    closed = [
+        f"{snapshot.nodes[i].name} {reason}"
+        for i, reason in enumerate(snapshot.closed)
+        if reason is not None and usable[i]
+    ]
+    if not closed:
+        return ""
+    more = len(closed) - CLOSED_NAMED
+    named = "; ".join(closed[:CLOSED_NAMED]) + (f"; and {more} more" if more > 0 else "")
+    return f" (not counted: {named})"
+
+
+def _first_reason(snapshot: ClusterSnapshot, root: PodSet, members: list[PodRequest]) -> str:
     seen: set[tuple[object, ...]] = set()
     for pod in members:
         key = (
@@ -115,10 +137,14 @@ def _labelled(snapshot: ClusterSnapshot) -> list[int]:
 def _room(
     snapshot: ClusterSnapshot, nodes: Iterable[int], members: list[PodRequest], usable: list[bool]
 ) -> int:
-    """How many copies of the members' largest request fit on ``nodes`` now, on the nodes
-    every member may use (``usable``; KAI's allocatable pod count)."""
+    """How many copies of the members' largest request fit on ``nodes`` now, on the open
+    nodes every member may use (``usable``; KAI's allocatable pod count)."""
     largest = _representative(members)
-    return sum(_copies(snapshot.free(i), largest) for i in nodes if usable[i])
+    return sum(
+        _copies(snapshot.free(i), largest)
+        for i in nodes
+        if usable[i] and snapshot.closed[i] is None
+    )
 
 
 def _usable_by_all(snapshot: ClusterSnapshot, members: list[PodRequest]) -> list[bool]:

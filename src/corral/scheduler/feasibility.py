@@ -102,12 +102,14 @@ def _read(group: PlannedGroup) -> PodSet:
 
 
 def empty_cluster(nodes: Sequence[Node], levels: tuple[str, ...]) -> ClusterSnapshot:
-    """The snapshot of ``nodes`` with nothing bound (never changed: placing rolls back)."""
+    """The snapshot of ``nodes`` with nothing bound (never changed: placing rolls back), every
+    node open: what could never run is judged against the whole configured cluster, so a
+    cordoned or failed tray does not refuse work that only waits for it to come back."""
     key = (id(nodes), levels)
     found = _EMPTY.get(key)
     if found is not None and found[0] is nodes:
         return found[1]
-    snapshot = ClusterSnapshot.from_nodes(nodes, levels)
+    snapshot = ClusterSnapshot.from_nodes(nodes, levels, health=False)
     if len(_EMPTY) >= _EMPTY_KEPT:
         _EMPTY.pop(next(iter(_EMPTY)))
     _EMPTY[key] = (nodes, snapshot)

@@ -12,6 +12,12 @@ A domain at level *i* is identified by the dot-joined label values of levels 0..
 rack names under different zones are different domains. Every domain keeps the sums of its
 nodes' free resources and a histogram of its nodes' free GPUs; a bind or release updates the
 node's ancestors only, never the other nodes.
+
+A node that may take no new pod (NotReady, cordoned, its fabric failed:
+``domain/platform/node_health.py``) is *closed*: its pods keep what they hold, but it fits no
+new pod, and its domains count none of its free capacity (their sums and histograms see it as
+full). ``health=False`` builds a snapshot that ignores health (the could-never-run check judges
+against the whole configured cluster).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from corral.domain.platform.node_affinity import NO_AFFINITY, NodeAffinity
+from corral.domain.platform.node_health import closed_reason
 from corral.domain.platform.nodes import Node, belongs_to
 from corral.scheduler.packing import Packing
 from corral.scheduler.resources import Demand, Extended, capacity
@@ -93,7 +100,12 @@ class ClusterSnapshot:
     """Free capacity of a cluster's nodes and topology domains; see the module docstring."""
 
     def __init__(
-        self, nodes: Sequence[Node], levels: Sequence[str], packing: Packing = Packing.BEST_FIT
+        self,
+        nodes: Sequence[Node],
+        levels: Sequence[str],
+        packing: Packing = Packing.BEST_FIT,
+        *,
+        health: bool = True,
     ) -> None:
         if len(set(levels)) != len(levels):
             raise ValueError(f"topology levels must be unique, got {list(levels)}")
@@ -102,6 +114,10 @@ class ClusterSnapshot:
         self.levels: tuple[str, ...] = tuple(levels)
         self.nodes: tuple[Node, ...] = tuple(nodes)
         self.index: dict[str, int] = {node.name: i for i, node in enumerate(self.nodes)}
+        #: Per node: why it takes no new pod (None: it may); see the module docstring.
+        self.closed: list[str | None] = [
+            closed_reason(node.health) if health else None for node in self.nodes
+        ]
         capacities = [capacity(node.allocatable) for node in self.nodes]
         self.capacity: tuple[Demand, ...] = tuple(capacities)
         self.free_gpu = [c.gpu for c in capacities]
@@ -139,11 +155,16 @@ class ClusterSnapshot:
 
     @classmethod
     def from_nodes(
-        cls, nodes: Sequence[Node], levels: Sequence[str], packing: Packing = Packing.BEST_FIT
+        cls,
+        nodes: Sequence[Node],
+        levels: Sequence[str],
+        packing: Packing = Packing.BEST_FIT,
+        *,
+        health: bool = True,
     ) -> ClusterSnapshot:
         """A snapshot of empty ``nodes`` with a topology over ``levels`` (node labels,
         coarsest first)."""
-        return cls(nodes, levels, packing)
+        return cls(nodes, levels, packing, health=health)
 
     # -- building ---------------------------------------------------------------------------
 
@@ -177,6 +198,11 @@ class ClusterSnapshot:
         return tuple(chain)
 
     def _add_free(self, domain: Domain, i: int, sign: int) -> None:
+        """Add (or, with ``sign`` -1, take away) node ``i``'s free capacity to ``domain``'s
+        sums: none of it when the node is closed."""
+        if self.closed[i] is not None:
+            domain.gpu_histogram[0] += sign
+            return
         domain.free_gpu += sign * self.free_gpu[i]
         domain.free_cpu += sign * self.free_cpu[i]
         domain.free_memory += sign * self.free_memory[i]
@@ -246,14 +272,8 @@ class ClusterSnapshot:
         return found
 
     def fits(self, i: int, demand: Demand) -> bool:
-        return (
-            self.free_gpu[i] >= demand.gpu
-            and self.free_cpu[i] >= demand.cpu
-            and self.free_memory[i] >= demand.memory
-            and self.free_storage[i] >= demand.storage
-            and self.free_pods[i] >= demand.pods
-            and (not demand.extended or _extended_fit(self.free_extended[i], demand.extended))
-        )
+        """Whether a new pod of ``demand`` may go to node ``i`` now."""
+        return self.closed[i] is None and self._holds(i, demand)
 
     def free(self, i: int) -> Demand:
         return Demand(
@@ -286,8 +306,9 @@ class ClusterSnapshot:
     # -- changes ----------------------------------------------------------------------------
 
     def take(self, i: int, demand: Demand) -> None:
-        """Reserve ``demand`` on node ``i``; refuses to over-commit."""
-        if not self.fits(i, demand):
+        """Reserve ``demand`` on node ``i``; refuses to over-commit. A closed node still takes
+        the pods already bound there (the cache reads them when it starts)."""
+        if not self._holds(i, demand):
             raise ValueError(
                 f"node {self.nodes[i].name} has {self.free(i)} free, cannot take {demand}"
             )
@@ -313,6 +334,44 @@ class ClusterSnapshot:
         if demand.extended:
             _add_extended(self.free_extended[i], demand.extended, +1)
 
+    def _holds(self, i: int, demand: Demand) -> bool:
+        """Whether node ``i``'s free capacity holds ``demand``, open or closed."""
+        return (
+            self.free_gpu[i] >= demand.gpu
+            and self.free_cpu[i] >= demand.cpu
+            and self.free_memory[i] >= demand.memory
+            and self.free_storage[i] >= demand.storage
+            and self.free_pods[i] >= demand.pods
+            and (not demand.extended or _extended_fit(self.free_extended[i], demand.extended))
+        )
+
+    def set_closed(self, node: str, reason: str | None) -> None:
+        """Close node ``node`` to new pods (``reason``), or open it again (None)."""
+        i = self.index[node]
+        if (self.closed[i] is None) == (reason is None):
+            self.closed[i] = reason
+            return
+        self._reweigh(i, -1)
+        self.closed[i] = reason
+        self._reweigh(i, +1)
+
+    def _reweigh(self, i: int, sign: int) -> None:
+        """Take node ``i``'s contribution out of its domains (-1), or put it back (+1)."""
+        for domain in self.ancestors[i]:
+            indexed = domain.level >= 0
+            if indexed:
+                self._unindex(domain)
+            self._add_free(domain, i, sign)
+            if indexed:
+                self.by_free_gpu[domain.level].setdefault(domain.free_gpu, set()).add(domain)
+
+    def _unindex(self, domain: Domain) -> None:
+        index = self.by_free_gpu[domain.level]
+        bucket = index[domain.free_gpu]
+        bucket.discard(domain)
+        if not bucket:
+            del index[domain.free_gpu]
+
     def _change(self, i: int, gpu: int, cpu: int, memory: int, storage: int) -> None:
         old_gpu = self.free_gpu[i]
         new_gpu = old_gpu + gpu
@@ -320,6 +379,8 @@ class ClusterSnapshot:
         self.free_cpu[i] += cpu
         self.free_memory[i] += memory
         self.free_storage[i] += storage
+        if self.closed[i] is not None:
+            return  # its domains count none of its free capacity
         by_free_gpu = self.by_free_gpu
         for domain in self.ancestors[i]:
             domain.gpu_histogram[old_gpu] -= 1

@@ -248,7 +248,7 @@ ERRORS: list[tuple[str, str]] = [
     (
         "nodes:\n  - name: n1\n    label: {}\n",
         "cluster.yaml:3:5: nodes[0].label: unknown field 'label' (did you mean 'labels'?); the "
-        "fields here are name, labels, taints, allocatable.",
+        "fields here are name, labels, taints, allocatable, unschedulable, conditions, fabric.",
     ),
     (
         "nodes:\n  - labels: {}\n",

@@ -41,7 +41,8 @@ def test_the_three_readers_word_a_typo_alike() -> None:
     )
     assert cluster.value.message == (
         "cluster.yaml:3:3: nodes[0].lables: unknown field 'lables' (did you mean 'labels'?); "
-        "the fields here are name, labels, taints, allocatable."
+        "the fields here are name, labels, taints, allocatable, unschedulable, conditions, "
+        "fabric."
     )
     assert pool.value.path == ("platforms", "x", "descripton")
     assert pool.value.message == (

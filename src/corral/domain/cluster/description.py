@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from corral.domain.cluster.generators import generated_nodes
+from corral.domain.cluster.health_reader import health_at
 from corral.domain.cluster.reader import (
     KUBERNETES_TAINT_KEYS,
     TAINT_KEYS,
@@ -39,7 +40,7 @@ from corral.domain.platform.nodes import Node
 NODE_LIST_KINDS = ("List", "NodeList")
 
 _TOP_KEYS = ("nodes", "generate")
-_NODE_KEYS = ("name", "labels", "taints", "allocatable")
+_NODE_KEYS = ("name", "labels", "taints", "allocatable", "unschedulable", "conditions", "fabric")
 _FORMATS = (
     "write corral's format (a mapping with `nodes` and/or `generate`) or paste the output of "
     "`kubectl get nodes -o yaml`"
@@ -108,6 +109,13 @@ def _corral_node(reader: Reader, entry: Any, path: Path) -> Node:
         labels=labels_at(reader, entry.get("labels"), (*path, "labels")),
         taints=taints_at(reader, entry.get("taints"), (*path, "taints"), TAINT_KEYS),
         allocatable=allocatable_at(reader, entry.get("allocatable"), (*path, "allocatable"), True),
+        health=health_at(
+            reader,
+            entry.get("unschedulable"),
+            entry.get("conditions"),
+            entry.get("fabric"),
+            ((*path, "unschedulable"), (*path, "conditions"), (*path, "fabric")),
+        ),
     )
 
 
@@ -154,6 +162,14 @@ def _kubernetes_node(reader: Reader, entry: Mapping[Any, Any], path: Path) -> No
         ),
         allocatable=allocatable_at(
             reader, status.get("allocatable"), (*path, "status", "allocatable"), False
+        ),
+        health=health_at(
+            reader,
+            spec.get("unschedulable"),
+            status.get("conditions"),
+            None,
+            ((*path, "spec", "unschedulable"), (*path, "status", "conditions"), ()),
+            kubernetes=True,
         ),
     )
 

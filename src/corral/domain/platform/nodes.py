@@ -14,6 +14,7 @@ from typing import Any
 from corral.domain.formats.quantities import format_cores, format_quantity, parse_quantity
 from corral.domain.labels import CONTROL_CONTAINER
 from corral.domain.platform.node_affinity import NO_AFFINITY, NodeAffinity
+from corral.domain.platform.node_health import HEALTHY, NodeHealth
 from corral.errors import UserError
 
 #: The osmo-ctrl sidecar, whose requests are taken off every node's capacity.
@@ -40,6 +41,8 @@ class Node:
     labels: Mapping[str, str]
     taints: tuple[Taint, ...]
     allocatable: Mapping[str, str]
+    #: Ready, cordoned, its fabric (``node_health.py``); what may go to the node now.
+    health: NodeHealth = HEALTHY
 
 
 @dataclass(frozen=True)
