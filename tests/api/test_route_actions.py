@@ -42,6 +42,12 @@ NOT_REACHED = {
     ("POST", "/api/workflow/{workflow_id}/cancel"),
     ("GET", "/api/workflow/{workflow_id}/logs"),
     ("GET", "/api/workflow/{workflow_id}/explain"),
+    # node:Update is checked on the pools the node serves, once the node is found
+    # (tests/services/lifecycle/test_node_health.py)
+    ("POST", "/api/nodes/{node}/cordon"),
+    ("POST", "/api/nodes/{node}/uncordon"),
+    ("POST", "/api/nodes/{node}/fail"),
+    ("POST", "/api/nodes/{node}/heal"),
 }
 
 SAMPLE = {
@@ -52,6 +58,7 @@ SAMPLE = {
     "username": "alice",
     "role": "r1",
     "revision": "1",
+    "node": "n1",
 }
 BODIES: dict[tuple[str, str], Any] = {
     ("POST", "/api/configs/history/rollback"): {"config_type": "POOL", "revision": 1},

@@ -11,6 +11,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from corral import __version__
 from corral.api import (
     config_routes,
+    node_routes,
     pool_routes,
     resource_routes,
     system_routes,
@@ -64,6 +65,7 @@ def create_app(
         resource_routes,
         workflow_routes,
         user_routes,
+        node_routes,
         system_routes,
     ):
         app.include_router(routes.router)

@@ -23,15 +23,18 @@ from corral.domain.configs.snapshot import Configs
 from corral.domain.workflows.record import StoredTask, StoredWorkflow
 from corral.services.capacity import ClusterCapacity
 from corral.services.config_service import ConfigService, WriteResult
+from corral.services.nodes import NodeService
 from corral.services.runtime import Runtime
 from corral.services.submission import SubmissionService
 from corral.store.config_store import HistoryQuery, Revision
+from corral.store.node_changes import NodeChange
 from corral.store.tokens import TokenStore
 from corral.store.users import User, UserStore
 from corral.store.workflows import WorkflowStore
 
 __all__ = [
     "HistoryQuery",
+    "NodeChange",
     "Revision",
     "User",
 ]
@@ -100,6 +103,10 @@ async def task_logs_of(request: Request) -> TaskLogs:
     return _runtime(request).task_logs
 
 
+async def nodes_of(request: Request) -> NodeService:
+    return _runtime(request).node_admin
+
+
 async def write_hook_of(request: Request) -> WriteHook:
     return cast(WriteHook, request.app.state.on_config_write)
 
@@ -115,4 +122,5 @@ TokensDep = Annotated[TokenStore, Depends(tokens_of)]
 CapacityDep = Annotated[Callable[[Configs], list[ClusterCapacity]], Depends(capacity_of)]
 PreemptedDep = Annotated[Callable[[], Mapping[str, int]], Depends(preempted_of)]
 WriteHookDep = Annotated[WriteHook, Depends(write_hook_of)]
+NodesDep = Annotated[NodeService, Depends(nodes_of)]
 TaskLogsDep = Annotated[TaskLogs, Depends(task_logs_of)]

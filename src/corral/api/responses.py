@@ -386,6 +386,34 @@ class SessionAnswer(Answer):
     expires_at: str
 
 
+class NodeHealthView(Answer):
+    ready: bool
+    ready_since: str | None
+    not_ready_reason: str
+    cordoned: bool
+    cordoned_by: str
+    cordon_reason: str
+    fabric: str
+    fabric_reason: str
+
+
+class NodeChangeView(Answer):
+    """One audited change of a node's health: who, when, why, before and after."""
+
+    node: str
+    action: str
+    by: str
+    reason: str
+    at: str
+    before: NodeHealthView
+    after: NodeHealthView
+
+
+class NodeHistory(Answer):
+    node: str
+    changes: list[NodeChangeView]
+
+
 class ProfileSettings(Answer):
     username: str
     email_notification: bool

@@ -6,7 +6,7 @@ from typing import Any
 
 import typer
 
-from corral.cli import config_cmd, pool_cmd, resource_cmd, user_cmd, workflow_cmd
+from corral.cli import config_cmd, node_cmd, pool_cmd, resource_cmd, user_cmd, workflow_cmd
 from corral.cli.server_cmd import server
 
 app = typer.Typer(
@@ -18,6 +18,7 @@ app = typer.Typer(
 )
 app.command()(server)
 app.add_typer(config_cmd.app, name="config")
+app.add_typer(node_cmd.app, name="node")
 app.add_typer(pool_cmd.app, name="pool")
 app.add_typer(resource_cmd.app, name="resource")
 app.add_typer(user_cmd.app, name="user")

@@ -70,6 +70,7 @@ class SchedulerCache:
         min_runtime: Mapping[str, timedelta] | None = None,
     ) -> None:
         self.nodes = list(nodes)
+        self._followed: Sequence[Node] = nodes
         self._index = {node.name: i for i, node in enumerate(nodes)}
         self._snapshots: dict[tuple[str, ...], ClusterSnapshot] = {}
         self.usage = QueueUsage(queues)
@@ -159,6 +160,16 @@ class SchedulerCache:
                     log.warning("bound pod does not fit its node", pod=binding.pod)
             self._snapshots[levels] = found
         return found
+
+    def follow_health(self, nodes: Sequence[Node]) -> None:
+        """Take the health of ``nodes`` (the same nodes, read again) where it changed."""
+        if nodes is self._followed:
+            return
+        for node in nodes:
+            i = self._index.get(node.name)
+            if i is not None and self.nodes[i].health != node.health:
+                self.set_health(node.name, node.health)
+        self._followed = nodes
 
     def set_health(self, name: str, health: NodeHealth) -> None:
         """Node ``name``'s health changed: from now on it takes new pods, or none

@@ -35,11 +35,13 @@ from corral.services.capacity import (
 from corral.services.config_service import ConfigService, WriteMeta, WriteResult
 from corral.services.lifecycle.controller import LifecycleController
 from corral.services.lifecycle.leadership import Leadership
+from corral.services.nodes import NodeService
 from corral.services.placement_now import GroupPlacement, placements_now
 from corral.services.submission import SubmissionService
 from corral.store.config_store import ConfigStore
 from corral.store.database import make_engine, migrate
 from corral.store.lease import LeaseRow, LeaseStore
+from corral.store.node_changes import NodeChangeStore
 from corral.store.revoked_sessions import RevokedSessions
 from corral.store.tokens import TokenStore
 from corral.store.users import UserStore
@@ -76,6 +78,8 @@ class Runtime:
     bound_pods: BoundPodCache = field(init=False)
     #: Sessions ended by a log-out before they expired.
     revoked_sessions: RevokedSessions = field(init=False)
+    #: The embedded cluster's nodes with their health now, and changing it (docs/health.md).
+    node_admin: NodeService = field(init=False)
     #: This server's part in the controller lease when the controller runs in this process
     #: (``corral server`` on SQLite); None: not here.
     leadership: Leadership | None = None
@@ -87,6 +91,8 @@ class Runtime:
         self.backends = Backends(self.configs.state, self.objects, self.embedded_executor)
         self.bound_pods = BoundPodCache(self.objects)
         self.revoked_sessions = RevokedSessions(self.engine, utc_now)
+        changes = NodeChangeStore(self.engine, utc_now)
+        self.node_admin = NodeService(changes, self.configs, self.cluster, utc_now)
 
     def executor(self, backend: str) -> TaskExecutor:
         return self.backends.get(backend).executor()
@@ -116,7 +122,7 @@ class Runtime:
             workflows=self.workflows,
             objects=self.objects,
             state=self.configs.state,
-            nodes=lambda: self.cluster.nodes,
+            nodes=self.node_admin.nodes,
             backends=self.backends,
             clock=clock,
             leadership=self.leadership,
@@ -152,7 +158,7 @@ class Runtime:
 
     def capacity(self, state: Configs) -> list[ClusterCapacity]:
         """Per cluster of ``state``: its nodes, the pods holding resources and its pools."""
-        return read_capacity(state, self.cluster, self.backends, self.bound_pods)
+        return read_capacity(state, self.node_admin.cluster(), self.backends, self.bound_pods)
 
     def recently_preempted(self) -> dict[str, int]:
         """Per pool, the GPUs of its groups evicted by preemption or reclaim in the last 24
@@ -169,7 +175,9 @@ class Runtime:
 
     def nodes_of(self, backend: str) -> tuple[Node, ...]:
         """The nodes the pools of ``backend`` run on (the submission's node checks)."""
-        return backend_nodes(self.configs.state(), self.cluster, self.backends, backend)
+        return backend_nodes(
+            self.configs.state(), self.node_admin.cluster(), self.backends, backend
+        )
 
     def database_ok(self) -> bool:
         try:

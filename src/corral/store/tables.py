@@ -314,3 +314,21 @@ workflow_numbers = Table(
     Column("name", String(128), primary_key=True),
     Column("last", Integer, nullable=False),
 )
+
+#: Every change of a node's health made on a running server (cordon, uncordon, fail, heal):
+#: who, when, why, and the health before and after. A node's current health is the ``after``
+#: of its latest row; nodes without one have the health their cluster description says.
+node_changes = Table(
+    "node_changes",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("backend", String(256), nullable=False),
+    Column("node", String(253), nullable=False),
+    Column("action", String(32), nullable=False),
+    Column("by", String(256), nullable=False),
+    Column("reason", String(1024), nullable=False),
+    Column("at", DateTime(timezone=True), nullable=False),
+    Column("before", JSON, nullable=False),
+    Column("after", JSON, nullable=False),
+    Index("ix_node_changes_backend_node", "backend", "node"),
+)

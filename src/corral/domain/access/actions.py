@@ -158,6 +158,15 @@ REGISTRY: tuple[Endpoint, ...] = (
     _fixed("config:Update", "/api/configs/apply", ("POST",), "config/*"),
     _fixed("config:Read", "/api/pool/*/render", _READ, "config/pool"),
     *_global("pool:List", _READ, "/api/pool/*/topology"),
+    *_global(
+        "node:Update",
+        ("POST",),
+        "/api/nodes/*/cordon",
+        "/api/nodes/*/uncordon",
+        "/api/nodes/*/fail",
+        "/api/nodes/*/heal",
+    ),
+    *_global("resources:Read", _READ, "/api/nodes/*/history"),
     # auth
     *_global("auth:Login", _READ, "/api/auth/login", "/api/auth/keys"),
     *_global("auth:Refresh", _ANY, "/api/auth/jwt/refresh_token", "/api/auth/jwt/access_token"),

@@ -10,9 +10,11 @@ there keep what they hold until they end. Run-time taints are the node's own tai
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
+from typing import Any
 
 
 class Fabric(Enum):
@@ -62,6 +64,37 @@ def closed_reason(health: NodeHealth, now: datetime | None = None) -> str | None
     if health.fabric is Fabric.FAILED:
         return "NVLink fabric failed" + _why(health.fabric_reason)
     return None
+
+
+def health_json(health: NodeHealth) -> dict[str, Any]:
+    """``health`` as stored and answered (docs/health.md#the-audit)."""
+    return {
+        "ready": health.ready,
+        "ready_since": health.ready_since.isoformat() if health.ready_since else None,
+        "not_ready_reason": health.not_ready_reason,
+        "cordoned": health.cordon is not None,
+        "cordoned_by": health.cordon.by if health.cordon else "",
+        "cordon_reason": health.cordon.reason if health.cordon else "",
+        "fabric": health.fabric.value,
+        "fabric_reason": health.fabric_reason,
+    }
+
+
+def health_from_json(value: Mapping[str, Any]) -> NodeHealth:
+    """The health :func:`health_json` wrote."""
+    since = value.get("ready_since")
+    return NodeHealth(
+        ready=bool(value["ready"]),
+        ready_since=datetime.fromisoformat(since) if since else None,
+        not_ready_reason=str(value.get("not_ready_reason") or ""),
+        cordon=(
+            Cordon(str(value.get("cordoned_by") or ""), str(value.get("cordon_reason") or ""))
+            if value.get("cordoned")
+            else None
+        ),
+        fabric=Fabric(value.get("fabric") or Fabric.HEALTHY.value),
+        fabric_reason=str(value.get("fabric_reason") or ""),
+    )
 
 
 def _since(since: datetime | None, now: datetime | None) -> str:

@@ -162,6 +162,7 @@ class LifecycleController:
         if working is None:
             working = self._working = self._read(state, epoch)
             self._checked_at = self._monotonic()
+        working.placements.follow_health(self.nodes())  # a cordon, a failure, a heal
         return working
 
     def _in_step(self, working: WorkingSet) -> bool:

@@ -1,0 +1,107 @@
+"""``/api/nodes/{node}/...``: cordon, uncordon, fail and heal a node of the embedded cluster,
+and its audited history (docs/health.md#changing-a-nodes-health). corral's own endpoints: OSMO
+has none. Each change needs ``node:Update`` on a pool the node serves."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body
+from pydantic import Field
+
+from corral.api import responses as R
+from corral.api.auth import Authorizer, Principal
+from corral.api.deps import AuthorizerDep, Caller, NodeChange, NodesDep
+from corral.api.schemas import StrictBody
+from corral.domain.formats.wire_time import wire_time
+from corral.domain.platform.node_health import health_json
+from corral.services.nodes import MAX_REASON, NodeAction, NodeAdmin
+
+router = APIRouter(prefix="/api/nodes", tags=["nodes"])
+
+
+class ChangeBody(StrictBody):
+    reason: Annotated[str, Field(max_length=MAX_REASON)] = ""
+
+
+class FailBody(ChangeBody):
+    #: Cut the tray off its NVLink fabric only (it stays Ready).
+    fabric: bool = False
+
+
+def _admin(authorizer: Authorizer, caller: Principal) -> NodeAdmin:
+    return NodeAdmin(
+        caller.username, lambda action, resource: authorizer.check(caller, action, resource)
+    )
+
+
+@router.post("/{node}/cordon", response_model=R.NodeChangeView)
+def cordon(
+    authorizer: AuthorizerDep,
+    nodes: NodesDep,
+    caller: Caller,
+    node: str,
+    body: Annotated[ChangeBody | None, Body()] = None,
+) -> dict[str, Any]:
+    """No new pod goes to the node; what runs there keeps running."""
+    reason = body.reason if body else ""
+    return change_json(nodes.change(_admin(authorizer, caller), node, NodeAction.CORDON, reason))
+
+
+@router.post("/{node}/uncordon", response_model=R.NodeChangeView)
+def uncordon(
+    authorizer: AuthorizerDep,
+    nodes: NodesDep,
+    caller: Caller,
+    node: str,
+    body: Annotated[ChangeBody | None, Body()] = None,
+) -> dict[str, Any]:
+    reason = body.reason if body else ""
+    return change_json(nodes.change(_admin(authorizer, caller), node, NodeAction.UNCORDON, reason))
+
+
+@router.post("/{node}/fail", response_model=R.NodeChangeView)
+def fail(
+    authorizer: AuthorizerDep,
+    nodes: NodesDep,
+    caller: Caller,
+    node: str,
+    body: Annotated[FailBody | None, Body()] = None,
+) -> dict[str, Any]:
+    """The simulated tray goes NotReady (or, with ``fabric``, loses its NVLink fabric)."""
+    found = body or FailBody()
+    admin = _admin(authorizer, caller)
+    change = nodes.change(admin, node, NodeAction.FAIL, found.reason, fabric_only=found.fabric)
+    return change_json(change)
+
+
+@router.post("/{node}/heal", response_model=R.NodeChangeView)
+def heal(
+    authorizer: AuthorizerDep,
+    nodes: NodesDep,
+    caller: Caller,
+    node: str,
+    body: Annotated[ChangeBody | None, Body()] = None,
+) -> dict[str, Any]:
+    """The simulated tray is Ready again, its fabric healthy (a cordon stays)."""
+    reason = body.reason if body else ""
+    return change_json(nodes.change(_admin(authorizer, caller), node, NodeAction.HEAL, reason))
+
+
+@router.get("/{node}/history", response_model=R.NodeHistory)
+def history(authorizer: AuthorizerDep, nodes: NodesDep, caller: Caller, node: str) -> Any:
+    """The node's changes made on a running server, newest first."""
+    authorizer.check(caller, "resources:Read")
+    return {"node": node, "changes": [change_json(c) for c in nodes.history(node)]}
+
+
+def change_json(change: NodeChange) -> dict[str, Any]:
+    return {
+        "node": change.node,
+        "action": change.action,
+        "by": change.by,
+        "reason": change.reason,
+        "at": wire_time(change.at),
+        "before": health_json(change.before),
+        "after": health_json(change.after),
+    }

@@ -1,0 +1,162 @@
+"""Changing a node's health on a running server: cordon, uncordon, fail, heal
+(docs/health.md#changing-a-nodes-health).
+
+Each change is audited (``store/node_changes.py``) and takes effect at the controller's next
+tick, on every server sharing the database. Only the embedded cluster's nodes can be changed
+for now; ``fail`` and ``heal`` only ever exist on a simulated cluster.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from enum import Enum
+
+from corral.backends.registry import kubernetes_backends
+from corral.domain.cluster.description import Cluster
+from corral.domain.platform.node_health import Cordon, Fabric, NodeHealth
+from corral.domain.platform.nodes import Node
+from corral.domain.views.resource_listing import pool_layout
+from corral.errors import ForbiddenError, NotFoundError, UserError
+from corral.services.config_service import ConfigService
+from corral.store.node_changes import NodeChange, NodeChangeStore
+
+#: The backend name node changes of the embedded cluster are recorded under.
+EMBEDDED = "embedded"
+#: Longest reason kept with a change.
+MAX_REASON = 1024
+
+
+class NodeAction(Enum):
+    CORDON = "cordon"
+    UNCORDON = "uncordon"
+    FAIL = "fail"
+    HEAL = "heal"
+
+
+@dataclass(frozen=True)
+class NodeAdmin:
+    """Who changes a node, and how to ask whether they may (ForbiddenError if not)."""
+
+    username: str
+    require: Callable[[str, str], None]
+
+
+class NodeService:
+    def __init__(
+        self,
+        changes: NodeChangeStore,
+        configs: ConfigService,
+        cluster: Cluster,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self._changes = changes
+        self._configs = configs
+        self._described = cluster
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._kept: tuple[int, Cluster] = (0, cluster)
+
+    def cluster(self) -> Cluster:
+        """The embedded cluster, each node with its health now (its description's, or the
+        latest change made on a running server). The same value until a change is made."""
+        marker = self._changes.marker()
+        with self._lock:
+            if self._kept[0] == marker:
+                return self._kept[1]
+        current = self._changes.current(EMBEDDED)
+        cluster = Cluster(
+            tuple(
+                dataclasses.replace(node, health=current[node.name])
+                if node.name in current
+                else node
+                for node in self._described.nodes
+            )
+        )
+        with self._lock:
+            self._kept = (marker, cluster)
+        return cluster
+
+    def nodes(self) -> tuple[Node, ...]:
+        return self.cluster().nodes
+
+    def change(
+        self,
+        admin: NodeAdmin,
+        name: str,
+        action: NodeAction,
+        reason: str = "",
+        *,
+        fabric_only: bool = False,
+    ) -> NodeChange:
+        """Apply ``action`` to node ``name`` (``fabric_only``: ``fail`` cuts the tray off its
+        fabric, and it stays Ready), audited."""
+        if len(reason) > MAX_REASON:
+            raise UserError(f"reason: at most {MAX_REASON} characters", path=("reason",))
+        node = self.cluster().node(name)
+        if node is None:
+            raise NotFoundError(
+                f"Node {name} is not a node of the embedded cluster; "
+                "`corral resource list` lists the nodes."
+            )
+        self._check_may_change(admin, node)
+        after = _changed(node.health, action, admin.username, reason, fabric_only, self._clock())
+        return self._changes.record(
+            EMBEDDED,
+            name,
+            action.value,
+            by=admin.username,
+            reason=reason,
+            before=node.health,
+            after=after,
+        )
+
+    def history(self, name: str) -> list[NodeChange]:
+        return self._changes.history(EMBEDDED, name)
+
+    def _check_may_change(self, admin: NodeAdmin, node: Node) -> None:
+        """``node:Update`` on one of the pools the node serves."""
+        state = self._configs.state()
+        kubernetes = kubernetes_backends(state)
+        pools = [name for name, pool in state.pools().items() if pool.backend not in kubernetes]
+        served = pool_layout(state, [node], pools).pools_of(node.name)
+        for resource in [*(f"pool/{pool}" for pool in served), "pool/*"]:
+            try:
+                admin.require("node:Update", resource)
+            except ForbiddenError:
+                continue
+            return
+        raise ForbiddenError(
+            f"Node {node.name} serves no pool you may administer (node:Update on "
+            f"{_named(served)}); ask an admin."
+        )
+
+
+def _changed(
+    health: NodeHealth, action: NodeAction, by: str, reason: str, fabric_only: bool, now: datetime
+) -> NodeHealth:
+    if action is NodeAction.CORDON:
+        return dataclasses.replace(health, cordon=Cordon(by, reason))
+    if action is NodeAction.UNCORDON:
+        return dataclasses.replace(health, cordon=None)
+    if action is NodeAction.FAIL and fabric_only:
+        return dataclasses.replace(health, fabric=Fabric.FAILED, fabric_reason=reason)
+    if action is NodeAction.FAIL:
+        return dataclasses.replace(
+            health, ready=False, ready_since=now, not_ready_reason=reason or "failed"
+        )
+    return dataclasses.replace(
+        health,
+        ready=True,
+        ready_since=now if not health.ready else health.ready_since,
+        not_ready_reason="",
+        fabric=Fabric.HEALTHY,
+        fabric_reason="",
+    )
+
+
+def _named(pools: Sequence[str]) -> str:
+    return ", ".join(f"pool/{pool}" for pool in pools) if pools else "no pool: it serves none"
