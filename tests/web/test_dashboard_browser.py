@@ -379,3 +379,41 @@ def test_a_rollback_shows_the_new_revision_and_a_diff_shows_each_side_whole(
     )
     assert page.locator("h2", has_text="POOL at").inner_text() == f"POOL at r{head + 1}"
     page.close()
+
+
+def test_a_cordoned_and_a_failed_tray_are_marked_on_the_map_with_their_reasons(
+    cluster: Cluster, browser: Any, tmp_path: Path
+) -> None:
+    rows = cluster.api.get("/api/resources", params={"pools": "nvl72"}).json()["resources"]
+    cordoned, failed = sorted({row["hostname"] for row in rows})[-2:]
+    changes = [(cordoned, "cordon", "uncordon"), (failed, "fail", "heal")]
+    try:
+        for node, action, _ in changes:
+            body = {"reason": "PSU swap"} if action == "cordon" else {"fabric": True}
+            answer = cluster.api.post(f"/api/nodes/{node}/{action}", json=body)
+            assert answer.status_code == 200, answer.text
+        page = log_in(browser, cluster.server, cluster.server.token)
+        page.goto(cluster.server.url + "/ui/topology?pool=nvl72")
+        marked = page.locator(f'[data-node="{cordoned}"]')
+        assert marked.inner_text() == "✕ 0/4"  # readable without colour
+        assert marked.get_attribute("title") == (
+            f"{cordoned}: takes no new work: cordoned by admin: 'PSU swap'; no workflow"
+        )
+        cut_off = page.locator(f'[data-node="{failed}"]')
+        assert cut_off.get_attribute("title") == (
+            f"{failed}: takes no new work: NVLink fabric failed; no workflow"
+        )
+        legend = page.locator("ul.legend li:has(.shade-closed)").inner_text()
+        assert legend.endswith(
+            "✕ takes no new work (NotReady, cordoned, or its NVLink fabric "
+            "failed; hover it for why)"
+        )
+        marked.scroll_into_view_if_needed()
+        screenshot(page, "topology-closed", tmp_path, full_page=False)
+        page.set_viewport_size({"width": 390, "height": 844})
+        marked.scroll_into_view_if_needed()
+        screenshot(page, "topology-closed-phone", tmp_path, full_page=False)
+        page.close()
+    finally:
+        for node, _, undo in changes:
+            cluster.api.post(f"/api/nodes/{node}/{undo}", json={})

@@ -3,9 +3,12 @@ largest gang that fits, aggregation at scale, drill-down."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import given
 from hypothesis import strategies as st
 
+from corral.domain.platform.node_health import Cordon, NodeHealth
 from corral.domain.platform.nodes import Node
 from corral.web.topology_view import AGGREGATE_ABOVE, UNLABELLED, Level, picture
 
@@ -46,6 +49,17 @@ def test_nodes_are_grouped_by_zone_and_spine_then_clique() -> None:
     assert [(n.label, n.shade) for n in c1.nodes] == [("0/4", "shade-full"), ("3/4", "shade-part")]
     assert first.blocks[0].largest_gang == 1
     assert (drawn.gpus, drawn.free, drawn.aggregated) == (16, 11, False)
+
+
+def test_a_closed_tray_counts_no_free_gpus_and_says_why_without_colour() -> None:
+    cordoned = replace(tray("a-1", "za", "s0", "c1"), health=NodeHealth(cordon=Cordon("alice")))
+    drawn = draw([tray("a-0", "za", "s0", "c1"), cordoned], LEVELS, {"a-1": 1}, {})
+    block = drawn.panels[0].blocks[0]
+    assert [(n.label, n.shade, n.closed) for n in block.nodes] == [
+        ("4/4", "shade-free", ""),
+        ("✕ 0/4", "shade-closed", "cordoned by alice"),
+    ]
+    assert (block.free, block.largest_gang, drawn.free) == (4, 1, 4)
 
 
 def test_unlabelled_nodes_and_pools_without_levels_still_show() -> None:

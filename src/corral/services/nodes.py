@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -28,6 +29,9 @@ from corral.store.node_changes import NodeChange, NodeChangeStore
 EMBEDDED = "embedded"
 #: Longest reason kept with a change.
 MAX_REASON = 1024
+#: How often another server's changes are looked for (this server's own are seen at once): a
+#: controller tick costs no query for them in between.
+POLL_SECONDS = 1.0
 
 
 class NodeAction(Enum):
@@ -59,12 +63,20 @@ class NodeService:
         self._clock = clock
         self._lock = threading.Lock()
         self._kept: tuple[int, Cluster] = (0, cluster)
+        self._monotonic = time.monotonic
+        self._polled_at: float | None = None
 
     def cluster(self) -> Cluster:
         """The embedded cluster, each node with its health now (its description's, or the
         latest change made on a running server). The same value until a change is made."""
+        now = self._monotonic()
+        with self._lock:
+            polled = self._polled_at
+            if polled is not None and now - polled < POLL_SECONDS:
+                return self._kept[1]
         marker = self._changes.marker()
         with self._lock:
+            self._polled_at = now
             if self._kept[0] == marker:
                 return self._kept[1]
         current = self._changes.current(EMBEDDED)
@@ -104,7 +116,7 @@ class NodeService:
             )
         self._check_may_change(admin, node)
         after = _changed(node.health, action, admin.username, reason, fabric_only, self._clock())
-        return self._changes.record(
+        change = self._changes.record(
             EMBEDDED,
             name,
             action.value,
@@ -113,6 +125,9 @@ class NodeService:
             before=node.health,
             after=after,
         )
+        with self._lock:
+            self._polled_at = None  # this server sees its own change at once
+        return change
 
     def history(self, name: str) -> list[NodeChange]:
         return self._changes.history(EMBEDDED, name)

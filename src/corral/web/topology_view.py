@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from corral.domain.platform.node_health import closed_reason
 from corral.domain.platform.nodes import Node
 
 #: Above this many nodes (after a drill-down), each finest domain is one cell.
@@ -20,23 +21,31 @@ AGGREGATE_ABOVE = 400
 UNLABELLED = "(none)"
 
 
+#: What a closed node's cell says before its figures (docs/health.md): colour is never the only cue.
+CLOSED_MARK = "✕"
+
+
 @dataclass(frozen=True)
 class NodeCell:
     name: str
     gpus: int
+    #: Free GPUs that new work may use: none on a closed node.
     free: int
     #: The workflows with pods on the node, sorted.
     owners: tuple[str, ...]
+    #: Why the node takes no new pod ("": it may), ``node_health.closed_reason``.
+    closed: str = ""
 
     @property
     def shade(self) -> str:
-        """The CSS class of the node's colour: how much of it is free."""
-        return shade(self.free, self.gpus)
+        """The CSS class of the node's colour: how much of it is free, or closed."""
+        return "shade-closed" if self.closed else shade(self.free, self.gpus)
 
     @property
     def label(self) -> str:
         """What the cell says, so that colour is never the only cue."""
-        return f"{self.free}/{self.gpus}" if self.gpus else "cpu"
+        figures = f"{self.free}/{self.gpus}" if self.gpus else "cpu"
+        return f"{CLOSED_MARK} {figures}" if self.closed else figures
 
 
 @dataclass
@@ -161,11 +170,13 @@ def picture(
     total = free = 0
     for node in nodes:
         has = gpus.get(node.name, 0)
+        closed = closed_reason(node.health) or ""
         cell = NodeCell(
             node.name,
             has,
-            max(has - used_gpus.get(node.name, 0), 0),
+            0 if closed else max(has - used_gpus.get(node.name, 0), 0),
             tuple(sorted(owners.get(node.name, ()))),
+            closed,
         )
         total += cell.gpus
         free += cell.free

@@ -649,6 +649,19 @@ REGISTERED: list[tuple[str, str, ResolvedAction]] = [
     ("DELETE", "/api/app/a", ResolvedAction("app:Delete", None, "/api/app/*")),
     ("GET", "/api/resources", ResolvedAction("resources:Read", None, "/api/resources")),
     ("GET", "/api/resources/n1", ResolvedAction("resources:Read", None, "/api/resources/*")),
+    ("POST", "/api/nodes/n1/cordon", ResolvedAction("node:Update", None, "/api/nodes/*/cordon")),
+    (
+        "POST",
+        "/api/nodes/n1/uncordon",
+        ResolvedAction("node:Update", None, "/api/nodes/*/uncordon"),
+    ),
+    ("POST", "/api/nodes/n1/fail", ResolvedAction("node:Update", None, "/api/nodes/*/fail")),
+    ("POST", "/api/nodes/n1/heal", ResolvedAction("node:Update", None, "/api/nodes/*/heal")),
+    (
+        "GET",
+        "/api/nodes/n1/history",
+        ResolvedAction("resources:Read", None, "/api/nodes/*/history"),
+    ),
     ("GET", "/api/configs", ResolvedAction("config:Read", "config/*", "/api/configs")),
     ("GET", "/api/configs/POOL/p1", ResolvedAction("config:Read", "config/pool", "/api/configs/*")),
     (
@@ -767,7 +780,7 @@ def test_resolve_every_registered_endpoint(
 def test_registry_table_is_fully_exercised() -> None:
     covered = {(r.action, r.endpoint) for _, _, r in REGISTERED}
     assert covered == {(e.action, e.path) for e in REGISTRY}
-    assert len(registered_actions()) == 33
+    assert len(registered_actions()) == 34
 
 
 @pytest.mark.parametrize(

@@ -39,9 +39,10 @@ def statements(world: World) -> tuple[int, int]:
 
 
 def test_a_tick_costs_what_changed_not_what_is_alive(world: World) -> None:
-    # The config heads are read again every second: frozen here, so that each tick counts the
-    # same queries for them whenever it runs.
+    # The config heads and the node changes are read again every second: frozen here, so that
+    # each tick counts the same queries for them whenever it runs.
     world.runtime.configs._store._monotonic = lambda: 0.0
+    world.runtime.node_admin._monotonic = lambda: 0.0
     fill_cluster(world)
     few = submit_waiting(world, 3)
     quiet_few = statements(world)
