@@ -20,6 +20,10 @@ def test_node_verbs_print_the_audited_change_and_the_history(live_server: LiveSe
     assert re.fullmatch(
         rf"{AT} admin cordon {node}: 'PSU swap' \(now: Ready, cordoned\)\n", done.stdout
     ), done.stdout
+    listed = live_server.cli("resource", "list", "--all").stdout.splitlines()
+    assert f"{node} takes no new work: cordoned by admin: 'PSU swap'" in listed
+    info = live_server.cli("resource", "info", node).stdout.splitlines()
+    assert info[1] == "Takes no new work: cordoned by admin: 'PSU swap'"
     failed_tray = json.loads(
         live_server.cli("node", "fail", node, "--fabric", "--format", "json").stdout
     )

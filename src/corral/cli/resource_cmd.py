@@ -68,6 +68,10 @@ def list_resources(
         echo(EMPTY)
         return
     echo("\n".join(resource_table(found, mode)))
+    closed = closed_lines(found["resources"])
+    if closed:
+        echo()
+        echo("\n".join(closed))
     queues = found.get("pool_queues") or []
     if queues:
         echo()
@@ -154,8 +158,17 @@ def info(
     echo("\n".join(info_text(found)))
 
 
+def closed_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Under the table: each node that takes no new work, and why (docs/health.md); its free
+    column reads 0."""
+    closed = {row["node"]: row["closed"] for row in rows if row.get("closed")}
+    return [f"{node} takes no new work: {reason}" for node, reason in sorted(closed.items())]
+
+
 def info_text(found: Mapping[str, Any]) -> list[str]:
     lines = [f"Node {found['node']} ({found['type']})", ""]
+    if found.get("closed"):
+        lines[1:1] = [f"Takes no new work: {found['closed']}"]
     if found["pools"]:
         lines += columns_text(
             [["Pool", "Platform"]], [[p["pool"], p["platform"]] for p in found["pools"]]

@@ -10,6 +10,7 @@ from corral.backends.port import BoundPod
 from corral.domain.configs.models import Pool
 from corral.domain.configs.snapshot import Configs
 from corral.domain.labels import PRIORITY as PRIORITY_LABEL
+from corral.domain.platform.node_health import closed_reason
 from corral.domain.platform.nodes import Node
 from corral.domain.views.pool_quota import NodeGpus, QuotaReport, RunningTask, calculate_pool_quotas
 from corral.domain.views.resource_listing import PoolLayout, pool_layout
@@ -62,6 +63,7 @@ def _pool_usage(
                 capacity[node.name],
                 gpus.get(node.name, 0),
                 pools_of,
+                closed=closed_reason(node.health) is not None,
             )
             for node in cluster.nodes
             if (pools_of := layout.pools_of(node.name))

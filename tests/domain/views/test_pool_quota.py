@@ -68,6 +68,16 @@ def test_exact_figures_for_two_node_sets_and_an_empty_pool() -> None:
     assert report.total == ResourceUsage(6, 18, 24, 9, 20, 11, 28, 0, 0)
 
 
+def test_a_closed_nodes_idle_gpus_are_neither_used_nor_free() -> None:
+    """docs/health.md: a NotReady or cordoned node keeps its capacity in the totals, but
+    what its pods do not use is not free either."""
+    nodes = [node("n1", 8, "a", usage=2), NodeGpus("n2", 8, 3, ("a",), closed=True)]
+    report = calculate_pool_quotas({"a": pool()}, [RunningTask("a", 5, "NORMAL")], nodes)
+    found = usage_of(report, "a")
+    assert (found.total_capacity, found.total_usage, found.total_free) == (16, 5, 6)
+    assert (report.total.total_capacity, report.total.total_free) == (16, 6)
+
+
 def test_node_sets_merge_transitively() -> None:
     nodes = [node("n1", 1, "a", "b"), node("n2", 1, "b", "c"), node("n3", 1, "e")]
     assert node_sets(["a", "b", "c", "d", "e"], nodes) == [["a", "b", "c"], ["d"], ["e"]]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from hypothesis import given
@@ -9,6 +10,7 @@ from hypothesis import strategies as st
 
 from corral.domain.configs.snapshot import Configs
 from corral.domain.configs.types import ConfigType
+from corral.domain.platform.node_health import Cordon, NodeHealth
 from corral.domain.platform.nodes import Node, Taint
 from corral.domain.views.resource_listing import (
     GI,
@@ -129,6 +131,21 @@ def test_listing_rows_filters_and_sum() -> None:
         ("l4-0", UNUSED, ()),
     ]
     assert list_resources(layout(), NODES, {}, pools=["empty"]) == []
+
+
+def test_a_closed_node_is_listed_with_why_and_nothing_free() -> None:
+    """docs/health.md: a cordoned node's idle capacity is not free, in its row and the sum."""
+    cordoned = replace(NODES[0], health=NodeHealth(cordon=Cordon("alice", "PSU swap")))
+    nodes = [cordoned, *NODES[1:]]
+    listed = list_resources(layout(), nodes, {}, pools=["train"])
+    assert [(n.name, n.closed, n.free.gpu) for n in listed] == [
+        ("a100-0", None, 4),
+        ("h100-0", "cordoned by alice: 'PSU swap'", 0),
+    ]
+    body = resources_json(listed)
+    assert body["resources"][1]["closed"] == "cordoned by alice: 'PSU swap'"
+    assert body["resource_sum"]["free"]["gpu"] == 4
+    assert body["resource_sum"]["capacity"]["gpu"] == 12
 
 
 def test_node_info_shows_only_the_given_pools() -> None:

@@ -20,9 +20,10 @@ answers per pool:
     GPUs of all the pool's running tasks, LOW included.
 ``total_capacity`` / ``total_free``
     allocatable GPUs of the nodes the pool itself may run on, and those not taken by any pod
-    (whatever its pool). This is the pool's own figure: the same whoever asks and whichever
-    pools are listed with it. (OSMO gives each pool its node set's capacity, which changes
-    with the pools in the answer.)
+    (whatever its pool) on nodes that take new work: a NotReady, cordoned or fabric-failed
+    node's idle GPUs are not free (docs/health.md). This is the pool's own figure: the same
+    whoever asks and whichever pools are listed with it. (OSMO gives each pool its node set's
+    capacity, which changes with the pools in the answer.)
 
 corral adds (docs/scheduler.md#queues-priorities-and-preemption):
 
@@ -100,6 +101,13 @@ class NodeGpus:
     allocatable: int
     usage: int
     pools: tuple[str, ...]
+    #: The node takes no new work (docs/health.md): none of its GPUs are free.
+    closed: bool = False
+
+    @property
+    def withheld(self) -> int:
+        """Its GPUs that are neither used nor free: those of a closed node not in use."""
+        return max(self.allocatable - self.usage, 0) if self.closed else 0
 
 
 @dataclass(frozen=True)
@@ -222,14 +230,14 @@ def calculate_pool_quotas(
         if served:
             summed = groups.setdefault(served, [0, 0])
             summed[0] += node.allocatable
-            summed[1] += node.usage
-    for served, (allocatable, usage_of_group) in groups.items():
+            summed[1] += node.usage + node.withheld  # not free either
+    for served, (allocatable, taken) in groups.items():
         index = set_of[served[0]]
         set_capacity[index] += allocatable
-        set_usage[index] += usage_of_group
+        set_usage[index] += taken
         for pool in served:
             own_capacity[pool] += allocatable
-            own_usage[pool] += usage_of_group
+            own_usage[pool] += taken
     found: list[NodeSet] = []
     for index, members in enumerate(sets):
         quotas = []

@@ -33,6 +33,7 @@ from typing import Any, Protocol
 from corral.domain.configs.models import Pool
 from corral.domain.configs.snapshot import Configs
 from corral.domain.formats.quantities import parse_quantity
+from corral.domain.platform.node_health import closed_reason
 from corral.domain.platform.nodes import GPU_RESOURCE, Node, belongs_to
 from corral.domain.platform.resolved_pool import (
     merged_pod_templates,
@@ -204,10 +205,13 @@ class NodeResources:
     placements: tuple[tuple[str, str], ...]
     capacity: Amounts
     used: Amounts
+    #: Why the node takes no new work (None: it does), ``node_health.closed_reason``.
+    closed: str | None = None
 
     @property
     def free(self) -> Amounts:
-        return self.capacity - self.used
+        """What new work may use: nothing on a closed node (docs/health.md)."""
+        return Amounts() if self.closed else self.capacity - self.used
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -217,6 +221,7 @@ class NodeResources:
             "capacity": self.capacity.as_json(),
             "used": self.used.as_json(),
             "free": self.free.as_json(),
+            "closed": self.closed,
         }
 
 
@@ -246,21 +251,22 @@ def list_resources(
         capacity = capacity_of(node)
         zero: Requested = _NOTHING
         used = used_of(requested.get(node.name, zero), capacity)
-        found.append(NodeResources(node.name, node_type, placements, capacity, used))
+        closed = closed_reason(node.health)
+        found.append(NodeResources(node.name, node_type, placements, capacity, used, closed))
     return found
 
 
 def resources_json(listed: Sequence[NodeResources]) -> dict[str, Any]:
     """The answer of ``GET /api/resources``: the nodes and the sum, each node counted once."""
-    capacity, used = Amounts(), Amounts()
+    capacity, used, free = Amounts(), Amounts(), Amounts()
     for node in listed:
-        capacity, used = capacity + node.capacity, used + node.used
+        capacity, used, free = capacity + node.capacity, used + node.used, free + node.free
     return {
         "resources": [node.as_json() for node in listed],
         "resource_sum": {
             "capacity": capacity.as_json(),
             "used": used.as_json(),
-            "free": (capacity - used).as_json(),
+            "free": free.as_json(),
         },
     }
 
@@ -316,6 +322,7 @@ def node_info_json(
         "allocatable": dict(node.allocatable),
         "capacity": capacity.as_json(),
         "used": used.as_json(),
-        "free": (capacity - used).as_json(),
+        "free": Amounts().as_json() if closed_reason(node.health) else (capacity - used).as_json(),
+        "closed": closed_reason(node.health),
         "pools": served,
     }
