@@ -108,12 +108,9 @@ class NodeService:
         fabric, and it stays Ready), audited."""
         if len(reason) > MAX_REASON:
             raise UserError(f"reason: at most {MAX_REASON} characters", path=("reason",))
-        node = self.cluster().node(name)
-        if node is None:
-            raise NotFoundError(
-                f"Node {name} is not a node of the embedded cluster; "
-                "`corral resource list` lists the nodes."
-            )
+        with self._lock:
+            self._polled_at = None  # "before" is the health now, whichever server changed it
+        node = self._node(name)
         self._check_may_change(admin, node)
         after = _changed(node.health, action, admin.username, reason, fabric_only, self._clock())
         change = self._changes.record(
@@ -130,7 +127,17 @@ class NodeService:
         return change
 
     def history(self, name: str) -> list[NodeChange]:
-        return self._changes.history(EMBEDDED, name)
+        """The node's changes, newest first."""
+        return self._changes.history(EMBEDDED, self._node(name).name)
+
+    def _node(self, name: str) -> Node:
+        node = self.cluster().node(name)
+        if node is None:
+            raise NotFoundError(
+                f"Node {name} is not a node of the embedded cluster; "
+                "`corral resource list` lists the nodes."
+            )
+        return node
 
     def _check_may_change(self, admin: NodeAdmin, node: Node) -> None:
         """``node:Update`` on one of the pools the node serves."""

@@ -93,9 +93,10 @@ def test_changes_are_audited_and_need_node_update_on_a_pool_of_the_node(world: W
         f"Node {node} serves no pool you may administer (node:Update on "
         "pool/robotics-training, pool/my-pool, pool/nvl72); ask an admin."
     )
-    status, missing = world.api.call("POST", "/api/nodes/no-such-node/cordon")
-    assert status == 404
-    assert missing["message"] == (
-        "Node no-such-node is not a node of the embedded cluster; `corral resource list` "
-        "lists the nodes."
-    )
+    for method, action in (("POST", "cordon"), ("GET", "history")):
+        status, missing = world.api.call(method, f"/api/nodes/no-such-node/{action}")
+        assert status == 404
+        assert missing["message"] == (
+            "Node no-such-node is not a node of the embedded cluster; `corral resource list` "
+            "lists the nodes."
+        )
