@@ -15,6 +15,7 @@ from corral.api.deps import AuthorizerDep, Caller, NodeChange, NodesDep
 from corral.api.schemas import StrictBody
 from corral.domain.formats.wire_time import wire_time
 from corral.domain.platform.node_health import health_json
+from corral.errors import UserError
 from corral.services.nodes import MAX_REASON, NodeAction, NodeAdmin
 
 router = APIRouter(prefix="/api/nodes", tags=["nodes"])
@@ -22,10 +23,7 @@ router = APIRouter(prefix="/api/nodes", tags=["nodes"])
 
 class ChangeBody(StrictBody):
     reason: Annotated[str, Field(max_length=MAX_REASON)] = ""
-
-
-class FailBody(ChangeBody):
-    #: Cut the tray off its NVLink fabric only (it stays Ready).
+    #: With ``fail`` only: cut the tray off its NVLink fabric (it stays Ready).
     fabric: bool = False
 
 
@@ -35,57 +33,23 @@ def _admin(authorizer: Authorizer, caller: Principal) -> NodeAdmin:
     )
 
 
-@router.post("/{node}/cordon", response_model=R.NodeChangeView)
-def cordon(
+@router.post("/{node}/{action}", response_model=R.NodeChangeView)
+def change(
     authorizer: AuthorizerDep,
     nodes: NodesDep,
     caller: Caller,
     node: str,
+    action: NodeAction,
     body: Annotated[ChangeBody | None, Body()] = None,
 ) -> dict[str, Any]:
-    """No new pod goes to the node; what runs there keeps running."""
-    reason = body.reason if body else ""
-    return change_json(nodes.change(_admin(authorizer, caller), node, NodeAction.CORDON, reason))
-
-
-@router.post("/{node}/uncordon", response_model=R.NodeChangeView)
-def uncordon(
-    authorizer: AuthorizerDep,
-    nodes: NodesDep,
-    caller: Caller,
-    node: str,
-    body: Annotated[ChangeBody | None, Body()] = None,
-) -> dict[str, Any]:
-    reason = body.reason if body else ""
-    return change_json(nodes.change(_admin(authorizer, caller), node, NodeAction.UNCORDON, reason))
-
-
-@router.post("/{node}/fail", response_model=R.NodeChangeView)
-def fail(
-    authorizer: AuthorizerDep,
-    nodes: NodesDep,
-    caller: Caller,
-    node: str,
-    body: Annotated[FailBody | None, Body()] = None,
-) -> dict[str, Any]:
-    """The simulated tray goes NotReady (or, with ``fabric``, loses its NVLink fabric)."""
-    found = body or FailBody()
+    """``cordon``: no new pod goes to the node, what runs there keeps running; ``uncordon``;
+    ``fail``: the simulated tray goes NotReady (with ``fabric``: loses its NVLink fabric);
+    ``heal``: Ready again, its fabric healthy (a cordon stays)."""
+    found = body or ChangeBody()
+    if found.fabric and action is not NodeAction.FAIL:
+        raise UserError(f"only fail takes it, not {action.value}; leave it out", path=("fabric",))
     admin = _admin(authorizer, caller)
-    change = nodes.change(admin, node, NodeAction.FAIL, found.reason, fabric_only=found.fabric)
-    return change_json(change)
-
-
-@router.post("/{node}/heal", response_model=R.NodeChangeView)
-def heal(
-    authorizer: AuthorizerDep,
-    nodes: NodesDep,
-    caller: Caller,
-    node: str,
-    body: Annotated[ChangeBody | None, Body()] = None,
-) -> dict[str, Any]:
-    """The simulated tray is Ready again, its fabric healthy (a cordon stays)."""
-    reason = body.reason if body else ""
-    return change_json(nodes.change(_admin(authorizer, caller), node, NodeAction.HEAL, reason))
+    return change_json(nodes.change(admin, node, action, found.reason, fabric_only=found.fabric))
 
 
 @router.get("/{node}/history", response_model=R.NodeHistory)

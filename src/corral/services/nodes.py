@@ -107,7 +107,7 @@ class NodeService:
         """Apply ``action`` to node ``name`` (``fabric_only``: ``fail`` cuts the tray off its
         fabric, and it stays Ready), audited."""
         if len(reason) > MAX_REASON:
-            raise UserError(f"reason: at most {MAX_REASON} characters", path=("reason",))
+            raise UserError(f"at most {MAX_REASON} characters", path=("reason",))
         with self._lock:
             self._polled_at = None  # "before" is the health now, whichever server changed it
         node = self._node(name)
