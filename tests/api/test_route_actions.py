@@ -44,7 +44,10 @@ NOT_REACHED = {
     ("GET", "/api/workflow/{workflow_id}/explain"),
     # node:Update is checked on the pools the node serves, once the node is found
     # (tests/services/lifecycle/test_node_health.py)
-    ("POST", "/api/nodes/{node}/{action}"),
+    ("POST", "/api/nodes/{node}/cordon"),
+    ("POST", "/api/nodes/{node}/uncordon"),
+    ("POST", "/api/nodes/{node}/fail"),
+    ("POST", "/api/nodes/{node}/heal"),
 }
 
 SAMPLE = {
@@ -56,7 +59,6 @@ SAMPLE = {
     "role": "r1",
     "revision": "1",
     "node": "n1",
-    "action": "cordon",
 }
 BODIES: dict[tuple[str, str], Any] = {
     ("POST", "/api/configs/history/rollback"): {"config_type": "POOL", "revision": 1},

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body
+from fastapi import APIRouter, Body, Depends, Request
 from pydantic import Field
 
 from corral.api import responses as R
@@ -15,7 +15,6 @@ from corral.api.deps import AuthorizerDep, Caller, NodeChange, NodesDep
 from corral.api.schemas import StrictBody
 from corral.domain.formats.wire_time import wire_time
 from corral.domain.platform.node_health import health_json
-from corral.errors import UserError
 from corral.services.nodes import MAX_REASON, NodeAction, NodeAdmin
 
 router = APIRouter(prefix="/api/nodes", tags=["nodes"])
@@ -23,7 +22,10 @@ router = APIRouter(prefix="/api/nodes", tags=["nodes"])
 
 class ChangeBody(StrictBody):
     reason: Annotated[str, Field(max_length=MAX_REASON)] = ""
-    #: With ``fail`` only: cut the tray off its NVLink fabric (it stays Ready).
+
+
+class FailBody(ChangeBody):
+    #: Cut the tray off its NVLink fabric only (it stays Ready).
     fabric: bool = False
 
 
@@ -33,23 +35,41 @@ def _admin(authorizer: Authorizer, caller: Principal) -> NodeAdmin:
     )
 
 
-@router.post("/{node}/{action}", response_model=R.NodeChangeView)
+async def _action(request: Request) -> NodeAction:
+    """The verb a change route was called as: the last segment of its path."""
+    return NodeAction(request.scope["route"].path.rsplit("/", 1)[1])
+
+
+@router.post("/{node}/cordon", response_model=R.NodeChangeView)
+@router.post("/{node}/uncordon", response_model=R.NodeChangeView)
+@router.post("/{node}/heal", response_model=R.NodeChangeView)
 def change(
     authorizer: AuthorizerDep,
     nodes: NodesDep,
     caller: Caller,
+    action: Annotated[NodeAction, Depends(_action)],
     node: str,
-    action: NodeAction,
     body: Annotated[ChangeBody | None, Body()] = None,
 ) -> dict[str, Any]:
     """``cordon``: no new pod goes to the node, what runs there keeps running; ``uncordon``;
-    ``fail``: the simulated tray goes NotReady (with ``fabric``: loses its NVLink fabric);
-    ``heal``: Ready again, its fabric healthy (a cordon stays)."""
-    found = body or ChangeBody()
-    if found.fabric and action is not NodeAction.FAIL:
-        raise UserError(f"only fail takes it, not {action.value}; leave it out", path=("fabric",))
+    ``heal``: the simulated tray is Ready again, its fabric healthy (a cordon stays)."""
+    reason = body.reason if body else ""
+    return change_json(nodes.change(_admin(authorizer, caller), node, action, reason))
+
+
+@router.post("/{node}/fail", response_model=R.NodeChangeView)
+def fail(
+    authorizer: AuthorizerDep,
+    nodes: NodesDep,
+    caller: Caller,
+    node: str,
+    body: Annotated[FailBody | None, Body()] = None,
+) -> dict[str, Any]:
+    """The simulated tray goes NotReady (with ``fabric``: loses its NVLink fabric)."""
+    found = body or FailBody()
     admin = _admin(authorizer, caller)
-    return change_json(nodes.change(admin, node, action, found.reason, fabric_only=found.fabric))
+    change = nodes.change(admin, node, NodeAction.FAIL, found.reason, fabric_only=found.fabric)
+    return change_json(change)
 
 
 @router.get("/{node}/history", response_model=R.NodeHistory)
