@@ -23,11 +23,11 @@ def explain_pending(snapshot: ClusterSnapshot, root: PodSet) -> str:
     """The first reason, from specific to general, that ``root`` cannot be placed now; then the
     closed nodes it could have used, and why each is closed (their capacity is not free)."""
     members = list(root.all_members())
-    return _first_reason(snapshot, root, members) + _closed_note(snapshot, members)
+    usable = _usable_by_all(snapshot, members)  # reads every node: once per explanation
+    return _first_reason(snapshot, root, members, usable) + _closed_note(snapshot, usable)
 
 
-def _closed_note(snapshot: ClusterSnapshot, members: list[PodRequest]) -> str:
-    usable = _usable_by_all(snapshot, members)
+def _closed_note(snapshot: ClusterSnapshot, usable: list[bool]) -> str:
     closed = [
         f"{snapshot.nodes[i].name} {reason}"
         for i, reason in enumerate(snapshot.closed)
@@ -40,7 +40,9 @@ def _closed_note(snapshot: ClusterSnapshot, members: list[PodRequest]) -> str:
     return f" (not counted: {named})"
 
 
-def _first_reason(snapshot: ClusterSnapshot, root: PodSet, members: list[PodRequest]) -> str:
+def _first_reason(
+    snapshot: ClusterSnapshot, root: PodSet, members: list[PodRequest], usable: list[bool]
+) -> str:
     seen: set[tuple[object, ...]] = set()
     for pod in members:
         key = (
@@ -62,7 +64,7 @@ def _first_reason(snapshot: ClusterSnapshot, root: PodSet, members: list[PodRequ
     constrained = any(pod_set.constraint for pod_set in root.walk())
     nodes = _labelled(snapshot) if constrained else range(len(snapshot.nodes))
     shape = _shape(members)
-    room = _room(snapshot, nodes, members, _usable_by_all(snapshot, members))
+    room = _room(snapshot, nodes, members, usable)
     if room < len(members):
         return (
             f"needs room for {len(members)} pods{shape} at once (gang scheduling); "

@@ -298,6 +298,7 @@ def node_info_json(
     quantities, amounts, and each (pool, platform) of ``pools`` it serves with the platform's
     security settings and mounts. ``type`` counts every pool configured."""
     capacity, used = node_amounts(node, requested)
+    closed = closed_reason(node.health)
     served = []
     for pool_name, platform_name in layout.placements(node.name):
         if pool_name not in pools:
@@ -322,7 +323,7 @@ def node_info_json(
         "allocatable": dict(node.allocatable),
         "capacity": capacity.as_json(),
         "used": used.as_json(),
-        "free": Amounts().as_json() if closed_reason(node.health) else (capacity - used).as_json(),
-        "closed": closed_reason(node.health),
+        "free": Amounts().as_json() if closed else (capacity - used).as_json(),
+        "closed": closed,
         "pools": served,
     }
