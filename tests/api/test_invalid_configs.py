@@ -219,7 +219,7 @@ CASES = [
         "'common_pod_template'?); the fields here are name, description, backend, "
         "default_platform, enable_maintenance, download_type, default_exec_timeout, "
         "default_queue_timeout, max_exec_timeout, max_queue_timeout, default_exit_actions, "
-        "resources, preemption, topology_keys, common_default_variables, "
+        "resources, preemption, fabric, topology_keys, common_default_variables, "
         "common_resource_validations, common_pod_template, common_group_templates, platforms.",
     ),
     Case(

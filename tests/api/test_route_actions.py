@@ -45,6 +45,7 @@ NOT_REACHED = {
     # node:Update is checked on the pools the node serves, once the node is found
     # (tests/services/lifecycle/test_node_health.py)
     ("POST", "/api/nodes/{node}/cordon"),
+    ("POST", "/api/nodes/{node}/drain"),
     ("POST", "/api/nodes/{node}/uncordon"),
     ("POST", "/api/nodes/{node}/fail"),
     ("POST", "/api/nodes/{node}/heal"),

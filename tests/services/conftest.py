@@ -15,4 +15,5 @@ def world(examples: Api) -> Iterator[World]:
     api = examples
     simulate(api)
     clock = Clock()
+    api.runtime.node_admin.clock = clock  # a failure's time is on the test's clock
     yield World(api, clock, api.runtime.lifecycle(clock))

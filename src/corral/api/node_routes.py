@@ -1,4 +1,4 @@
-"""``/api/nodes/{node}/...``: cordon, uncordon, fail and heal a node of the embedded cluster,
+"""``/api/nodes/{node}/...``: cordon, drain, uncordon, fail and heal a node of the embedded cluster,
 and its audited history (docs/health.md#changing-a-nodes-health). corral's own endpoints: OSMO
 has none. Each change needs ``node:Update`` on a pool the node serves."""
 
@@ -15,13 +15,24 @@ from corral.api.deps import AuthorizerDep, Caller, NodeChange, NodesDep
 from corral.api.schemas import StrictBody
 from corral.domain.formats.wire_time import wire_time
 from corral.domain.platform.node_health import health_json
-from corral.services.nodes import MAX_REASON, NodeAction, NodeAdmin
+from corral.services.nodes import (
+    DEFAULT_DRAIN_GRACE_S,
+    MAX_DRAIN_GRACE_S,
+    MAX_REASON,
+    NodeAction,
+    NodeAdmin,
+)
 
 router = APIRouter(prefix="/api/nodes", tags=["nodes"])
 
 
 class ChangeBody(StrictBody):
     reason: Annotated[str, Field(max_length=MAX_REASON)] = ""
+
+
+class DrainBody(ChangeBody):
+    #: How long each task gets to stop, in seconds.
+    grace_seconds: Annotated[float, Field(ge=0, le=MAX_DRAIN_GRACE_S)] = DEFAULT_DRAIN_GRACE_S
 
 
 class FailBody(ChangeBody):
@@ -55,6 +66,22 @@ def change(
     ``heal``: the simulated tray is Ready again, its fabric healthy (a cordon stays)."""
     reason = body.reason if body else ""
     return change_json(nodes.change(_admin(authorizer, caller), node, action, reason))
+
+
+@router.post("/{node}/drain", response_model=R.NodeChangeView)
+def drain(
+    authorizer: AuthorizerDep,
+    nodes: NodesDep,
+    caller: Caller,
+    node: str,
+    body: Annotated[DrainBody | None, Body()] = None,
+) -> dict[str, Any]:
+    """Cordon the node and stop what runs there, whole gangs, as a preemption would: each
+    task gets ``grace_seconds`` to stop, then its exit actions decide (requeued or ended)."""
+    found = body or DrainBody()
+    admin = _admin(authorizer, caller)
+    change = nodes.change(admin, node, NodeAction.DRAIN, found.reason, grace_s=found.grace_seconds)
+    return change_json(change)
 
 
 @router.post("/{node}/fail", response_model=R.NodeChangeView)

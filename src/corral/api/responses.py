@@ -393,6 +393,8 @@ class NodeHealthView(Answer):
     cordoned: bool
     cordoned_by: str
     cordon_reason: str
+    #: Set while the node is drained: the grace period its tasks get to stop, in seconds.
+    drain_grace_s: float | None
     fabric: str
     fabric_reason: str
 

@@ -1,5 +1,5 @@
-"""``corral node ...``: cordon, uncordon, fail and heal a node of the embedded cluster, and its
-audited history (``/api/nodes/{node}/...``; docs/health.md#changing-a-nodes-health)."""
+"""``corral node ...``: cordon, drain, uncordon, fail and heal a node of the embedded cluster,
+and its audited history (``/api/nodes/{node}/...``; docs/health.md#changing-a-nodes-health)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ import typer
 
 from corral.cli.client import Client
 from corral.cli.output import FormatOption, OutputFormat, echo, handle_errors, print_json
+from corral.domain.formats.durations import parse_duration
 
 app = typer.Typer(
     rich_markup_mode=None,
-    help="Change a node's health: cordon, uncordon, fail and heal (needs node:Update).",
+    help="Change a node's health: cordon, drain, uncordon, fail and heal (needs node:Update).",
     no_args_is_help=True,
 )
 
@@ -30,6 +31,28 @@ def cordon(
 ) -> None:
     """No new pod goes to NODE; what runs there keeps running."""
     _change(node, "cordon", {"reason": reason}, output)
+
+
+@app.command("drain")
+@handle_errors
+def drain(
+    node: NodeArgument,
+    grace: Annotated[
+        str,
+        typer.Option(
+            "--grace", help="How long each task gets to stop: 30s, 5m or ISO 8601 (PT5M)."
+        ),
+    ] = "30s",
+    reason: ReasonOption = "",
+    output: FormatOption = OutputFormat.text,
+) -> None:
+    """Cordon NODE and stop what runs there, whole gangs, as a preemption would: each task
+    gets --grace to stop, then its exit actions requeue or end it. `uncordon` ends the drain."""
+    try:
+        seconds = parse_duration(grace).total_seconds()
+    except ValueError as err:
+        raise typer.BadParameter(str(err), param_hint="--grace") from None
+    _change(node, "drain", {"reason": reason, "grace_seconds": seconds}, output)
 
 
 @app.command("uncordon")
@@ -101,7 +124,9 @@ def change_line(change: dict[str, Any]) -> str:
 def state_text(health: dict[str, Any]) -> str:
     """What a node's health says, shortest first: ``Ready``, ``NotReady, cordoned``."""
     parts = ["Ready" if health["ready"] else "NotReady"]
-    if health["cordoned"]:
+    if health.get("drain_grace_s") is not None:
+        parts.append("drained")
+    elif health["cordoned"]:
         parts.append("cordoned")
     if health["fabric"] != "healthy":
         parts.append(f"fabric {health['fabric']}")

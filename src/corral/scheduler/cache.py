@@ -31,8 +31,9 @@ import structlog
 
 from corral.domain.labels import PRIORITY as PRIORITY_LABEL
 from corral.domain.labels import QUEUE as QUEUE_LABEL
-from corral.domain.platform.node_health import NodeHealth, closed_reason
+from corral.domain.platform.node_health import HEALTHY, NodeHealth, closed_reason, faulty
 from corral.domain.platform.nodes import Node
+from corral.domain.topology.fabric import NO_FABRIC_RULE, FabricRule
 from corral.scheduler import Binding, ClusterSnapshot, Placement, Queue, QueueUsage
 from corral.scheduler.podgroup import GroupError, PodSet, read_pod_group, shape_of
 from corral.scheduler.preemption import PREEMPTIBLE, Running
@@ -72,7 +73,7 @@ class SchedulerCache:
         self.nodes = list(nodes)
         self._followed: Sequence[Node] = nodes
         self._index = {node.name: i for i, node in enumerate(nodes)}
-        self._snapshots: dict[tuple[str, ...], ClusterSnapshot] = {}
+        self._snapshots: dict[tuple[tuple[str, ...], FabricRule], ClusterSnapshot] = {}
         self.usage = QueueUsage(queues)
         #: Per queue, how long its work is protected from eviction.
         self.min_runtime = dict(min_runtime or {})
@@ -81,6 +82,10 @@ class SchedulerCache:
         #: Grows whenever preemptible work is bound: a failed preemption may succeed now.
         self.victim_generation = 0
         self._groups: dict[str, _BoundGroup] = {}
+        #: Per node name, the groups bound there.
+        self._groups_on: dict[str, set[str]] = {}
+        #: The nodes whose health is not :data:`HEALTHY`: where running work may have to end.
+        self.unhealthy = {node.name: node.health for node in nodes if node.health != HEALTHY}
         self._external: list[Binding] = []  # bound pods that belong to no task group
         #: Bound preemptible gangs in bind order (youngest last), and by node index.
         self._victims: dict[str, Running] = {}
@@ -115,6 +120,7 @@ class SchedulerCache:
         group = self._groups.setdefault(pod.group_uuid, _BoundGroup([], queue, preemptible))
         group.bindings.append(binding)
         group.charged += charged
+        self._groups_on.setdefault(binding.node, set()).add(pod.group_uuid)
 
     def _index_existing_victims(self, bound_at: Mapping[str, datetime]) -> None:
         """The preemptible gangs read at start, oldest first (unknown bind times first)."""
@@ -146,10 +152,12 @@ class SchedulerCache:
             if on_node is not None:
                 on_node.pop(key, None)
 
-    def snapshot(self, levels: tuple[str, ...]) -> ClusterSnapshot:
-        found = self._snapshots.get(levels)
+    def snapshot(
+        self, levels: tuple[str, ...], fabric: FabricRule = NO_FABRIC_RULE
+    ) -> ClusterSnapshot:
+        found = self._snapshots.get((levels, fabric))
         if found is None:
-            found = ClusterSnapshot.from_nodes(self.nodes, levels)
+            found = ClusterSnapshot.from_nodes(self.nodes, levels, fabric=fabric)
             everything = [*self._external]
             for group in self._groups.values():
                 everything.extend(group.bindings)
@@ -158,7 +166,7 @@ class SchedulerCache:
                     found.bind([binding])
                 except ValueError:  # the cluster description shrank under a running pod
                     log.warning("bound pod does not fit its node", pod=binding.pod)
-            self._snapshots[levels] = found
+            self._snapshots[(levels, fabric)] = found
         return found
 
     def follow_health(self, nodes: Sequence[Node]) -> None:
@@ -176,11 +184,16 @@ class SchedulerCache:
         (``domain/platform/node_health.py``); what runs there keeps what it holds."""
         i = self._index[name]
         self.nodes[i] = dataclasses.replace(self.nodes[i], health=health)
+        if health == HEALTHY:
+            self.unhealthy.pop(name, None)
+        else:
+            self.unhealthy[name] = health
         reason = closed_reason(health)
         for snapshot in self._snapshots.values():
             snapshot.set_closed(name, reason)
-        if reason is None:
-            self.generation += 1  # capacity came back: shapes that failed may fit now
+            snapshot.set_faulty(name, faulty(health))
+        if reason is None or not faulty(health):
+            self.generation += 1  # capacity or a whole fabric came back: a shape may fit now
 
     def release(self, group_uuid: str) -> bool:
         """Give back what a finished (or evicted) group took; False if it held nothing."""
@@ -188,6 +201,8 @@ class SchedulerCache:
         if group is None:
             return False
         self._drop_victim(group_uuid)
+        for binding in group.bindings:
+            self._groups_on.get(binding.node, set()).discard(group_uuid)
         for snapshot in self._snapshots.values():
             for binding in group.bindings:
                 try:
@@ -199,6 +214,15 @@ class SchedulerCache:
         self.generation += 1
         return True
 
+    def groups_on(self, node: str) -> list[str]:
+        """The groups bound to ``node``, in uuid order."""
+        return sorted(self._groups_on.get(node, ()))
+
+    def gpus_of(self, group_uuid: str) -> int:
+        """The GPUs the bound group holds."""
+        group = self._groups.get(group_uuid)
+        return sum(b.demand.gpu for b in group.bindings) if group is not None else 0
+
     # -- what waits -------------------------------------------------------------------------
 
     def add(
@@ -209,6 +233,7 @@ class SchedulerCache:
         levels: tuple[str, ...],
         priority: str,
         age: tuple[Any, ...],
+        fabric: FabricRule = NO_FABRIC_RULE,
     ) -> WaitingGroup:
         """Wait to place the group whose objects are ``manifests``."""
         pods = [m for m in manifests if m["kind"] == "Pod"]
@@ -225,12 +250,12 @@ class SchedulerCache:
         except GroupError as err:
             root, error = None, str(err)
         if root is None:
-            shape = Shape(shape_of(PodSet(group_uuid, None)), None, levels, queue, low)
+            shape = Shape(shape_of(PodSet(group_uuid, None)), None, levels, queue, low, fabric)
             shape.reason, shape.failed_at = error, NEVER
             names: tuple[str, ...] = ()
         else:
-            key = shape_of(root, list(levels), queue, low)
-            shape = self._shapes.setdefault(key, Shape(key, root, levels, queue, low))
+            key = shape_of(root, [*levels, repr(fabric)], queue, low)
+            shape = self._shapes.setdefault(key, Shape(key, root, levels, queue, low, fabric))
             names = tuple(pod.name for pod in root.all_pods())
         waiting = WaitingGroup(group_uuid, shape, names, priority, age)
         self.waiting[group_uuid] = waiting
@@ -298,6 +323,8 @@ class SchedulerCache:
         self._groups[group_uuid] = _BoundGroup(
             list(placement.bindings), queue, preemptible, charged
         )
+        for binding in placement.bindings:
+            self._groups_on.setdefault(binding.node, set()).add(group_uuid)
         if preemptible:
             self._add_victim(group_uuid, now)
 

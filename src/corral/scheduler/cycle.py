@@ -92,7 +92,7 @@ class _Cycle:
         shape = group.shape
         assert shape.root is not None
         result = place_pod_set(
-            self.cache.snapshot(shape.levels),
+            self.cache.snapshot(shape.levels, shape.fabric),
             shape.root,
             shape.queue,
             self.cache.usage,
@@ -110,7 +110,7 @@ class _Cycle:
         shape = group.shape
         if pending is not UNEXPLAINED or shape.root is None:
             return pending.reason
-        return explain_pending(self.cache.snapshot(shape.levels), shape.root)
+        return explain_pending(self.cache.snapshot(shape.levels, shape.fabric), shape.root)
 
     def _try_preempting(self, group: WaitingGroup) -> Preemption | None:
         """Victims for ``group`` (HIGH or NORMAL) and where it then goes, or None. Records on
@@ -121,7 +121,7 @@ class _Cycle:
             return None
         candidates = self.cache.victims(self.now, self.placed_now)
         found = preempt(
-            self.cache.snapshot(shape.levels),
+            self.cache.snapshot(shape.levels, shape.fabric),
             shape.root,
             shape.queue,
             group.priority,

@@ -13,7 +13,7 @@ from decimal import Decimal
 from corral.domain.formats.quantities import format_quantity
 from corral.scheduler.podgroup import PodRequest, PodSet
 from corral.scheduler.resources import Demand, describe
-from corral.scheduler.snapshot import ClusterSnapshot
+from corral.scheduler.snapshot import ClusterSnapshot, Domain
 
 #: Closed nodes named in a reason; the rest are counted.
 CLOSED_NAMED = 5
@@ -191,16 +191,34 @@ def _required_level_problem(snapshot: ClusterSnapshot, pod_set: PodSet) -> str |
     members = list(pod_set.all_members())
     label = constraint.required
     usable = _usable_by_all(snapshot, members)
+    whole = snapshot.whole_fabric_for(label, len(members))
     rooms = sorted(
-        (-_room(snapshot, snapshot.nodes_of(domain), members, usable), domain.id, domain.value)
+        (-_room(snapshot, snapshot.nodes_of(domain), members, usable), domain.id, domain)
         for domain in snapshot.by_level[level].values()
     )
     if not rooms:
         return f"needs room for {len(members)} pods{_shape(members)} in one {label}; there is none"
-    best, roomiest = -rooms[0][0], rooms[0][2]
+    fitting = [domain for room, _, domain in rooms if -room >= len(members)]
+    if whole and fitting and all(snapshot.degraded(domain) for domain in fitting):
+        return _degraded_problem(snapshot, label, members, fitting[0])
+    best, roomiest = -rooms[0][0], rooms[0][2].value
     if best >= len(members):
         return None
     return (
         f"needs room for {len(members)} pods{_shape(members)} in one {label}; "
         f"the roomiest {label}, {label}={roomiest}, has room for {best}"
+    )
+
+
+def _degraded_problem(
+    snapshot: ClusterSnapshot, label: str, members: list[PodRequest], roomiest: Domain
+) -> str:
+    """Every domain with room has a faulty tray, and the pool wants a whole NVLink domain."""
+    trays = snapshot.nodes_of(roomiest)
+    faulty = snapshot.faulty_trays(roomiest)
+    return (
+        f"needs {len(members)} pods{_shape(members)} in one {label} whose NVLink fabric is "
+        f"whole; every {label} with room has a faulty tray: {label}={roomiest.value} has "
+        f"{len(trays) - len(faulty)} healthy trays of {len(trays)} ({'; '.join(faulty[:5])}). "
+        "The pool's fabric.partial_domains would let the gang use the healthy part"
     )

@@ -252,6 +252,20 @@ def candidate_domains(
         return
     if within.level == CLUSTER_ROOT:  # constrained sets use labelled nodes only (KAI)
         within = snapshot.topology_root
+    required = pod_set.constraint.required if pod_set.constraint else None
+    if snapshot.whole_fabric_for(required, pod_set.count):
+        yield from (
+            domain
+            for domain in _candidates(snapshot, levels, pod_set, within)
+            if not snapshot.degraded(domain)
+        )
+        return
+    yield from _candidates(snapshot, levels, pod_set, within)
+
+
+def _candidates(
+    snapshot: ClusterSnapshot, levels: list[int], pod_set: PodSet, within: Domain
+) -> Iterator[Domain]:
     for level in levels:
         if level <= within.level:  # already inside one domain of this level
             if fits(within, pod_set):

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from corral.domain.topology.fabric import NO_FABRIC_RULE, FabricRule
 from corral.scheduler import Placement
 from corral.scheduler.fair_share import PRIORITY_RANK
 from corral.scheduler.podgroup import PodSet
@@ -40,6 +41,8 @@ class Shape:
     levels: tuple[str, ...]
     queue: str
     low: bool
+    #: The pool's NVLink level and whether a gang may use a degraded domain of it.
+    fabric: FabricRule = NO_FABRIC_RULE
     #: The generations (``SchedulerCache._stamp``) at which a group of this shape last failed to be
     #: placed (:data:`NEVER`: it cannot be), and why.
     failed_at: tuple[int, ...] | None = None

@@ -28,8 +28,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from corral.domain.platform.node_affinity import NO_AFFINITY, NodeAffinity
-from corral.domain.platform.node_health import closed_reason
+from corral.domain.platform.node_health import closed_reason, faulty, faulty_reason
 from corral.domain.platform.nodes import Node, belongs_to
+from corral.domain.topology.fabric import NO_FABRIC_RULE, FabricRule
 from corral.scheduler.packing import Packing
 from corral.scheduler.resources import Demand, Extended, capacity
 
@@ -56,6 +57,9 @@ class Domain:
     free_storage: int = 0
     #: gpu_histogram[g] = how many of its nodes have exactly g free GPUs.
     gpu_histogram: list[int] = field(default_factory=list)
+    #: How many of its trays are faulty (``domain/topology/fabric.py``): at the pool's NVLink
+    #: level, a domain with any is degraded.
+    faulty: int = 0
 
     def max_node_gpu(self) -> int:
         """The most free GPUs on any one of its nodes (-1 when it has no nodes)."""
@@ -106,6 +110,7 @@ class ClusterSnapshot:
         packing: Packing = Packing.BEST_FIT,
         *,
         health: bool = True,
+        fabric: FabricRule = NO_FABRIC_RULE,
     ) -> None:
         if len(set(levels)) != len(levels):
             raise ValueError(f"topology levels must be unique, got {list(levels)}")
@@ -152,6 +157,14 @@ class ClusterSnapshot:
         self.labelled: list[bool] = [
             self.ancestors[i][0] is not self.unlabelled for i in range(len(self.nodes))
         ]
+        #: The level of the pool's NVLink domains, and whether a gang may use a degraded one.
+        self.nvlink_level = self.level_of(fabric.nvlink_label) if fabric.nvlink_label else None
+        self.partial_domains = fabric.partial_domains
+        self.faulty = [health and faulty(node.health) for node in self.nodes]
+        for i, is_faulty in enumerate(self.faulty):
+            if is_faulty:
+                for domain in self.ancestors[i]:
+                    domain.faulty += 1
 
     @classmethod
     def from_nodes(
@@ -161,10 +174,11 @@ class ClusterSnapshot:
         packing: Packing = Packing.BEST_FIT,
         *,
         health: bool = True,
+        fabric: FabricRule = NO_FABRIC_RULE,
     ) -> ClusterSnapshot:
         """A snapshot of empty ``nodes`` with a topology over ``levels`` (node labels,
         coarsest first)."""
-        return cls(nodes, levels, packing, health=health)
+        return cls(nodes, levels, packing, health=health, fabric=fabric)
 
     # -- building ---------------------------------------------------------------------------
 
@@ -354,6 +368,39 @@ class ClusterSnapshot:
         self._reweigh(i, -1)
         self.closed[i] = reason
         self._reweigh(i, +1)
+
+    def set_faulty(self, node: str, is_faulty: bool) -> None:
+        """Node ``node``'s tray weakens its NVLink domain, or no longer does."""
+        i = self.index[node]
+        if self.faulty[i] == is_faulty:
+            return
+        self.faulty[i] = is_faulty
+        for domain in self.ancestors[i]:
+            domain.faulty += 1 if is_faulty else -1
+
+    def whole_fabric_for(self, required: str | None, members: int) -> bool:
+        """Whether a gang of ``members`` pods that must share a domain of level ``required``
+        needs an NVLink domain whose fabric is whole (docs/health.md#degraded-domains)."""
+        return (
+            self.nvlink_level is not None
+            and not self.partial_domains
+            and members > 1
+            and required is not None
+            and self.level_of(required) == self.nvlink_level
+        )
+
+    def faulty_trays(self, domain: Domain) -> list[str]:
+        """The faulty trays of ``domain``, each with why (NotReady, its fabric)."""
+        return [
+            f"{self.nodes[i].name} {faulty_reason(self.nodes[i].health)}"
+            for i in self.nodes_of(domain)
+            if self.faulty[i]
+        ]
+
+    def degraded(self, domain: Domain) -> bool:
+        """Whether ``domain`` is, or lies inside, an NVLink domain with a faulty tray."""
+        level = self.nvlink_level
+        return level is not None and domain.level >= level and domain.path[level].faulty > 0
 
     def _reweigh(self, i: int, sign: int) -> None:
         """Take node ``i``'s contribution out of its domains (-1), or put it back (+1)."""

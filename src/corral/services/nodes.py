@@ -1,4 +1,4 @@
-"""Changing a node's health on a running server: cordon, uncordon, fail, heal
+"""Changing a node's health on a running server: cordon, drain, uncordon, fail, heal
 (docs/health.md#changing-a-nodes-health).
 
 Each change is audited (``store/node_changes.py``) and takes effect at the controller's next
@@ -34,9 +34,17 @@ MAX_REASON = 1024
 POLL_SECONDS = 1.0
 
 
+#: A drain's grace period when none is given: Kubernetes' default
+#: ``terminationGracePeriodSeconds``.
+DEFAULT_DRAIN_GRACE_S = 30.0
+#: Longest grace period a drain may give.
+MAX_DRAIN_GRACE_S = 24 * 3600.0
+
+
 class NodeAction(Enum):
     CORDON = "cordon"
     UNCORDON = "uncordon"
+    DRAIN = "drain"
     FAIL = "fail"
     HEAL = "heal"
 
@@ -60,7 +68,8 @@ class NodeService:
         self._changes = changes
         self._configs = configs
         self._described = cluster
-        self._clock = clock
+        #: What ``fail`` and ``heal`` stamp as the time the Ready condition changed.
+        self.clock = clock
         self._lock = threading.Lock()
         self._kept: tuple[int, Cluster] = (0, cluster)
         self._monotonic = time.monotonic
@@ -103,16 +112,23 @@ class NodeService:
         reason: str = "",
         *,
         fabric_only: bool = False,
+        grace_s: float = DEFAULT_DRAIN_GRACE_S,
     ) -> NodeChange:
         """Apply ``action`` to node ``name`` (``fabric_only``: ``fail`` cuts the tray off its
-        fabric, and it stays Ready), audited."""
+        fabric, and it stays Ready; ``grace_s``: a drain's grace period), audited."""
         if len(reason) > MAX_REASON:
             raise UserError(f"at most {MAX_REASON} characters", path=("reason",))
+        if not 0 <= grace_s <= MAX_DRAIN_GRACE_S:
+            raise UserError(
+                f"a drain's grace period is 0 to {MAX_DRAIN_GRACE_S:.0f} seconds",
+                path=("grace_seconds",),
+            )
         with self._lock:
             self._polled_at = None  # "before" is the health now, whichever server changed it
         node = self._node(name)
         self._check_may_change(admin, node)
-        after = _changed(node.health, action, admin.username, reason, fabric_only, self._clock())
+        asked = _Change(action, admin.username, reason, fabric_only, grace_s)
+        after = _changed(node.health, asked, self.clock())
         change = self._changes.record(
             EMBEDDED,
             name,
@@ -157,14 +173,24 @@ class NodeService:
         )
 
 
-def _changed(
-    health: NodeHealth, action: NodeAction, by: str, reason: str, fabric_only: bool, now: datetime
-) -> NodeHealth:
+@dataclass(frozen=True)
+class _Change:
+    action: NodeAction
+    by: str
+    reason: str
+    fabric_only: bool
+    grace_s: float
+
+
+def _changed(health: NodeHealth, change: _Change, now: datetime) -> NodeHealth:
+    action, by, reason = change.action, change.by, change.reason
     if action is NodeAction.CORDON:
         return dataclasses.replace(health, cordon=Cordon(by, reason))
+    if action is NodeAction.DRAIN:
+        return dataclasses.replace(health, cordon=Cordon(by, reason, change.grace_s))
     if action is NodeAction.UNCORDON:
         return dataclasses.replace(health, cordon=None)
-    if action is NodeAction.FAIL and fabric_only:
+    if action is NodeAction.FAIL and change.fabric_only:
         return dataclasses.replace(health, fabric=Fabric.FAILED, fabric_reason=reason)
     if action is NodeAction.FAIL:
         return dataclasses.replace(

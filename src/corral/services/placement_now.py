@@ -19,6 +19,7 @@ from typing import Any
 
 from corral.domain.configs.snapshot import Configs
 from corral.domain.labels import GROUP_UUID, WORKFLOW_ID
+from corral.domain.topology.fabric import fabric_rule
 from corral.domain.workflows.plan import WorkflowPlan
 from corral.scheduler.cache import SchedulerCache
 from corral.scheduler.cycle import place_waiting
@@ -99,6 +100,7 @@ def groups_placed_now(
             levels=levels,
             priority=priority,
             age=(position,),
+            fabric=fabric_rule(pool),
         )
     result = place_waiting(placements, now)
     placed = {found.group.key: found.placement for found in result.placed}

@@ -172,6 +172,11 @@ workflow_groups = Table(
     Column("evict", Boolean, nullable=False, default=False),
     #: Why the group was last evicted ("W (queue Q reclaimed its guarantee)").
     Column("preempted_by", Text, nullable=True),
+    #: Set with ``evict`` when a node under the group failed: which, when and why (its tasks
+    #: end with a backend error, docs/health.md#running-work).
+    Column("fault", Text, nullable=True),
+    #: Set with ``evict`` by a drain: the grace period its tasks get to stop.
+    Column("stop_grace_s", Float, nullable=True),
     Index("ix_workflow_groups_workflow", "workflow_id"),
     Index("ix_workflow_groups_status", "status"),
 )
@@ -189,6 +194,22 @@ preemptions = Table(
     Column("by_workflow", String(128), nullable=False),
     Column("reclaimed", Boolean, nullable=False),
     Index("ix_preemptions_at", "at"),
+)
+
+#: One row per group a node fault ended or requeued: the GPU-seconds of work it lost.
+node_faults = Table(
+    "node_faults",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("at", DateTime(timezone=True), nullable=False),
+    Column("pool", String(256), nullable=False),
+    Column("workflow_id", String(128), nullable=False),
+    Column("group_uuid", String(32), nullable=False),
+    Column("node", String(253), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("gpus", Integer, nullable=False),
+    Column("gpu_seconds", Float, nullable=False),
+    Index("ix_node_faults_pool", "pool"),
 )
 
 workflow_tasks = Table(

@@ -650,6 +650,7 @@ REGISTERED: list[tuple[str, str, ResolvedAction]] = [
     ("GET", "/api/resources", ResolvedAction("resources:Read", None, "/api/resources")),
     ("GET", "/api/resources/n1", ResolvedAction("resources:Read", None, "/api/resources/*")),
     ("POST", "/api/nodes/n1/cordon", ResolvedAction("node:Update", None, "/api/nodes/*/cordon")),
+    ("POST", "/api/nodes/n1/drain", ResolvedAction("node:Update", None, "/api/nodes/*/drain")),
     (
         "POST",
         "/api/nodes/n1/uncordon",

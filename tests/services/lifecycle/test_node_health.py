@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from corral.domain.platform.node_health import NOT_READY_GRACE
 from tests.services.lifecycle_world import CLIQUE, World, task, workflow_yaml
 
 
@@ -102,3 +103,142 @@ def test_changes_are_audited_and_need_node_update_on_a_pool_of_the_node(world: W
             "Node no-such-node is not a node of the embedded cluster; `corral resource list` "
             "lists the nodes."
         )
+
+
+def eight_tray_gang(seconds: float = 3600) -> str:
+    """8 tasks of 4 GPUs that must share one NVLink clique."""
+    tasks = [task(f"shard{i}", lead=i == 0, seconds=seconds) for i in range(8)]
+    resources = {"default": {"gpu": 4, "topology": [{"key": "gpu-clique"}]}}
+    return workflow_yaml([{"name": "train", "tasks": tasks}], resources=resources)
+
+
+def gang_nodes(world: World, workflow_id: str) -> list[str]:
+    return [t.node for t in world.workflow(workflow_id).groups[0].tasks if t.node]
+
+
+def test_a_running_gang_whose_tray_fails_is_placed_again_whole_in_another_clique(
+    world: World,
+) -> None:
+    workflow_id = world.submit(eight_tray_gang())
+    world.run_until(lambda: world.workflow(workflow_id).groups[0].status == "RUNNING")
+    first = gang_nodes(world, workflow_id)
+    first_clique = {world.node_labels(node)[CLIQUE] for node in first}
+    failed = first[3]
+    node_call(world, failed, "fail", reason="PSU")
+    world.controller.tick()
+    assert world.workflow(workflow_id).groups[0].status == "RUNNING"  # within the grace period
+    world.clock.advance(NOT_READY_GRACE.total_seconds())
+    ticks = world.run_until(
+        lambda: (
+            world.workflow(workflow_id).groups[0].status == "RUNNING"
+            and all(t.retry_id == 1 for t in world.workflow(workflow_id).groups[0].tasks)
+        )
+    )
+    assert ticks <= 3
+    group = world.workflow(workflow_id).groups[0]
+    again = gang_nodes(world, workflow_id)
+    assert len(again) == 8 and failed not in again
+    cliques_now = {world.node_labels(node)[CLIQUE] for node in again}
+    assert len(cliques_now) == 1 and cliques_now != first_clique
+    task0 = group.tasks[0]
+    assert task0.exit_code == 3001
+    assert task0.message is not None
+    assert f"Stopped: node {failed} failed at 2026-11-21 12:" in task0.message
+    assert "NotReady for 5 min (PSU). The gang is placed again whole (retry 1 of 3)." in (
+        task0.message
+    )
+    assert group.fault is not None and group.fault.startswith(f"node {failed} failed at")
+    losses = world.runtime.workflows.node_fault_losses()
+    count, gpu_seconds = losses["nvl72"]
+    assert count == 1 and gpu_seconds >= 32 * NOT_READY_GRACE.total_seconds()
+
+
+def test_a_lost_fabric_requeues_a_gang_at_once_and_fails_a_single_tray_task_as_backend_error(
+    world: World,
+) -> None:
+    gang = world.submit(eight_tray_gang())
+    single = world.submit(workflow_yaml([{"name": "one", "tasks": [task("solo", seconds=3600)]}]))
+    world.run_until(
+        lambda: all(world.workflow(w).groups[0].status == "RUNNING" for w in (gang, single))
+    )
+    gang_tray = gang_nodes(world, gang)[0]
+    solo_tray = gang_nodes(world, single)[0]
+    node_call(world, gang_tray, "fail", fabric=True, reason="IMEX down")
+    node_call(world, solo_tray, "fail", fabric=True, reason="IMEX down")
+    world.controller.tick()
+    tasks = world.workflow(gang).groups[0].tasks
+    assert {t.retry_id for t in tasks} == {1} and {t.exit_code for t in tasks} == {3001}
+    solo = world.workflow(single)
+    assert solo.status == "FAILED"  # OSMO's aggregation: the task's status is the precise one
+    solo_task = solo.groups[0].tasks[0]
+    assert (solo_task.status, solo_task.exit_code) == ("FAILED_BACKEND_ERROR", 3001)
+    assert solo_task.message is not None
+    assert solo_task.message.startswith(f"Stopped: node {solo_tray} failed at 2026-11-21 12:")
+    assert solo_task.message.endswith(" UTC: NVLink fabric failed (IMEX down).")
+
+
+def test_drain_moves_work_off_a_node_and_nothing_new_lands_there_until_uncordon(
+    world: World,
+) -> None:
+    status, body = world.api.call(
+        "PATCH", "/api/configs/workflow", json={"configs_dict": {"max_retry_per_task": 1}}
+    )
+    assert status == 200, body
+    mover = task("mover", seconds=3600, exitActions={"RESCHEDULE": "3006"})
+    stayer = task("stayer", seconds=3600)
+    moved = world.submit(workflow_yaml([{"name": "g", "tasks": [mover]}], name="moved"))
+    ended = world.submit(workflow_yaml([{"name": "g", "tasks": [stayer]}], name="ended"))
+    world.run_until(
+        lambda: all(world.workflow(w).groups[0].status == "RUNNING" for w in (moved, ended))
+    )
+    trays = {gang_nodes(world, w)[0] for w in (moved, ended)}
+    for tray in sorted(trays):
+        drained = node_call(world, tray, "drain", reason="PSU swap", grace_seconds=0)
+        assert drained["after"]["drain_grace_s"] == 0 and drained["after"]["cordoned"]
+    mover_tray = gang_nodes(world, moved)[0]
+    world.controller.tick()
+    mover_task = world.workflow(moved).groups[0].tasks[0]
+    assert (mover_task.retry_id, mover_task.exit_code) == (1, 3006)
+    assert mover_task.message == (
+        f"Preempted by the drain of node {mover_tray} by admin: 'PSU swap'. "
+        "Exit Action: RESCHEDULE the task for exit code 3006."
+    )
+    stayer_task = world.workflow(ended).groups[0].tasks[0]
+    assert (stayer_task.status, stayer_task.exit_code) == ("FAILED_PREEMPTED", 3006)
+    world.run_until(lambda: world.workflow(moved).groups[0].status == "RUNNING")
+    assert gang_nodes(world, moved)[0] not in trays
+    newcomers = [
+        world.submit(workflow_yaml([{"name": "g", "tasks": [task("t", seconds=3600)]}]))
+        for _ in range(4)
+    ]
+    world.run_until(lambda: all(world.workflow(w).status == "RUNNING" for w in newcomers))
+    assert not {gang_nodes(world, w)[0] for w in newcomers} & trays
+    for tray in trays:
+        node_call(world, tray, "uncordon")
+    late = world.submit(workflow_yaml([{"name": "g", "tasks": [task("t", seconds=3600)]}]))
+    world.run_until(lambda: world.workflow(late).status == "RUNNING")
+    assert gang_nodes(world, late)[0] in trays  # the emptiest trays are packed first again
+
+
+def test_a_gang_waits_for_a_whole_nvlink_domain_unless_the_pool_allows_partial_ones(
+    world: World,
+) -> None:
+    by_clique = cliques(world)
+    for trays in by_clique.values():
+        node_call(world, trays[0], "fail", fabric=True, reason="IMEX down")
+    workflow_id = world.submit(eight_tray_gang())
+    world.run_until(lambda: world.workflow(workflow_id).groups[0].pending_reason is not None)
+    reason = world.workflow(workflow_id).groups[0].pending_reason
+    first_clique = sorted(by_clique)[0]
+    first_tray = by_clique[first_clique][0]
+    assert reason is not None and reason.startswith(
+        f"needs 8 pods with 4 GPUs each in one {CLIQUE} whose NVLink fabric is whole; every "
+        f"{CLIQUE} with room has a faulty tray: {CLIQUE}={first_clique} has 17 healthy trays "
+        f"of 18 ({first_tray} NVLink fabric failed (IMEX down)). The pool's "
+        "fabric.partial_domains would let the gang use the healthy part (not counted: "
+    ), reason
+    world.patch_pool("nvl72", {"fabric": {"nvlink_key": "gpu-clique", "partial_domains": True}})
+    world.run_until(lambda: world.workflow(workflow_id).status == "RUNNING")
+    placed = gang_nodes(world, workflow_id)
+    assert len({world.node_labels(node)[CLIQUE] for node in placed}) == 1
+    assert not set(placed) & {trays[0] for trays in by_clique.values()}

@@ -162,6 +162,7 @@ REGISTRY: tuple[Endpoint, ...] = (
         "node:Update",
         ("POST",),
         "/api/nodes/*/cordon",
+        "/api/nodes/*/drain",
         "/api/nodes/*/uncordon",
         "/api/nodes/*/fail",
         "/api/nodes/*/heal",

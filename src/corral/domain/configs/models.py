@@ -102,6 +102,19 @@ def _seconds(duration: str) -> float:
     return parse_duration(duration).total_seconds() if duration else 0.0
 
 
+class PoolFabric(StrictModel):
+    """corral only: NVLink fabric health in placement (docs/health.md#degraded-domains).
+
+    ``nvlink_key``: the topology key whose domains are NVLink domains (an NVL72 rack's
+    clique); empty: the key whose label is GPU Feature Discovery's ``nvidia.com/gpu.clique``,
+    if any. ``partial_domains``: a gang that must share an NVLink domain may use one with a
+    NotReady or fabric-degraded tray, on its open trays; by default it waits for a whole
+    healthy domain."""
+
+    nvlink_key: str = ""
+    partial_domains: bool = False
+
+
 class TopologyKey(StrictModel):
     """A user-facing topology level name mapped to a node label (coarsest level first)."""
 
@@ -179,6 +192,7 @@ class Pool(StrictModel):
     default_exit_actions: dict[str, str] = {}
     resources: PoolResources = PoolResources()
     preemption: Preemption = Preemption()
+    fabric: PoolFabric = PoolFabric()
     topology_keys: list[TopologyKey] = []
     common_default_variables: dict[str, Any] = {}
     common_resource_validations: list[str] = []
@@ -241,6 +255,14 @@ class Pool(StrictModel):
                 f"({', '.join(self.platforms) or 'none defined'})",
             )
         _check_unique_topology(self.topology_keys)
+        keys = [entry.key for entry in self.topology_keys]
+        if self.fabric.nvlink_key and self.fabric.nvlink_key not in keys:
+            raise FieldProblem(
+                "fabric",
+                f"nvlink_key {self.fabric.nvlink_key!r} is not one of the pool's topology keys "
+                f"({', '.join(keys) or 'none defined'})",
+                "nvlink_key",
+            )
         for kind, timeouts in (
             ("exec", ("default_exec_timeout", "max_exec_timeout")),
             ("queue", ("default_queue_timeout", "max_queue_timeout")),

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any
 
@@ -33,6 +33,9 @@ class Cordon:
 
     by: str = ""
     reason: str = ""
+    #: Set by a drain: what runs on the node is stopped, whole gangs, within this grace
+    #: period (seconds), as a preemption would stop it.
+    drain_grace_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,10 @@ class NodeHealth:
 
 HEALTHY = NodeHealth()
 
+#: How long a node may be NotReady before the work on it ends: Kubernetes' default
+#: ``tolerationSeconds`` for ``node.kubernetes.io/not-ready:NoExecute``.
+NOT_READY_GRACE = timedelta(minutes=5)
+
 
 def closed_reason(health: NodeHealth, now: datetime | None = None) -> str | None:
     """Why no new pod may go to a node of this health; None when one may.
@@ -60,10 +67,45 @@ def closed_reason(health: NodeHealth, now: datetime | None = None) -> str | None
     if health.cordon is not None:
         by = f" by {health.cordon.by}" if health.cordon.by else ""
         reason = f": {health.cordon.reason!r}" if health.cordon.reason else ""
-        return f"cordoned{by}{reason}"
+        verb = "drained" if health.cordon.drain_grace_s is not None else "cordoned"
+        return f"{verb}{by}{reason}"
     if health.fabric is Fabric.FAILED:
         return "NVLink fabric failed" + _why(health.fabric_reason)
     return None
+
+
+def fault_reason(health: NodeHealth, now: datetime) -> str | None:
+    """Why the work running on a node of this health must end now; None while it may go on.
+
+    A failed fabric ends it at once (a gang's NCCL calls fail); a NotReady node once it has
+    been NotReady for :data:`NOT_READY_GRACE` (a kubelet that comes back keeps its pods)."""
+    if health.fabric is Fabric.FAILED:
+        return "NVLink fabric failed" + _why(health.fabric_reason)
+    if health.ready:
+        return None
+    since = health.ready_since
+    if since is not None and now - since < NOT_READY_GRACE:
+        return None
+    return "NotReady" + _since(since, now) + _why(health.not_ready_reason)
+
+
+def faulty(health: NodeHealth) -> bool:
+    """Whether a tray weakens its NVLink domain: NotReady, or its fabric not healthy
+    (docs/health.md#degraded-domains)."""
+    return not health.ready or health.fabric is not Fabric.HEALTHY
+
+
+def faulty_reason(health: NodeHealth, now: datetime | None = None) -> str:
+    """Why a faulty tray weakens its NVLink domain (its fabric first, then NotReady)."""
+    if health.fabric is not Fabric.HEALTHY:
+        return f"NVLink fabric {health.fabric.value}" + _why(health.fabric_reason)
+    return "NotReady" + _since(health.ready_since, now) + _why(health.not_ready_reason)
+
+
+def drain_of(health: NodeHealth) -> Cordon | None:
+    """The drain the node is under, if any."""
+    cordon = health.cordon
+    return cordon if cordon is not None and cordon.drain_grace_s is not None else None
 
 
 def health_json(health: NodeHealth) -> dict[str, Any]:
@@ -75,6 +117,7 @@ def health_json(health: NodeHealth) -> dict[str, Any]:
         "cordoned": health.cordon is not None,
         "cordoned_by": health.cordon.by if health.cordon else "",
         "cordon_reason": health.cordon.reason if health.cordon else "",
+        "drain_grace_s": health.cordon.drain_grace_s if health.cordon else None,
         "fabric": health.fabric.value,
         "fabric_reason": health.fabric_reason,
     }
@@ -88,13 +131,21 @@ def health_from_json(value: Mapping[str, Any]) -> NodeHealth:
         ready_since=datetime.fromisoformat(since) if since else None,
         not_ready_reason=str(value.get("not_ready_reason") or ""),
         cordon=(
-            Cordon(str(value.get("cordoned_by") or ""), str(value.get("cordon_reason") or ""))
+            Cordon(
+                str(value.get("cordoned_by") or ""),
+                str(value.get("cordon_reason") or ""),
+                _seconds(value.get("drain_grace_s")),
+            )
             if value.get("cordoned")
             else None
         ),
         fabric=Fabric(value.get("fabric") or Fabric.HEALTHY.value),
         fabric_reason=str(value.get("fabric_reason") or ""),
     )
+
+
+def _seconds(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 def _since(since: datetime | None, now: datetime | None) -> str:

@@ -64,5 +64,48 @@ def exit_outcome(
     return ExitOutcome(_plain(code, failed))
 
 
+#: How many times a gang whose node failed is placed again when no exit action covers the
+#: backend error, if the workflow config allows fewer retries (docs/health.md#running-work).
+FAULT_RETRIES = 3
+
+
+def fault_outcome(
+    code: int,
+    task_actions: Sequence[ExitAction],
+    pool_actions: Sequence[ExitAction],
+    *,
+    retry_id: int,
+    max_retry: int,
+    gang: bool,
+) -> ExitOutcome:
+    """The task's status after a node under its group failed (exit ``code``, a backend error).
+
+    The exit actions decide, as for any exit. A ``gang`` (a group spread over several nodes)
+    that none of them covers is placed again whole, up to ``max(max_retry, FAULT_RETRIES)``
+    retries: its node failed, not its code."""
+    covered = any(
+        low <= code <= high
+        for action in (*task_actions, *pool_actions)
+        for low, high in action.ranges
+    )
+    if not gang or covered:
+        return exit_outcome(
+            code,
+            task_actions,
+            pool_actions,
+            retry_id=retry_id,
+            max_retry=max_retry,
+            failed=TaskStatus.FAILED_BACKEND_ERROR,
+        )
+    limit = max(max_retry, FAULT_RETRIES)
+    if retry_id >= limit:
+        return ExitOutcome(
+            TaskStatus.FAILED_BACKEND_ERROR, f"Not placed again: it was retried {limit} times."
+        )
+    return ExitOutcome(
+        TaskStatus.RESCHEDULED, f"The gang is placed again whole (retry {retry_id + 1} of {limit})."
+    )
+
+
 def _plain(code: int, failed: TaskStatus) -> TaskStatus:
     return TaskStatus.COMPLETED if code == 0 else failed

@@ -46,6 +46,8 @@ class Changes:
     inbox_done: list[int] = field(default_factory=list)
     #: Rows of ``preemptions``: gangs evicted by the scheduler.
     preemptions: list[dict[str, Any]] = field(default_factory=list)
+    #: Rows of ``node_faults``: groups a failed node ended or requeued.
+    node_faults: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
@@ -57,6 +59,7 @@ class Changes:
             or self.shapes
             or self.inbox_done
             or self.preemptions
+            or self.node_faults
         )
 
     def merge(self, other: Changes) -> None:
@@ -72,6 +75,7 @@ class Changes:
         self.shapes.update(other.shapes)
         self.inbox_done.extend(other.inbox_done)
         self.preemptions.extend(other.preemptions)
+        self.node_faults.extend(other.node_faults)
 
     def workflow(self, workflow_id: str, **values: Any) -> None:
         self.workflows.setdefault(workflow_id, {}).update(values)
@@ -122,6 +126,10 @@ class StoredGroup:
     evict: bool = False
     #: Why it was last evicted.
     preempted_by: str | None = None
+    #: Set with ``evict`` when a node under it failed: which, when and why.
+    fault: str | None = None
+    #: Set with ``evict`` by a drain: the grace period its tasks get to stop.
+    stop_grace_s: float | None = None
 
 
 @dataclass(frozen=True)

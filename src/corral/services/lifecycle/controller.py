@@ -53,8 +53,10 @@ from corral.domain.workflows.statuses import TaskStatus
 from corral.scheduler.cache import SchedulerCache
 from corral.scheduler.cycle import place_waiting
 from corral.scheduler.queues import min_runtimes, pool_queues
-from corral.scheduler.records import BoundPodOnNode, Evicted
+from corral.scheduler.records import BoundPodOnNode
+from corral.services.lifecycle.evictions import record_evictions
 from corral.services.lifecycle.leadership import Leadership
+from corral.services.lifecycle.node_faults import stop_work_on_bad_nodes
 from corral.services.lifecycle.step import WorkflowStep
 from corral.services.lifecycle.tick_index import HOLDS_NODES, WorkingSetIndexer
 from corral.services.lifecycle.tick_report import TickReport
@@ -257,6 +259,7 @@ class _Tick:
         self.index = WorkingSetIndexer(controller, working, state)
 
     def run(self) -> None:
+        stop_work_on_bad_nodes(self.controller, self.working, self.now)
         changes = Changes()
         self._read_inbox(changes)
         stepped = self._step(changes)
@@ -330,7 +333,7 @@ class _Tick:
                 changes.group(group_uuid, pending_shape=key)
         self.working.new_shapes.clear()
         result = place_waiting(placements, self.now)
-        evicted = self._evict(result.evicted, changes)
+        evicted = record_evictions(self.working, result.evicted, self.now, changes)
         for found in result.placed:
             workflow = self.working.workflows[self.working.owners.pop(found.group.key)]
             group = _group(workflow, found.group.key)
@@ -356,46 +359,6 @@ class _Tick:
         for workflow in {**evicted, **placed}.values():
             self.working.keep(with_changes(self.working.workflows[workflow.workflow_id], changes))
             self.working.dirty.add(workflow.workflow_id)
-
-    def _evict(self, evictions: Sequence[Evicted], changes: Changes) -> dict[str, StoredWorkflow]:
-        """Record each eviction: the group is marked for its workflow's next step (which stops
-        its tasks), says who evicted it, and a ``preemptions`` row counts its GPUs."""
-        evicted: dict[str, StoredWorkflow] = {}
-        for eviction in evictions:
-            owner = self.working.bound.pop(eviction.group, None)
-            workflow = self.working.workflows.get(owner) if owner else None
-            preemptor = self.working.workflows.get(self.working.owners.get(eviction.by, ""))
-            if workflow is None or preemptor is None:  # never: both are alive and indexed
-                log.warning("eviction of an unknown group", group_uuid=eviction.group)
-                continue
-            by = (
-                f"{preemptor.workflow_id} (queue {preemptor.pool} reclaimed its guarantee)"
-                if eviction.reclaimed
-                else f"{preemptor.workflow_id} ({preemptor.priority} priority in queue "
-                f"{preemptor.pool})"
-            )
-            changes.group(eviction.group, evict=True, preempted_by=by)
-            changes.preemptions.append(
-                {
-                    "at": self.now,
-                    "pool": workflow.pool,
-                    "workflow_id": workflow.workflow_id,
-                    "group_uuid": eviction.group,
-                    "gpus": eviction.gpus,
-                    "by_workflow": preemptor.workflow_id,
-                    "reclaimed": eviction.reclaimed,
-                }
-            )
-            evicted[workflow.workflow_id] = workflow
-            log.info(
-                "group evicted",
-                workflow_id=workflow.workflow_id,
-                group_uuid=eviction.group,
-                by=preemptor.workflow_id,
-                reclaimed=eviction.reclaimed,
-                gpus=eviction.gpus,
-            )
-        return evicted
 
     def _observe(
         self,

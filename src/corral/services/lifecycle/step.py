@@ -30,13 +30,12 @@ from corral.domain.workflows.exit_actions import exit_outcome, pool_exit_actions
 from corral.domain.workflows.group_order import GroupState, failed_downstream, ready_groups
 from corral.domain.workflows.record import Changes, StoredGroup, StoredTask, StoredWorkflow, pod_of
 from corral.domain.workflows.statuses import TaskState, TaskStatus, group_status, workflow_status
+from corral.services.lifecycle.evictions import eviction_of
 from corral.services.lifecycle.tick_report import TickReport
 
 log = structlog.get_logger("corral.lifecycle")
 
 UPSTREAM_FAILED_CODE = 3000
-#: OSMO's exit code of a preempted task.
-PREEMPTED_CODE = 3006
 #: Ticks in a row a transient error may stop a group's objects from being created before the
 #: group fails (a restart starts counting again).
 MAX_CREATE_ATTEMPTS = 5
@@ -184,14 +183,14 @@ class WorkflowStep:
         message: str = "",
         code: int | None = None,
         stop: bool = True,
-        grace: bool = False,
+        grace_s: float | None = None,
     ) -> None:
         if self.task_status[task.uuid].group_finished:
             return
         if stop and self.task_status[task.uuid] in _RUNNING_STATES:
             run = self._run(task)
             self._keep_log(task, run)  # before stopping: a stopped pod takes its log with it
-            self.effects.append(StopTask(run, self.grace_seconds if grace else None))
+            self.effects.append(StopTask(run, grace_s))
         self.task_status[task.uuid] = status
         values: dict[str, Any] = {"status": status.value, "ended_at": self.now}
         if message:
@@ -215,38 +214,33 @@ class WorkflowStep:
     # -- evicted --------------------------------------------------------------------------
 
     def _evicted(self, group: StoredGroup) -> None:
-        """The scheduler evicted the group (its pods are unbound already): stop its tasks with
-        the pool's grace period; each ends as exit code 3006 says (the task's exit actions,
-        then the pool's). When every task would be RESCHEDULED, the group goes back to the
-        queue instead (its tasks' next attempts); otherwise every task ends, preempted."""
+        """The group was evicted (its pods are unbound already) by the scheduler, a drain, or
+        a node that failed under it: stop its tasks; each ends as its exit code says (3006
+        preempted, 3001 backend error for a node fault: the task's exit actions, then the
+        pool's). When every task would be RESCHEDULED, the group goes back to the queue
+        instead (its tasks' next attempts); otherwise every task ends."""
         self.changes.group(group.uuid, evict=False)
         if self.group_status[group.name] not in _RUNNING_STATES:
             return  # it ended in this tick already
-        message = f"Preempted by {group.preempted_by}." if group.preempted_by else "Preempted."
-        outcomes = {
-            task.uuid: exit_outcome(
-                PREEMPTED_CODE,
-                task.exit_actions,
-                self.pool_actions,
-                retry_id=task.retry_id,
-                max_retry=self.max_retry,
-                failed=TaskStatus.FAILED_PREEMPTED,
-            )
-            for task in group.tasks
-        }
+        eviction = eviction_of(
+            group, self.pool_actions, max_retry=self.max_retry, pool_grace_s=self.grace_seconds
+        )
+        outcomes = {task.uuid: eviction.outcome(task) for task in group.tasks}
         requeue = not self.backend.schedules_itself and all(
             outcome.status is TaskStatus.RESCHEDULED for outcome in outcomes.values()
         )
         for task in group.tasks:
             outcome = outcomes[task.uuid]
-            note = " ".join(part for part in (message, outcome.message) if part)
+            note = " ".join(part for part in (eviction.message, outcome.message) if part)
             if requeue:
-                self._requeue_task(task, note)
+                self._requeue_task(task, note, eviction.code, eviction.grace_s)
             else:  # a gang is requeued whole or not at all
                 status = outcome.status
                 if status is TaskStatus.RESCHEDULED:
-                    status = TaskStatus.FAILED_PREEMPTED
-                self._end_task(task, status, message=note, code=PREEMPTED_CODE, grace=True)
+                    status = eviction.failed
+                self._end_task(
+                    task, status, message=note, code=eviction.code, grace_s=eviction.grace_s
+                )
         if requeue:
             self.group_status[group.name] = TaskStatus.SCHEDULING
             self.changes.group(
@@ -263,18 +257,20 @@ class WorkflowStep:
                 group, group_status(states, ignore_non_lead_status=group.ignore_non_lead)
             )
 
-    def _requeue_task(self, task: StoredTask, message: str) -> None:
+    def _requeue_task(
+        self, task: StoredTask, message: str, code: int, grace_s: float | None
+    ) -> None:
         """Stop the attempt; the next one waits for the scheduler with the group."""
         if self.task_status[task.uuid] in _RUNNING_STATES:
             run = self._run(task)
             self._keep_log(task, run)
-            self.effects.append(StopTask(run, self.grace_seconds))
+            self.effects.append(StopTask(run, grace_s))
         self.task_status[task.uuid] = TaskStatus.SCHEDULING
         self.changes.task(
             task.uuid,
             status=TaskStatus.SCHEDULING.value,
             retry_id=task.retry_id + 1,
-            exit_code=PREEMPTED_CODE,
+            exit_code=code,
             message=message,
             started_at=None,
             node=None,

@@ -13,6 +13,7 @@ import structlog
 from corral.backends.execution import TaskExecutor, TaskRun
 from corral.backends.port import BackendError, ClusterBackend, GroupObjects
 from corral.domain.configs.snapshot import Configs
+from corral.domain.topology.fabric import NO_FABRIC_RULE, fabric_rule
 from corral.domain.workflows.record import (
     ALIVE,
     GROUP_SCHEDULING,
@@ -119,6 +120,7 @@ class WorkingSetIndexer:
             return
         pool = self.state.find_pool(workflow.pool)
         levels = tuple(key.label for key in pool.topology_keys) if pool else ()
+        fabric = fabric_rule(pool) if pool else NO_FABRIC_RULE
         position = next(i for i, g in enumerate(workflow.groups) if g.uuid == group.uuid)
         since = group.scheduling_at or self.controller.clock()
         waiting = self.working.placements.add(
@@ -127,6 +129,7 @@ class WorkingSetIndexer:
             levels=levels,
             priority=workflow.priority,
             age=(since, workflow.submitted_at, workflow.workflow_id, position),
+            fabric=fabric,
         )
         self.working.owners[group.uuid] = workflow.workflow_id
         if group.pending_shape != waiting.shape.key:

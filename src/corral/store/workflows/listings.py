@@ -10,7 +10,14 @@ from typing import Any
 from sqlalchemy import Engine, func, or_, select
 
 from corral.domain.workflows.record import ALIVE, QUEUED
-from corral.store.tables import preemptions, task_logs, workflow_groups, workflow_tasks, workflows
+from corral.store.tables import (
+    node_faults,
+    preemptions,
+    task_logs,
+    workflow_groups,
+    workflow_tasks,
+    workflows,
+)
 from corral.store.workflows.records import utc
 
 
@@ -28,6 +35,17 @@ class WorkflowListings:
                 .group_by(preemptions.c.pool)
             ).all()
         return {row[0]: int(row[1]) for row in rows}
+
+    def node_fault_losses(self) -> dict[str, tuple[int, float]]:
+        """Per pool, the groups node faults ended or requeued, and the GPU-seconds of work
+        they lost (since the database was made)."""
+        with self._engine.connect() as connection:
+            rows = connection.execute(
+                select(
+                    node_faults.c.pool, func.count(), func.sum(node_faults.c.gpu_seconds)
+                ).group_by(node_faults.c.pool)
+            ).all()
+        return {row[0]: (int(row[1]), float(row[2] or 0.0)) for row in rows}
 
     def pools(self) -> list[str]:
         """Every pool some workflow was submitted to."""

@@ -86,6 +86,8 @@ def group_record(row: Any, tasks: Sequence[Any], shared: Mapping[str, SharedReas
         cleaned=bool(row["cleaned"]),
         evict=bool(row["evict"]),
         preempted_by=row["preempted_by"],
+        fault=row["fault"],
+        stop_grace_s=row["stop_grace_s"],
         tasks=[
             StoredTask(
                 name=t["name"],

@@ -41,6 +41,7 @@ from corral.store.bulk import insert_rows
 from corral.store.database import autocommit, writing
 from corral.store.tables import (
     idempotency_keys,
+    node_faults,
     pending_shapes,
     preemptions,
     workflow_groups,
@@ -305,6 +306,8 @@ class WorkflowStore(WorkflowListings):
             mark_seen(connection, changes.inbox_done)
             if changes.preemptions:
                 connection.execute(insert(preemptions), changes.preemptions)
+            if changes.node_faults:
+                connection.execute(insert(node_faults), changes.node_faults)
             if also is not None:
                 also(connection)
 

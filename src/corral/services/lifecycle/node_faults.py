@@ -1,0 +1,145 @@
+"""Running work on a node that fails or is drained (docs/health.md#running-work): a part of a
+tick, before the workflows step.
+
+A group with a pod on a node whose fabric failed, that has been NotReady for longer than
+``NOT_READY_GRACE``, or that is being drained, is evicted whole, as the scheduler evicts a
+preemption's victims: its pods are unbound and its capacity released in one transaction with
+the mark, and its workflow's step stops its tasks and ends or requeues it
+(``step.py``). A node fault records the GPU-seconds of work the group lost (``node_faults``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import structlog
+
+from corral.backends.embedded_objects import ClusterObjectStore
+from corral.domain.platform.node_health import NodeHealth, drain_of, fault_reason
+from corral.domain.workflows.record import Changes, StoredWorkflow, with_changes
+from corral.scheduler.cache import SchedulerCache
+from corral.services.lifecycle.working_set import WorkingSet
+
+log = structlog.get_logger("corral.lifecycle")
+
+
+@dataclass(frozen=True)
+class NodeStop:
+    """Group ``group`` must stop because of node ``node``: its ``fault``, or a drain."""
+
+    group: str
+    node: str
+    fault: str | None
+    drained_by: str = ""
+    grace_s: float | None = None
+
+
+def stops_due(placements: SchedulerCache, now: datetime) -> list[NodeStop]:
+    """The bound groups that must stop now, each once (its first bad node by name)."""
+    stops: dict[str, NodeStop] = {}
+    for name in sorted(placements.unhealthy):
+        groups = placements.groups_on(name)
+        if not groups:
+            continue
+        stop = _stop_for(name, placements.unhealthy[name], now)
+        if stop is None:
+            continue
+        for group in groups:
+            stops.setdefault(group, NodeStop(group, *stop))
+    return list(stops.values())
+
+
+def _stop_for(
+    node: str, health: NodeHealth, now: datetime
+) -> tuple[str, str | None, str, float | None] | None:
+    """(node, fault, drained by, grace) when what runs on the node must stop now."""
+    fault = fault_reason(health, now)
+    if fault is not None:
+        return node, fault, "", None
+    drain = drain_of(health)
+    if drain is None:
+        return None
+    by = f" by {drain.by}" if drain.by else ""
+    why = f": {drain.reason!r}" if drain.reason else ""
+    return node, None, f"the drain of node {node}{by}{why}", drain.drain_grace_s
+
+
+def stop_work_on_bad_nodes(controller: Controller, working: WorkingSet, now: datetime) -> None:
+    """Evict the groups on failed or drained nodes: marked, unbound and released in one
+    transaction; their workflows step in this tick."""
+    stops = [
+        stop
+        for stop in stops_due(working.placements, now)
+        if stop.group in working.bound  # a group of a task group (not a foreign pod)
+    ]
+    if not stops:
+        return
+    owners = {stop.group: working.workflows[working.bound[stop.group]] for stop in stops}
+    changes = Changes()
+    mark_stops(stops, owners, working.placements, now, changes)
+    groups = [stop.group for stop in stops]
+    controller.commit(changes, also=controller.objects.unbinding(groups))
+    for group in groups:
+        working.placements.release(group)
+        working.bound.pop(group, None)
+        workflow_id = owners[group].workflow_id
+        working.keep(with_changes(working.workflows[workflow_id], changes))
+        working.dirty.add(workflow_id)
+
+
+class Controller(Protocol):
+    """What stopping work needs of the lifecycle controller."""
+
+    objects: ClusterObjectStore
+
+    def commit(self, changes: Changes, also: Callable[[Any], None] | None = None) -> None: ...
+
+
+def mark_stops(
+    stops: list[NodeStop],
+    owners: Mapping[str, StoredWorkflow],
+    placements: SchedulerCache,
+    now: datetime,
+    changes: Changes,
+) -> None:
+    """Record each stop in ``changes`` (``owners``: the workflow of each group)."""
+    for stop in stops:
+        workflow = owners[stop.group]
+        if stop.fault is None:
+            changes.group(
+                stop.group,
+                evict=True,
+                fault=None,
+                preempted_by=stop.drained_by,
+                stop_grace_s=stop.grace_s,
+            )
+            log.info("group drained", workflow_id=workflow.workflow_id, node=stop.node)
+            continue
+        at = now.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        fault = f"node {stop.node} failed at {at}: {stop.fault}"
+        changes.group(stop.group, evict=True, fault=fault, preempted_by=None, stop_grace_s=None)
+        gpus = placements.gpus_of(stop.group)
+        started = next(g.started_at for g in workflow.groups if g.uuid == stop.group)
+        lost = gpus * max((now - started).total_seconds(), 0.0) if started else 0.0
+        changes.node_faults.append(
+            {
+                "at": now,
+                "pool": workflow.pool,
+                "workflow_id": workflow.workflow_id,
+                "group_uuid": stop.group,
+                "node": stop.node,
+                "reason": stop.fault,
+                "gpus": gpus,
+                "gpu_seconds": lost,
+            }
+        )
+        log.warning(
+            "group stopped by a node fault",
+            workflow_id=workflow.workflow_id,
+            node=stop.node,
+            fault=stop.fault,
+            gpu_seconds_lost=round(lost, 1),
+        )
