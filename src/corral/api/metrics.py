@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from corral.services.config_service import WriteResult
 
@@ -32,6 +32,28 @@ class Metrics:
             ["config_type"],
             registry=self.registry,
         )
+
+        # Totals kept in the database (any server's controller writes them): set when scraped.
+        self.node_fault_groups = Gauge(
+            "corral_node_fault_groups",
+            "Task groups a node fault stopped (ended or placed again), since the database "
+            "was made",
+            ["pool"],
+            registry=self.registry,
+        )
+        self.node_fault_gpu_seconds = Gauge(
+            "corral_node_fault_gpu_seconds_lost",
+            "GPU-seconds of work lost to node faults: each stopped group's GPUs times how "
+            "long it had run",
+            ["pool"],
+            registry=self.registry,
+        )
+
+    def set_node_fault_losses(self, losses: dict[str, tuple[int, float]]) -> None:
+        """Per pool, (groups, GPU-seconds) as ``WorkflowStore.node_fault_losses`` reads them."""
+        for pool, (groups, gpu_seconds) in losses.items():
+            self.node_fault_groups.labels(pool).set(groups)
+            self.node_fault_gpu_seconds.labels(pool).set(gpu_seconds)
 
     def count_write(self, result: WriteResult) -> None:
         """Count each revision a config write recorded, by type."""

@@ -148,9 +148,11 @@ def test_a_running_gang_whose_tray_fails_is_placed_again_whole_in_another_clique
         task0.message
     )
     assert group.fault is not None and group.fault.startswith(f"node {failed} failed at")
-    losses = world.runtime.workflows.node_fault_losses()
-    count, gpu_seconds = losses["nvl72"]
-    assert count == 1 and gpu_seconds >= 32 * NOT_READY_GRACE.total_seconds()
+    count, gpu_seconds = world.runtime.workflows.node_fault_losses()["nvl72"]
+    assert count == 1 and gpu_seconds >= 32 * NOT_READY_GRACE.total_seconds()  # 32 GPUs
+    metrics = world.api.client.get("/metrics").text
+    assert 'corral_node_fault_groups{pool="nvl72"} 1.0' in metrics
+    assert f'corral_node_fault_gpu_seconds_lost{{pool="nvl72"}} {gpu_seconds}' in metrics
 
 
 def test_a_lost_fabric_requeues_a_gang_at_once_and_fails_a_single_tray_task_as_backend_error(
