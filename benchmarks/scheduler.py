@@ -30,6 +30,12 @@ every HIGH gang kept its required clique and evicted only LOW gangs.
 
     .venv/bin/python -m benchmarks.scheduler --preemption [5000]
 
+``--fault-storm [SIZES]`` (5,000 nodes by default) streams ``gang8`` gangs through the embedded
+scheduler's state for ``--minutes`` of cluster time while 1% of the trays fail and heal per
+minute, against the same stream without faults (``benchmarks/fault_storm.py``).
+
+    .venv/bin/python -m benchmarks.scheduler --fault-storm [5000] [--minutes 30]
+
 ``--fragmentation [SIZES]`` (1,024 nodes by default) compares the packing orders under churn
 instead: how many whole cliques, racks and spines stay free, and how many racks each gang spans
 (``benchmarks/fragmentation.py``).
@@ -426,6 +432,39 @@ def run_preemption(nodes: list[Node], seed: int) -> tuple[Result, Result]:
     return fill, preempt_result
 
 
+def run_fault_storm(nodes: list[Node], seed: int, minutes: int) -> None:
+    """The fault-storm stream and its no-fault baseline on the same gangs."""
+    from benchmarks.fault_storm import LIFETIME, TARGET_BUSY, run_stream
+
+    ticks = minutes * 60
+    rate = TARGET_BUSY * len(nodes) * GPUS_PER_NODE / (30 * sum(LIFETIME) / 2)
+    gangs = []
+    for group in gang8_stream(seed):
+        if len(gangs) > rate * ticks * 1.2 + 100:
+            break
+        manifests = [{"apiVersion": POD_GROUP_VERSION, **group.pod_group}, *group.pods]
+        gpus = sum(
+            int(p["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"])
+            for p in group.pods
+        )
+        gangs.append((manifests, gpus))
+    print(
+        f"{len(nodes)} nodes x {GPUS_PER_NODE} GPUs, {len(nodes) // NODES_PER_CLIQUE} cliques, "
+        f"{ticks} ticks of 1 s, gang8 arrivals for {TARGET_BUSY:.0%} busy GPUs"
+    )
+    options = {"levels": LEVELS, "clique": CLIQUE}
+    baseline = run_stream(nodes, gangs, ticks, seed, faults=False, **options)
+    storm = run_stream(nodes, gangs, ticks, seed, faults=True, **options)
+    print(baseline.line("baseline"))
+    print(storm.line("fault storm"))
+    p99 = storm.p(0.99) / baseline.p(0.99)
+    pods = storm.rate / baseline.rate
+    print(
+        f"  fault storm against no faults: tick p99 {p99:.2f}x (target <= 1.5x), "
+        f"pods/s {pods:.2f}x (target >= 0.8x): {'met' if p99 <= 1.5 and pods >= 0.8 else 'MISSED'}"
+    )
+
+
 def _rate(result: Result) -> float:
     return result.pods / result.seconds if result.seconds else 0.0
 
@@ -447,6 +486,13 @@ def main() -> None:
         const="1024",
         help="compare the packing orders under churn instead, at these sizes (default 1024)",
     )
+    parser.add_argument(
+        "--fault-storm",
+        nargs="?",
+        const="5000",
+        help="run the fault-storm streams instead, at these sizes (default 5000)",
+    )
+    parser.add_argument("--minutes", type=int, default=30, help="cluster time (--fault-storm)")
     parser.add_argument("--seeds", type=int, default=20, help="streams per size (--fragmentation)")
     parser.add_argument("--steps", type=int, default=3000, help="jobs per stream (--fragmentation)")
     args = parser.parse_args()
@@ -456,6 +502,10 @@ def main() -> None:
 
         sizes = [int(s) for s in args.fragmentation.split(",")]
         print(verdict(compare(sizes, args.seeds, args.steps)))
+        return
+    if args.fault_storm:
+        for size in (int(s) for s in args.fault_storm.split(",")):
+            run_fault_storm(make_nodes(size), args.seed, args.minutes)
         return
     if args.preemption:
         for size in (int(s) for s in args.preemption.split(",")):

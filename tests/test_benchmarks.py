@@ -84,3 +84,14 @@ def test_the_fragmentation_streams_compare_three_orders_and_corral_is_better() -
     assert all("split though one rack held it 0" in line for line in lines[2:4])
     assert lines[4].startswith("  corral against the baseline: ")
     assert lines[4].endswith(": better"), lines[4]
+
+
+def test_the_fault_storm_stream_runs_and_compares_with_no_faults() -> None:
+    lines = scheduler_benchmark("--fault-storm", "256", "--minutes", "3")
+    assert lines[0] == (
+        "256 nodes x 8 GPUs, 16 cliques, 180 ticks of 1 s, gang8 arrivals for 80% busy GPUs"
+    )
+    assert [line.split()[0] for line in lines[1:3]] == ["baseline", "fault"]
+    assert " 0 trays failed" in lines[1]
+    assert " 7 trays failed" in lines[2]  # 1% of 256 trays per minute, for 3 minutes
+    assert lines[3].startswith("  fault storm against no faults: tick p99 ")
