@@ -39,6 +39,7 @@ def test_node_verbs_print_the_audited_change_and_the_history(live_server: LiveSe
     ]
     unknown = live_server.cli("node", "cordon", "no-such-node")
     assert failed(unknown) == (
-        "error: Node no-such-node is not a node of the embedded cluster; `corral resource list` "
+        "error: Node no-such-node is not a node of the embedded cluster or of a Kubernetes "
+        "backend; `corral resource list` "
         "lists the nodes."
     )

@@ -36,8 +36,7 @@ class Metrics:
         # Totals kept in the database (any server's controller writes them): set when scraped.
         self.node_fault_groups = Gauge(
             "corral_node_fault_groups",
-            "Task groups a node fault stopped (ended or placed again), since the database "
-            "was made",
+            "Task groups a node fault stopped (ended or placed again), since the database was made",
             ["pool"],
             registry=self.registry,
         )

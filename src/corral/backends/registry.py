@@ -66,10 +66,13 @@ class Backends:
     def get(self, name: str, state: Configs | None = None) -> ClusterBackend:
         """The backend named ``name``; :class:`BackendError` if its cluster cannot be used."""
         state = self._state() if state is None else state
-        access = state.backend(name).kubernetes
+        config = state.backend(name)
+        access = config.kubernetes
         if access is None:
             return EmbeddedBackend(name, self._objects, self._embedded_executor(name))
-        return self._kubernetes(name, access, backend_namespace(state, name))
+        backend = self._kubernetes(name, access, backend_namespace(state, name))
+        backend.node_rules = dict(config.node_conditions.rules or {})  # as the config says now
+        return backend
 
     def kubernetes(self, state: Configs) -> list[ClusterBackend]:
         """Every backend of ``state`` that is a Kubernetes cluster, connected."""

@@ -15,13 +15,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
+from typing import Protocol, runtime_checkable
 
+from corral.backends.port import BackendError
 from corral.backends.registry import kubernetes_backends
 from corral.domain.cluster.description import Cluster
 from corral.domain.platform.node_health import Cordon, Fabric, NodeHealth
 from corral.domain.platform.nodes import Node
 from corral.domain.views.resource_listing import pool_layout
-from corral.errors import ForbiddenError, NotFoundError, UserError
+from corral.errors import ForbiddenError, NotFoundError, UnavailableError, UserError
 from corral.services.config_service import ConfigService
 from corral.store.node_changes import NodeChange, NodeChangeStore
 
@@ -49,6 +51,17 @@ class NodeAction(Enum):
     HEAL = "heal"
 
 
+@runtime_checkable
+class KubernetesNodes(Protocol):
+    """A Kubernetes backend's Nodes, as a node change needs them."""
+
+    name: str
+
+    def nodes(self) -> list[Node]: ...
+
+    def set_cordon(self, node: str, cordon: Cordon | None) -> None: ...
+
+
 @dataclass(frozen=True)
 class NodeAdmin:
     """Who changes a node, and how to ask whether they may (ForbiddenError if not)."""
@@ -64,8 +77,11 @@ class NodeService:
         configs: ConfigService,
         cluster: Cluster,
         clock: Callable[[], datetime],
+        *,
+        kubernetes: Callable[[], Sequence[KubernetesNodes]] = tuple,
     ) -> None:
         self._changes = changes
+        self._kubernetes = kubernetes
         self._configs = configs
         self._described = cluster
         #: What ``fail`` and ``heal`` stamp as the time the Ready condition changed.
@@ -125,12 +141,14 @@ class NodeService:
             )
         with self._lock:
             self._polled_at = None  # "before" is the health now, whichever server changed it
-        node = self._node(name)
-        self._check_may_change(admin, node)
+        backend, node = self._find(name)
+        self._check_may_change(admin, node, backend)
         asked = _Change(action, admin.username, reason, fabric_only, grace_s)
         after = _changed(node.health, asked, self.clock())
+        if backend is not None:
+            self._change_kubernetes(backend, node, action, after)
         change = self._changes.record(
-            EMBEDDED,
+            EMBEDDED if backend is None else backend.name,
             name,
             action.value,
             by=admin.username,
@@ -144,22 +162,51 @@ class NodeService:
 
     def history(self, name: str) -> list[NodeChange]:
         """The node's changes, newest first."""
-        return self._changes.history(EMBEDDED, self._node(name).name)
+        backend, node = self._find(name)
+        return self._changes.history(EMBEDDED if backend is None else backend.name, node.name)
 
-    def _node(self, name: str) -> Node:
+    def _find(self, name: str) -> tuple[KubernetesNodes | None, Node]:
+        """The node, and its Kubernetes backend (None: the embedded cluster's). A real
+        cluster's node comes first: the embedded cluster may describe one of the same name."""
+        for backend in self._kubernetes():
+            found = next((n for n in backend.nodes() if n.name == name), None)
+            if found is not None:
+                return backend, found
         node = self.cluster().node(name)
-        if node is None:
-            raise NotFoundError(
-                f"Node {name} is not a node of the embedded cluster; "
-                "`corral resource list` lists the nodes."
-            )
-        return node
+        if node is not None:
+            return None, node
+        raise NotFoundError(
+            f"Node {name} is not a node of the embedded cluster or of a Kubernetes backend; "
+            "`corral resource list` lists the nodes."
+        )
 
-    def _check_may_change(self, admin: NodeAdmin, node: Node) -> None:
+    @staticmethod
+    def _change_kubernetes(
+        backend: KubernetesNodes, node: Node, action: NodeAction, after: NodeHealth
+    ) -> None:
+        """Cordon, drain or uncordon the real Node; a real tray's health is the cluster's."""
+        if action in (NodeAction.FAIL, NodeAction.HEAL):
+            raise UserError(
+                f"Node {node.name} is a node of Kubernetes backend {backend.name}: {action.value} "
+                "only changes a simulated tray (its health is what the cluster says). Use "
+                "cordon, drain or uncordon."
+            )
+        try:
+            backend.set_cordon(node.name, after.cordon)
+        except BackendError as err:
+            raise UnavailableError(err.message) from None
+
+    def _check_may_change(
+        self, admin: NodeAdmin, node: Node, backend: KubernetesNodes | None
+    ) -> None:
         """``node:Update`` on one of the pools the node serves."""
         state = self._configs.state()
         kubernetes = kubernetes_backends(state)
-        pools = [name for name, pool in state.pools().items() if pool.backend not in kubernetes]
+        pools = [
+            name
+            for name, pool in state.pools().items()
+            if (pool.backend == backend.name if backend else pool.backend not in kubernetes)
+        ]
         served = pool_layout(state, [node], pools).pools_of(node.name)
         for resource in [*(f"pool/{pool}" for pool in served), "pool/*"]:
             try:

@@ -35,7 +35,7 @@ from corral.services.capacity import (
 from corral.services.config_service import ConfigService, WriteMeta, WriteResult
 from corral.services.lifecycle.controller import LifecycleController
 from corral.services.lifecycle.leadership import Leadership
-from corral.services.nodes import NodeService
+from corral.services.nodes import KubernetesNodes, NodeService
 from corral.services.placement_now import GroupPlacement, placements_now
 from corral.services.submission import SubmissionService
 from corral.store.config_store import ConfigStore
@@ -92,7 +92,13 @@ class Runtime:
         self.bound_pods = BoundPodCache(self.objects)
         self.revoked_sessions = RevokedSessions(self.engine, utc_now)
         changes = NodeChangeStore(self.engine, utc_now)
-        self.node_admin = NodeService(changes, self.configs, self.cluster, utc_now)
+        self.node_admin = NodeService(
+            changes, self.configs, self.cluster, utc_now, kubernetes=self._kubernetes_nodes
+        )
+
+    def _kubernetes_nodes(self) -> list[KubernetesNodes]:
+        state = self.configs.state()
+        return [b for b in self.backends.kubernetes(state) if isinstance(b, KubernetesNodes)]
 
     def executor(self, backend: str) -> TaskExecutor:
         return self.backends.get(backend).executor()

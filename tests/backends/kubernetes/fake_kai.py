@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from corral.backends.kubernetes.backend import node_from_object
+from corral.backends.kubernetes.node_health import node_health
 from corral.domain.platform.nodes import Node
 from corral.domain.topology.podgroup import POD_GROUP_ANNOTATION
 from corral.scheduler import Binding, ClusterSnapshot, Placement
@@ -47,7 +48,11 @@ class FakeKai:
 
     def schedule(self) -> int:
         """Place every PodGroup whose pods are all unbound; how many were placed."""
-        nodes = [node_from_object(obj) for obj in self.server.objects("v1", "Node")]
+        # KAI leaves cordoned and NotReady nodes alone, as kube-scheduler does.
+        nodes = [
+            node_from_object(obj, node_health(obj, {}, {}))
+            for obj in self.server.objects("v1", "Node")
+        ]
         pods = [p for p in self.server.objects("v1", "Pod") if not _deleting(p)]
         bound = [
             Binding(p["metadata"]["name"], p["spec"]["nodeName"], pod_demand(p["spec"]))

@@ -100,7 +100,8 @@ def test_changes_are_audited_and_need_node_update_on_a_pool_of_the_node(world: W
         status, missing = world.api.call(method, f"/api/nodes/no-such-node/{action}")
         assert status == 404
         assert missing["message"] == (
-            "Node no-such-node is not a node of the embedded cluster; `corral resource list` "
+            "Node no-such-node is not a node of the embedded cluster or of a Kubernetes "
+            "backend; `corral resource list` "
             "lists the nodes."
         )
 

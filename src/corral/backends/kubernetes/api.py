@@ -107,6 +107,10 @@ class KubeApi(Protocol):
         self, kind: Kind, namespace: str | None, name: str, finalizer: str
     ) -> None: ...
 
+    def merge_patch(
+        self, kind: Kind, namespace: str | None, name: str, patch: Mapping[str, Any]
+    ) -> dict[str, Any]: ...
+
     def watch(
         self,
         kind: Kind,
@@ -279,6 +283,20 @@ class LightkubeApi:
         except KubeError as err:
             if not err.not_found:
                 raise
+
+    def merge_patch(
+        self, kind: Kind, namespace: str | None, name: str, patch: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """A JSON merge patch (a null value removes the key)."""
+        with _translated():
+            result = self._client.patch(
+                self._resource(kind),
+                name,
+                dict(patch),
+                patch_type=PatchType.MERGE,
+                **_ns(kind, namespace),
+            )
+        return _plain(result)
 
     def watch(
         self,

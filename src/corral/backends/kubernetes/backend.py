@@ -12,7 +12,7 @@ import hashlib
 import json
 import time
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import structlog
@@ -20,8 +20,19 @@ import structlog
 from corral.backends.execution import Exit, TaskRun, log_tail
 from corral.backends.kubernetes.api import Kind, KubeApi, KubeError
 from corral.backends.kubernetes.informer import Informer
+from corral.backends.kubernetes.node_health import (
+    COMPUTE_DOMAIN,
+    COMPUTE_DOMAIN_GRACE,
+    cordon_patch,
+    imex_failures,
+    node_health,
+)
 from corral.backends.kubernetes.pod_status import deleted_exit, node_of, pending_reason, pod_exit
-from corral.backends.kubernetes.rbac import GROUP_TEMPLATE_VERBS, group_template_rule
+from corral.backends.kubernetes.rbac import (
+    GROUP_TEMPLATE_VERBS,
+    NODE_PATCH_RULE,
+    group_template_rule,
+)
 from corral.backends.port import (
     BackendError,
     BoundPod,
@@ -29,10 +40,12 @@ from corral.backends.port import (
     LiveCluster,
     Rule,
     deletion_order,
+    extra_rbac_rules_yaml,
 )
 from corral.domain.labels import GROUP_UUID as GROUP_LABEL
 from corral.domain.labels import NAMESPACE as NAMESPACE_LABEL
 from corral.domain.labels import WORKFLOW_UUID as WORKFLOW_LABEL
+from corral.domain.platform.node_health import HEALTHY, Cordon, NodeHealth
 from corral.domain.platform.nodes import Node, Taint
 from corral.domain.topology.kai_objects import PRIORITY_CLASS_KIND, QUEUE_KIND, TOPOLOGY_KIND
 
@@ -60,11 +73,24 @@ class KubernetesBackend:
         self.pods = Informer(watch_api, api.kind(*POD), None)
         self.nodes_informer = Informer(watch_api, api.kind(*NODE), None)
         self.pod_groups = Informer(watch_api, api.kind(*POD_GROUP), namespace)
+        #: The cluster's ComputeDomains, when the NVIDIA DRA driver's CRD is installed.
+        self.compute_domains: Informer | None = None
+        #: How long a ComputeDomain may stay NotReady before its NotReady nodes' fabric counts
+        #: as failed.
+        self.compute_domain_grace = COMPUTE_DOMAIN_GRACE
+        #: The backend's ``node_conditions.rules``: condition type -> healthy statuses.
+        self.node_rules: Mapping[str, str] = {}
         self._permissions: dict[tuple[str, str, str, str], tuple[bool, float]] = {}
         self._priority_classes: dict[str, tuple[bool, float]] = {}
         self._synced_scheduler_objects: tuple[str, float] | None = None
 
     def start(self) -> None:
+        try:
+            kind = self.api.kind(*COMPUTE_DOMAIN)
+        except KubeError:
+            log.info("no ComputeDomain CRD: no IMEX status to read", backend=self.name)
+        else:
+            self.compute_domains = Informer(self._watch_api, kind, None)
         for informer in self._informers():
             informer.start()
 
@@ -84,7 +110,8 @@ class KubernetesBackend:
         )
 
     def _informers(self) -> tuple[Informer, ...]:
-        return (self.pods, self.nodes_informer, self.pod_groups)
+        domains = (self.compute_domains,) if self.compute_domains is not None else ()
+        return (self.pods, self.nodes_informer, self.pod_groups, *domains)
 
     # -- a group's objects --------------------------------------------------------------------
 
@@ -193,7 +220,34 @@ class KubernetesBackend:
     # -- capacity -----------------------------------------------------------------------------
 
     def nodes(self) -> list[Node]:
-        return sorted((node_from_object(item) for item in self.nodes_informer.items()), key=_name)
+        domains = self.compute_domains.items() if self.compute_domains is not None else []
+        failures = imex_failures(domains, datetime.now(UTC), self.compute_domain_grace)
+        return sorted(
+            (
+                node_from_object(item, node_health(item, self.node_rules, failures))
+                for item in self.nodes_informer.items()
+            ),
+            key=_name,
+        )
+
+    def set_cordon(self, node: str, cordon: Cordon | None) -> None:
+        """Cordon (or drain) the Node, or uncordon it; a BackendError naming the rule to add
+        when corral may not patch Nodes."""
+        kind = self.api.kind(*NODE)
+        if not self._allowed("patch", kind, None):
+            raise BackendError(
+                f"corral's service account on backend {self.name} may not patch nodes, which "
+                "cordon, drain and uncordon need. Add this rule to its ClusterRole "
+                f"(docs/deploy.md#permissions):\n{extra_rbac_rules_yaml([NODE_PATCH_RULE])}",
+                transient=False,
+            )
+        try:
+            self.api.merge_patch(kind, None, node, cordon_patch(cordon))
+        except KubeError as err:
+            raise BackendError(
+                f"backend {self.name} refused to change node {node}: {err}",
+                transient=err.status >= 500,
+            ) from None
 
     def bound_pods(self) -> list[BoundPod]:
         bound = []
@@ -338,8 +392,9 @@ def _same_immutable(found: Mapping[str, Any], target: Mapping[str, Any]) -> bool
     )
 
 
-def node_from_object(item: Mapping[str, Any]) -> Node:
-    """A Kubernetes Node object as corral's :class:`Node` (scheduling resources only)."""
+def node_from_object(item: Mapping[str, Any], health: NodeHealth = HEALTHY) -> Node:
+    """A Kubernetes Node object as corral's :class:`Node` (scheduling resources and
+    ``health``)."""
     metadata = item.get("metadata") or {}
     spec = item.get("spec") or {}
     allocatable = (item.get("status") or {}).get("allocatable") or {}
@@ -351,6 +406,7 @@ def node_from_object(item: Mapping[str, Any]) -> Node:
             for t in spec.get("taints") or []
         ),
         allocatable={key: str(allocatable[key]) for key in _ALLOCATABLE if key in allocatable},
+        health=health,
     )
 
 

@@ -1,0 +1,170 @@
+"""Node health on a Kubernetes backend (docs/health.md#on-kubernetes), against the fake API
+server: a cordoned Node, a NotReady Node and a ComputeDomain that never becomes Ready each keep
+new work off their trays in corral's views, its dry-run placement and its explanations, and in
+KAI's placement (the fake honours cordons and NotReady as KAI does); ``corral node cordon``
+patches the real Node, and a missing permission is named."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from corral.backends.kubernetes.node_health import CORDON_REASON, CORDONED_BY
+from tests.backends.kubernetes.kube_world import KubeWorld, wait_until
+from tests.services.lifecycle_world import CLIQUE, task, workflow_yaml
+
+COMPUTE_DOMAIN = ("resource.nvidia.com/v1beta1", "ComputeDomain")
+
+
+def whole_clique_gang() -> str:
+    """A whole NVL72 rack: 18 trays of 4 GPUs sharing a clique (LOW: above the guarantee)."""
+    tasks = [task(f"shard{i}", lead=i == 0, seconds=30) for i in range(18)]
+    resources = {"default": {"gpu": 4, "topology": [{"key": "gpu-clique"}]}}
+    return workflow_yaml([{"name": "train", "tasks": tasks}], resources=resources)
+
+
+def by_clique(w: KubeWorld) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for node in w.gb200_nodes():
+        found.setdefault(w.node_labels(node)[CLIQUE], []).append(node)
+    return {clique: sorted(trays) for clique, trays in found.items()}
+
+
+def node_object(w: KubeWorld, name: str) -> dict[str, Any]:
+    found = w.fake.get_object("v1", "Node", None, name)
+    assert found is not None
+    return found
+
+
+def closed(w: KubeWorld, name: str) -> str | None:
+    status, body = w.api.call("GET", f"/api/resources/{name}")
+    assert status == 200, body
+    (entry,) = [e for e in body["resources"] if e["backend"] == "default"]  # the real node
+    return entry.get("closed")  # type: ignore[no-any-return]
+
+
+def dry_run_placement(w: KubeWorld) -> dict[str, Any]:
+    body = {"file": whole_clique_gang(), "source": "wf.yaml"}
+    status, answer = w.api.call(
+        "POST", "/api/pool/nvl72/workflow", json=body, params={"dry_run": True, "priority": "LOW"}
+    )
+    assert status == 200, answer
+    return answer["groups"][0]["placement"]  # type: ignore[no-any-return]
+
+
+def set_not_ready(w: KubeWorld, name: str) -> None:
+    condition = {
+        "type": "Ready",
+        "status": "False",
+        "reason": "KubeletNotReady",
+        "message": "PLEG is not healthy",
+        "lastTransitionTime": "2026-11-27T10:00:00Z",
+    }
+    status = {**node_object(w, name).get("status", {}), "conditions": [condition]}
+    w.fake.update_status("v1", "Node", None, name, status)
+
+
+def test_a_cordon_patches_the_node_and_keeps_new_gangs_off_it(kube_world: KubeWorld) -> None:
+    w = kube_world
+    cliques = by_clique(w)
+    *cordoned, free = sorted(cliques)
+    for clique in cordoned:
+        status, body = w.api.call(
+            "POST", f"/api/nodes/{cliques[clique][0]}/cordon", json={"reason": "PSU swap"}
+        )
+        assert status == 200, body
+    first = cliques[cordoned[0]][0]
+    node = node_object(w, first)
+    assert node["spec"]["unschedulable"] is True
+    assert node["metadata"]["annotations"][CORDONED_BY] == "admin"
+    assert node["metadata"]["annotations"][CORDON_REASON] == "PSU swap"
+    wait_until(lambda: closed(w, first) == "cordoned by admin: 'PSU swap'", timeout_s=5.0)
+    placement = dry_run_placement(w)
+    assert {w.node_labels(n)[CLIQUE] for n in placement["nodes"].values()} == {free}
+    workflow_id = w.submit(whole_clique_gang(), priority="LOW")
+    w.run_cycles(lambda: w.workflow(workflow_id).status == "RUNNING")
+    nodes = {t.node for t in w.workflow(workflow_id).groups[0].tasks}
+    assert {w.node_labels(n)[CLIQUE] for n in nodes if n} == {free}  # KAI agrees
+    status, body = w.api.call("POST", f"/api/nodes/{first}/uncordon")
+    assert status == 200, body
+    assert not node_object(w, first)["spec"].get("unschedulable")
+    assert CORDONED_BY not in (node_object(w, first)["metadata"].get("annotations") or {})
+    status, history = w.api.call("GET", f"/api/nodes/{first}/history")
+    assert status == 200, history
+    assert [c["action"] for c in history["changes"]] == ["uncordon", "cordon"]
+
+
+def test_a_not_ready_node_is_not_counted_and_a_waiting_gang_names_it(
+    kube_world: KubeWorld,
+) -> None:
+    w = kube_world
+    cliques = by_clique(w)
+    for trays in cliques.values():
+        set_not_ready(w, trays[0])
+    first = cliques[sorted(cliques)[0]][0]
+    wait_until(lambda: closed(w, first) is not None, timeout_s=5.0)
+    assert closed(w, first) == "NotReady (KubeletNotReady PLEG is not healthy)"
+    placement = dry_run_placement(w)
+    assert placement["nodes"] == {}
+    assert placement["reason"].startswith("needs room for 18 pods with 4 GPUs each in one "), (
+        placement["reason"]
+    )
+    assert (
+        f"(not counted: {first} NotReady (KubeletNotReady PLEG is not healthy)"
+        in (placement["reason"])
+    )
+    status, body = w.api.call("POST", f"/api/nodes/{first}/fail", json={"reason": "x"})
+    assert status == 400, body
+    assert body["message"] == (
+        f"Node {first} is a node of Kubernetes backend default: fail only changes a simulated "
+        "tray (its health is what the cluster says). Use cordon, drain or uncordon."
+    )
+
+
+def test_a_compute_domain_that_never_becomes_ready_fails_its_trays_fabric(
+    kube_world: KubeWorld,
+) -> None:
+    w = kube_world
+    w.backend.compute_domain_grace = timedelta(0)  # it never became Ready: at once
+    cliques = by_clique(w)
+    domain = {
+        "apiVersion": COMPUTE_DOMAIN[0],
+        "kind": COMPUTE_DOMAIN[1],
+        "metadata": {"name": "stuck", "namespace": "default"},
+        "spec": {"numNodes": 2, "channel": {"resourceClaimTemplate": {"name": "stuck-channel"}}},
+    }
+    w.fake.put_object(domain)
+    trays = [cliques[clique][0] for clique in sorted(cliques)]
+    w.fake.update_status(
+        *COMPUTE_DOMAIN,
+        "default",
+        "stuck",
+        {
+            "status": "NotReady",
+            "nodes": [
+                {"name": tray, "cliqueID": "c", "ipAddress": f"10.0.0.{i}", "status": "NotReady"}
+                for i, tray in enumerate(trays)
+            ],
+        },
+    )
+    why = "NVLink fabric failed (ComputeDomain default/stuck: IMEX daemon NotReady)"
+    wait_until(lambda: closed(w, trays[0]) == why, timeout_s=5.0)
+    placement = dry_run_placement(w)
+    assert placement["nodes"] == {}
+    assert f"(not counted: {trays[0]} {why}" in placement["reason"], placement["reason"]
+
+
+def test_without_patch_on_nodes_a_cordon_names_the_rule_to_add(kube_world: KubeWorld) -> None:
+    w = kube_world
+    tray = w.gb200_nodes()[0]
+    w.fake.deny("patch", "", "nodes")
+    status, body = w.api.call("POST", f"/api/nodes/{tray}/cordon")
+    assert status == 503, body
+    assert body["message"].startswith(
+        "corral's service account on backend default may not patch nodes, which cordon, drain "
+        "and uncordon need. Add this rule to its ClusterRole (docs/deploy.md#permissions):\n"
+    )
+    assert "resources: [nodes]" in body["message"] and "verbs: [patch]" in body["message"]
+    assert not node_object(w, tray)["spec"].get("unschedulable")
+    status, history = w.api.call("GET", f"/api/nodes/{tray}/history")
+    assert status == 200 and history["changes"] == []  # nothing audited that did not happen
