@@ -168,3 +168,23 @@ def test_without_patch_on_nodes_a_cordon_names_the_rule_to_add(kube_world: KubeW
     assert not node_object(w, tray)["spec"].get("unschedulable")
     status, history = w.api.call("GET", f"/api/nodes/{tray}/history")
     assert status == 200 and history["changes"] == []  # nothing audited that did not happen
+
+
+def test_drain_patches_the_node_and_stops_what_runs_there(kube_world: KubeWorld) -> None:
+    w = kube_world
+    workflow_id = w.submit(workflow_yaml([{"name": "g", "tasks": [task("t", seconds=3600)]}]))
+    w.run_cycles(lambda: w.workflow(workflow_id).groups[0].status == "RUNNING")
+    tray = w.workflow(workflow_id).groups[0].tasks[0].node
+    assert tray is not None
+    status, body = w.api.call(
+        "POST", f"/api/nodes/{tray}/drain", json={"reason": "PSU swap", "grace_seconds": 5}
+    )
+    assert status == 200, body
+    node = node_object(w, tray)
+    assert node["spec"]["unschedulable"] is True
+    assert node["metadata"]["annotations"]["corral.dev/drain-grace-seconds"] == "5"
+    wait_until(lambda: closed(w, tray) == "drained by admin: 'PSU swap'", timeout_s=5.0)
+    w.run_cycles(lambda: w.workflow(workflow_id).status not in ("PENDING", "RUNNING"))
+    ended = w.workflow(workflow_id).groups[0].tasks[0]
+    assert (ended.status, ended.exit_code) == ("FAILED_PREEMPTED", 3006)
+    assert ended.message == f"Preempted by the drain of node {tray} by admin: 'PSU swap'."

@@ -78,6 +78,7 @@ class KubernetesBackend:
         #: How long a ComputeDomain may stay NotReady before its NotReady nodes' fabric counts
         #: as failed.
         self.compute_domain_grace = COMPUTE_DOMAIN_GRACE
+        self._nodes: tuple[tuple[Any, ...], tuple[Node, ...]] | None = None
         #: The backend's ``node_conditions.rules``: condition type -> healthy statuses.
         self.node_rules: Mapping[str, str] = {}
         self._permissions: dict[tuple[str, str, str, str], tuple[bool, float]] = {}
@@ -220,15 +221,30 @@ class KubernetesBackend:
     # -- capacity -----------------------------------------------------------------------------
 
     def nodes(self) -> list[Node]:
-        domains = self.compute_domains.items() if self.compute_domains is not None else []
-        failures = imex_failures(domains, datetime.now(UTC), self.compute_domain_grace)
-        return sorted(
+        """The Nodes with their health, read again only when a watch saw a change, the
+        rules changed, or a minute passed (a ComputeDomain's grace may have run out)."""
+        domains = self.compute_domains
+        key = (
+            self.nodes_informer.changes,
+            domains.changes if domains is not None else 0,
+            tuple(sorted(self.node_rules.items())),
+            self.compute_domain_grace,
+            int(time.monotonic() // 60),
+        )
+        kept = self._nodes
+        if kept is not None and kept[0] == key:
+            return list(kept[1])
+        items = domains.items() if domains is not None else []
+        failures = imex_failures(items, datetime.now(UTC), self.compute_domain_grace)
+        found = sorted(
             (
                 node_from_object(item, node_health(item, self.node_rules, failures))
                 for item in self.nodes_informer.items()
             ),
             key=_name,
         )
+        self._nodes = (key, tuple(found))
+        return found
 
     def set_cordon(self, node: str, cordon: Cordon | None) -> None:
         """Cordon (or drain) the Node, or uncordon it; a BackendError naming the rule to add

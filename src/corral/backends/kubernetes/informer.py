@@ -42,6 +42,9 @@ class Informer:
         self._synced = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        #: Grows with every change seen (a list or an event): what was read from the items
+        #: may be kept until it grows.
+        self.changes = 0
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -102,6 +105,7 @@ class Informer:
         items, version = self._api.list(self.kind, self._namespace, self._labels)
         with self._lock:
             self._objects = {_key(item): item for item in items}
+            self.changes += 1
         self._synced.set()
         return version
 
@@ -113,6 +117,7 @@ class Informer:
             if self._stop.is_set():
                 return
             with self._lock:
+                self.changes += 1
                 if event.type == "DELETED":
                     self._objects.pop(_key(event.object), None)
                 elif event.type in ("ADDED", "MODIFIED"):

@@ -56,7 +56,7 @@ from corral.scheduler.queues import min_runtimes, pool_queues
 from corral.scheduler.records import BoundPodOnNode
 from corral.services.lifecycle.evictions import record_evictions
 from corral.services.lifecycle.leadership import Leadership
-from corral.services.lifecycle.node_faults import stop_work_on_bad_nodes
+from corral.services.lifecycle.node_faults import stop_work_on_bad_nodes, stop_work_on_kubernetes
 from corral.services.lifecycle.step import WorkflowStep
 from corral.services.lifecycle.tick_index import HOLDS_NODES, WorkingSetIndexer
 from corral.services.lifecycle.tick_report import TickReport
@@ -260,6 +260,8 @@ class _Tick:
 
     def run(self) -> None:
         stop_work_on_bad_nodes(self.controller, self.working, self.now)
+        clusters = self.controller.backends.kubernetes(self.state)
+        stop_work_on_kubernetes(self.controller, self.working, clusters, self.now)
         changes = Changes()
         self._read_inbox(changes)
         stepped = self._step(changes)

@@ -10,17 +10,22 @@ the mark, and its workflow's step stops its tasks and ends or requeues it
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from functools import partial
+from typing import Any, Protocol, runtime_checkable
 
 import structlog
 
 from corral.backends.embedded_objects import ClusterObjectStore
-from corral.domain.platform.node_health import NodeHealth, drain_of, fault_reason
+from corral.backends.port import BoundPod
+from corral.domain.labels import GROUP_UUID
+from corral.domain.platform.node_health import HEALTHY, NodeHealth, drain_of, fault_reason
+from corral.domain.platform.nodes import Node
 from corral.domain.workflows.record import Changes, StoredWorkflow, with_changes
 from corral.scheduler.cache import SchedulerCache
+from corral.services.lifecycle.tick_index import HOLDS_NODES
 from corral.services.lifecycle.working_set import WorkingSet
 
 log = structlog.get_logger("corral.lifecycle")
@@ -79,7 +84,7 @@ def stop_work_on_bad_nodes(controller: Controller, working: WorkingSet, now: dat
         return
     owners = {stop.group: working.workflows[working.bound[stop.group]] for stop in stops}
     changes = Changes()
-    mark_stops(stops, owners, working.placements, now, changes)
+    mark_stops(stops, owners, working.placements.gpus_of, now, changes)
     groups = [stop.group for stop in stops]
     controller.commit(changes, also=controller.objects.unbinding(groups))
     for group in groups:
@@ -90,6 +95,62 @@ def stop_work_on_bad_nodes(controller: Controller, working: WorkingSet, now: dat
         working.dirty.add(workflow_id)
 
 
+def stop_work_on_kubernetes(
+    controller: Controller, working: WorkingSet, clusters: Iterable[object], now: datetime
+) -> None:
+    """The same for the groups a Kubernetes cluster's own scheduler placed, by the health of
+    their tasks' Nodes (``clusters``: the connected Kubernetes backends). Their tasks end (a
+    cluster's scheduler places again what corral resubmits, docs/kubernetes.md#not-yet)."""
+    for cluster in clusters:
+        if not isinstance(cluster, WatchedCluster):
+            continue
+        bad = {
+            node.name: stop
+            for node in cluster.nodes()
+            if node.health != HEALTHY and (stop := _stop_for(node.name, node.health, now))
+        }
+        if not bad:
+            continue
+        stops, owners = _groups_on(working, cluster.name, bad)
+        if not stops:
+            continue
+        gpus: dict[str, int] = {}
+        for pod in cluster.bound_pods():
+            group = pod.labels.get(GROUP_UUID)
+            if group in owners:
+                gpus[group] = gpus.get(group, 0) + pod.demand.gpu
+        changes = Changes()
+        mark_stops(stops, owners, partial(_gpus, gpus), now, changes)
+        controller.commit(changes)
+        for workflow in {w.workflow_id: w for w in owners.values()}.values():
+            working.keep(with_changes(working.workflows[workflow.workflow_id], changes))
+            working.dirty.add(workflow.workflow_id)
+
+
+def _gpus(held: Mapping[str, int], group: str) -> int:
+    return held.get(group, 0)
+
+
+def _groups_on(
+    working: WorkingSet, backend: str, bad: Mapping[str, tuple[str, str | None, str, float | None]]
+) -> tuple[list[NodeStop], dict[str, StoredWorkflow]]:
+    """The running groups of ``backend`` with a task on a ``bad`` node (each stop's node is
+    the group's first bad one, by task order)."""
+    stops: list[NodeStop] = []
+    owners: dict[str, StoredWorkflow] = {}
+    for workflow in working.workflows.values():
+        if workflow.backend != backend:
+            continue
+        for group in workflow.groups:
+            if group.status not in HOLDS_NODES or group.evict:
+                continue
+            node = next((t.node for t in group.tasks if t.node in bad), None)
+            if node is not None:
+                stops.append(NodeStop(group.uuid, *bad[node]))
+                owners[group.uuid] = workflow
+    return stops, owners
+
+
 class Controller(Protocol):
     """What stopping work needs of the lifecycle controller."""
 
@@ -98,10 +159,21 @@ class Controller(Protocol):
     def commit(self, changes: Changes, also: Callable[[Any], None] | None = None) -> None: ...
 
 
+@runtime_checkable
+class WatchedCluster(Protocol):
+    """A Kubernetes backend: its Nodes with their health, and the pods bound to them."""
+
+    name: str
+
+    def nodes(self) -> list[Node]: ...
+
+    def bound_pods(self) -> list[BoundPod]: ...
+
+
 def mark_stops(
     stops: list[NodeStop],
     owners: Mapping[str, StoredWorkflow],
-    placements: SchedulerCache,
+    gpus_of: Callable[[str], int],
     now: datetime,
     changes: Changes,
 ) -> None:
@@ -121,7 +193,7 @@ def mark_stops(
         at = now.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
         fault = f"node {stop.node} failed at {at}: {stop.fault}"
         changes.group(stop.group, evict=True, fault=fault, preempted_by=None, stop_grace_s=None)
-        gpus = placements.gpus_of(stop.group)
+        gpus = gpus_of(stop.group)
         started = next(g.started_at for g in workflow.groups if g.uuid == stop.group)
         lost = gpus * max((now - started).total_seconds(), 0.0) if started else 0.0
         changes.node_faults.append(
