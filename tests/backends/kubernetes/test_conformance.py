@@ -17,8 +17,10 @@ import pytest
 from corral.backends.kubernetes.api import KubeError, LightkubeApi, connect
 from corral.backends.kubernetes.backend import CLEANUP_FINALIZER, KubernetesBackend
 from corral.backends.kubernetes.informer import Informer
+from corral.backends.kubernetes.node_health import CORDONED_BY, cordon_patch, node_health
 from corral.domain.configs.backend_models import KubernetesAccess
 from corral.domain.configs.snapshot import Configs
+from corral.domain.platform.node_health import Cordon
 from corral.domain.topology.kai_objects import NAMESPACE_LABEL, queue_manifests, topology_manifests
 from tests.backends.kubernetes.fake_apiserver import FakeKubeServer
 
@@ -178,3 +180,24 @@ def _eventually(condition: object, timeout_s: float = 10.0) -> None:
     while not condition():  # type: ignore[operator]
         assert time.monotonic() < deadline, "condition not met in time"
         time.sleep(0.02)
+
+
+def test_a_cordon_patch_sets_and_clears_the_node_and_its_annotations(api: LightkubeApi) -> None:
+    kind = api.kind("v1", "Node")
+    nodes, _ = api.list(kind, None)
+    if not nodes:  # the fake starts empty; a real cluster has its own
+        nodes = [api.apply({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n0"}}, None)]
+    name = nodes[0]["metadata"]["name"]
+    was_cordoned = bool((nodes[0].get("spec") or {}).get("unschedulable"))
+    try:
+        cordon = Cordon("alice", "PSU swap", 30.0)
+        patched = api.merge_patch(kind, None, name, cordon_patch(cordon))
+        assert patched["spec"]["unschedulable"] is True
+        assert node_health(patched, {}, {}).cordon == cordon
+        cleared = api.merge_patch(kind, None, name, cordon_patch(None))
+        assert not (cleared.get("spec") or {}).get("unschedulable")
+        assert CORDONED_BY not in (cleared["metadata"].get("annotations") or {})
+        assert node_health(cleared, {}, {}).cordon is None
+    finally:
+        if was_cordoned:
+            api.merge_patch(kind, None, name, {"spec": {"unschedulable": True}})
