@@ -19,7 +19,9 @@ def test_not_ready_says_for_how_long_and_why() -> None:
         ready=False, ready_since=NOW - timedelta(minutes=4), not_ready_reason="KubeletDown"
     )
     assert closed_reason(health, NOW) == "NotReady for 4 min (KubeletDown)"
-    assert closed_reason(health) == "NotReady (KubeletDown)"
+    # Without a clock (a reason kept with a waiting group), since when.
+    since = (NOW - timedelta(minutes=4)).strftime("%Y-%m-%d %H:%M")
+    assert closed_reason(health) == f"NotReady since {since} UTC (KubeletDown)"
     recent = NodeHealth(ready=False, ready_since=NOW - timedelta(seconds=20))
     assert closed_reason(recent, NOW) == "NotReady for under a minute"
 

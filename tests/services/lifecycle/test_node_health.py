@@ -245,3 +245,21 @@ def test_a_gang_waits_for_a_whole_nvlink_domain_unless_the_pool_allows_partial_o
     placed = gang_nodes(world, workflow_id)
     assert len({world.node_labels(node)[CLIQUE] for node in placed}) == 1
     assert not set(placed) & {trays[0] for trays in by_clique.values()}
+
+
+def test_the_could_never_run_check_is_unchanged_by_cordoning_every_tray(world: World) -> None:
+    trays = sorted(world.gb200_nodes())
+    for tray in trays:
+        node_call(world, tray, "cordon", reason="rack move")
+    body = {"file": eight_tray_gang(), "source": "wf.yaml"}
+    status, answer = world.api.call(
+        "POST", "/api/pool/nvl72/workflow", json=body, params={"dry_run": True}
+    )
+    assert status == 200, answer
+    assert "could_never_run" not in answer  # judged against the whole configured cluster
+    assert answer["groups"][0]["placement"]["nodes"] == {}
+    workflow_id = world.submit(eight_tray_gang())  # accepted: it waits for the trays
+    world.run_until(lambda: world.workflow(workflow_id).groups[0].pending_reason is not None)
+    reason = world.workflow(workflow_id).groups[0].pending_reason
+    assert reason is not None and f"{trays[0]} cordoned by admin: 'rack move'" in reason
+    assert f"; and {len(trays) - 5} more)" in reason, reason

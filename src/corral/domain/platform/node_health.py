@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from enum import Enum
 from typing import Any
 
@@ -149,7 +149,12 @@ def _seconds(value: Any) -> float | None:
 
 
 def _since(since: datetime | None, now: datetime | None) -> str:
-    if since is None or now is None or now < since:
+    """How long, when the clock is at hand; else since when (a reason kept for later)."""
+    if since is None:
+        return ""
+    if now is None:
+        return f" since {since.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+    if now < since:
         return ""
     minutes = int((now - since).total_seconds() // 60)
     return f" for {minutes} min" if minutes else " for under a minute"
