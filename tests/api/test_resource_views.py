@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from corral.backends.embedded_objects import ClusterObjectStore
-from corral.domain.views.pool_quota import QUEUE_FIELDS, USAGE_FIELDS
+from corral.domain.views.pool_quota import HEALTH_FIELDS, QUEUE_FIELDS, USAGE_FIELDS
 from tests.conftest import REPO, Api
 
 WORKFLOWS = REPO / "examples" / "workflows"
@@ -74,14 +74,17 @@ def test_pool_quota_on_the_example_cluster(examples: Api) -> None:
         "quota_maximum": "72",  # maximum 72
         "borrowed": "0",
         "preempted": "0",
+        "healthy_capacity": "360",  # every tray takes new work
     }
     # -1: its own capacity, 90 trays x 4 + 8 DGX A100 / H100 x 8
     assert usage(idle, "robotics-training")["quota_limit"] == "424"
     sums = idle["resource_sum"]
-    assert {key: sums.pop(key) for key in ("quota_maximum", "borrowed", "preempted")} == {
+    corral_fields = ("quota_maximum", "borrowed", "preempted", "healthy_capacity")
+    assert {key: sums.pop(key) for key in corral_fields} == {
         "quota_maximum": str(int(sums["quota_limit"]) - 64 + 72),  # nvl72: 72, not 64
         "borrowed": "0",
         "preempted": "0",
+        "healthy_capacity": "508",
     }
     assert sums == {
         "quota_used": "0",
@@ -110,6 +113,7 @@ def test_pool_quota_on_the_example_cluster(examples: Api) -> None:
         "quota_maximum": "72",
         "borrowed": "0",  # 32 in use, within the guarantee of 64
         "preempted": "0",
+        "healthy_capacity": "360",
     }
     _, both = examples.call(
         "GET", "/api/pool_quota", params={"pools": ["robotics-training", "nvl72", "nope"]}
@@ -200,7 +204,7 @@ def test_a_user_sees_only_the_pools_it_may_use(examples: Api) -> None:
     _, named = examples.call("GET", "/api/pool_quota", params={"pools": ["nvl72"]}, headers=bob)
     assert named == {
         "node_sets": [],
-        "resource_sum": dict.fromkeys((*USAGE_FIELDS, *QUEUE_FIELDS), "0"),
+        "resource_sum": dict.fromkeys((*USAGE_FIELDS, *QUEUE_FIELDS, *HEALTH_FIELDS), "0"),
     }
 
     _, listed = examples.call("GET", "/api/resources", headers=bob)

@@ -19,16 +19,17 @@ JETSON = "robotics-inference-jetson"
 
 POOL_USED = """\
 Pool                        Description                                            Status   GPU [#]
-                                                                                            Quota Used   Quota Limit   Total Usage   Total Capacity   Maximum   Borrowed   Preempted 24h
-========================================================================================================================================================================================
-my-pool                     OSMO's topology example, on the GB200 racks of nvl72   ONLINE   0            360           0             360              360       0          0
-robotics-inference-jetson   NVIDIA Jetsons pool for model inference                ONLINE   0            4             0             4                4         0          0
-========================================================================================================================================================================================
-                                                                                            0            364           0             364              364       0          0
+                                                                                            Quota Used   Quota Limit   Total Usage   Total Capacity   Healthy   Maximum   Borrowed   Preempted 24h
+==================================================================================================================================================================================================
+my-pool                     OSMO's topology example, on the GB200 racks of nvl72   ONLINE   0            360           0             360              360       360       0          0
+robotics-inference-jetson   NVIDIA Jetsons pool for model inference                ONLINE   0            4             0             4                4         4         0          0
+==================================================================================================================================================================================================
+                                                                                            0            364           0             364              364       364       0          0
 
 Quota Limit is each pool's guarantee: its HIGH and NORMAL work runs within it. Maximum caps all
 of its work; LOW work (--priority LOW) may borrow idle GPUs above the guarantee, up to the
-maximum (Borrowed). A pool without a guarantee or maximum shows its capacity there.
+maximum (Borrowed). A pool without a guarantee or maximum shows its capacity there. Healthy
+counts the GPUs of nodes that take new work (`corral resource list` says why the others do not).
 """
 POOL_FREE = """\
 Pool                        Status   GPU [#]

@@ -67,6 +67,7 @@ QUOTA_COLUMNS = {
         ("Quota Limit", "quota_limit"),
         ("Total Usage", "total_usage"),
         ("Total Capacity", "total_capacity"),
+        ("Healthy", "healthy_capacity"),
         ("Maximum", "quota_maximum"),
         ("Borrowed", "borrowed"),
         ("Preempted 24h", "preempted"),
@@ -74,7 +75,7 @@ QUOTA_COLUMNS = {
     Mode.free: (("Quota Free", "quota_free"), ("Total Free", "total_free")),
 }
 #: The column that shows the node set's capacity (marked when shared).
-SHARED_COLUMNS = ("total_capacity", "total_free")
+SHARED_COLUMNS = ("total_capacity", "healthy_capacity", "total_free")
 SHARED_SUFFIX = " (shared)"
 
 
@@ -119,7 +120,8 @@ QUOTA_NOTE = (
     "Quota Limit is each pool's guarantee: its HIGH and NORMAL work runs within it. Maximum "
     "caps all of its work; LOW work (--priority LOW) may borrow idle GPUs above the guarantee, "
     "up to the maximum (Borrowed). A pool without a guarantee or maximum shows its capacity "
-    "there."
+    "there. Healthy counts the GPUs of nodes that take new work (`corral resource list` says "
+    "why the others do not)."
 )
 
 

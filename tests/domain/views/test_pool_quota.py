@@ -57,15 +57,15 @@ def test_exact_figures_for_two_node_sets_and_an_empty_pool() -> None:
     ]
     report = calculate_pool_quotas(pools, tasks, nodes)
     assert [[q.name for q in s.pools] for s in report.node_sets] == [["a", "b"], ["c"], ["d"]]
-    assert usage_of(report, "a") == ResourceUsage(4, 6, 10, 6, 16, 8, 16, 0, 0)
+    assert usage_of(report, "a") == ResourceUsage(4, 6, 10, 6, 16, 8, 16, 0, 0, 16)
     # b has no quota (-1): its limit is its capacity, of its own node n2 (issue 14: a pool's
     # figures are its own, not its node set's, so they do not change with the pools asked for)
-    assert usage_of(report, "b") == ResourceUsage(2, 6, 8, 2, 8, 6, 8, 0, 0)
-    assert usage_of(report, "c") == ResourceUsage(0, 4, 4, 1, 4, 3, 4, 0, 0)
+    assert usage_of(report, "b") == ResourceUsage(2, 6, 8, 2, 8, 6, 8, 0, 0, 8)
+    assert usage_of(report, "c") == ResourceUsage(0, 4, 4, 1, 4, 3, 4, 0, 0, 4)
     # a pool without nodes: its own node set, capacity 0, quota as configured
-    assert usage_of(report, "d") == ResourceUsage(0, 2, 2, 0, 0, 0, 0, 0, 0)
+    assert usage_of(report, "d") == ResourceUsage(0, 2, 2, 0, 0, 0, 0, 0, 0, 0)
     # quota figures summed per pool; capacity and free per node set (n1, n2 counted once)
-    assert report.total == ResourceUsage(6, 18, 24, 9, 20, 11, 28, 0, 0)
+    assert report.total == ResourceUsage(6, 18, 24, 9, 20, 11, 28, 0, 0, 20)
 
 
 def test_a_closed_nodes_idle_gpus_are_neither_used_nor_free() -> None:
@@ -75,7 +75,9 @@ def test_a_closed_nodes_idle_gpus_are_neither_used_nor_free() -> None:
     report = calculate_pool_quotas({"a": pool()}, [RunningTask("a", 5, "NORMAL")], nodes)
     found = usage_of(report, "a")
     assert (found.total_capacity, found.total_usage, found.total_free) == (16, 5, 6)
+    assert found.healthy_capacity == 8  # healthy against total: n1 only
     assert (report.total.total_capacity, report.total.total_free) == (16, 6)
+    assert report.total.healthy_capacity == 8
 
 
 def test_node_sets_merge_transitively() -> None:
@@ -98,7 +100,9 @@ def test_a_pools_figures_do_not_depend_on_the_pools_asked_with_it() -> None:
     alone = calculate_pool_quotas({"a": pool()}, tasks, nodes)
     together = calculate_pool_quotas({"a": pool(), "b": pool(), "c": pool()}, tasks, nodes)
     assert (
-        usage_of(alone, "a") == usage_of(together, "a") == ResourceUsage(1, 3, 4, 1, 4, 3, 4, 0, 0)
+        usage_of(alone, "a")
+        == usage_of(together, "a")
+        == ResourceUsage(1, 3, 4, 1, 4, 3, 4, 0, 0, 4)
     )
 
 
@@ -113,7 +117,7 @@ def test_only_the_requested_pools_form_node_sets() -> None:
 def test_duplicate_nodes_count_once_and_over_quota_goes_negative() -> None:
     nodes = [node("n1", 8, "a", usage=8), node("n1", 8, "a", usage=8)]
     report = calculate_pool_quotas({"a": pool(4)}, [RunningTask("a", 8, "HIGH")], nodes)
-    assert usage_of(report, "a") == ResourceUsage(8, -4, 4, 8, 8, 0, 8, 4, 0)
+    assert usage_of(report, "a") == ResourceUsage(8, -4, 4, 8, 8, 0, 8, 4, 0, 8)
 
 
 def test_defaults_status_and_json_strings() -> None:
@@ -155,6 +159,7 @@ def test_defaults_status_and_json_strings() -> None:
         "quota_maximum": "8",
         "borrowed": "0",
         "preempted": "0",
+        "healthy_capacity": "8",
     }
     assert body["resource_sum"]["total_capacity"] == "8"  # shared: once
     assert body["resource_sum"]["quota_limit"] == "18"
@@ -166,7 +171,7 @@ def test_a_pools_queue_figures_maximum_borrowed_and_preempted() -> None:
     pools = {"a": pool(4, resources={"gpu": {"guarantee": 4, "maximum": 12, "weight": 1}})}
     tasks = [RunningTask("a", 4, "NORMAL"), RunningTask("a", 6, "LOW")]
     report = calculate_pool_quotas(pools, tasks, [node("n1", 16, "a", usage=10)], {"a": 24})
-    assert usage_of(report, "a") == ResourceUsage(4, 0, 4, 10, 16, 6, 12, 6, 24)
+    assert usage_of(report, "a") == ResourceUsage(4, 0, 4, 10, 16, 6, 12, 6, 24, 16)
     assert report.total.preempted == 24
 
 

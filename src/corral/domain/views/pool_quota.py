@@ -64,6 +64,8 @@ USAGE_FIELDS = (
     "total_free",
 )
 QUEUE_FIELDS = ("quota_maximum", "borrowed", "preempted")
+#: corral only: the GPUs of the pool's nodes that take new work (docs/health.md).
+HEALTH_FIELDS = ("healthy_capacity",)
 #: The PoolMinimal fields of the JSON answer, in OSMO's order.
 POOL_FIELDS = (
     "name",
@@ -121,10 +123,12 @@ class ResourceUsage:
     quota_maximum: int = 0
     borrowed: int = 0
     preempted: int = 0
+    healthy_capacity: int = 0
 
     def as_json(self) -> dict[str, str]:
         """As OSMO's API answers it: every value a string (corral's fields last)."""
-        return {name: str(getattr(self, name)) for name in (*USAGE_FIELDS, *QUEUE_FIELDS)}
+        fields = (*USAGE_FIELDS, *QUEUE_FIELDS, *HEALTH_FIELDS)
+        return {name: str(getattr(self, name)) for name in fields}
 
 
 @dataclass(frozen=True)
@@ -140,6 +144,8 @@ class NodeSet:
     pools: tuple[PoolQuota, ...]
     capacity: int
     free: int
+    #: The GPUs of its nodes that take new work.
+    healthy: int = 0
 
 
 @dataclass(frozen=True)
@@ -228,16 +234,21 @@ def calculate_pool_quotas(
     for node in by_name.values():
         served = tuple(pool for pool in dict.fromkeys(node.pools) if pool in set_of)
         if served:
-            summed = groups.setdefault(served, [0, 0])
+            summed = groups.setdefault(served, [0, 0, 0])
             summed[0] += node.allocatable
             summed[1] += node.usage + node.withheld  # not free either
-    for served, (allocatable, taken) in groups.items():
+            summed[2] += 0 if node.closed else node.allocatable
+    own_healthy = dict.fromkeys(names, 0)
+    set_healthy = [0] * len(sets)
+    for served, (allocatable, taken, healthy) in groups.items():
         index = set_of[served[0]]
         set_capacity[index] += allocatable
         set_usage[index] += taken
+        set_healthy[index] += healthy
         for pool in served:
             own_capacity[pool] += allocatable
             own_usage[pool] += taken
+            own_healthy[pool] += healthy
     found: list[NodeSet] = []
     for index, members in enumerate(sets):
         quotas = []
@@ -256,10 +267,16 @@ def calculate_pool_quotas(
                 quota_maximum=capacity if maximum == UNLIMITED else maximum,
                 borrowed=borrowed_gpus(pools[name], used[name]),
                 preempted=(preempted or {}).get(name, 0),
+                healthy_capacity=own_healthy[name],
             )
             quotas.append(PoolQuota(name, usage))
         found.append(
-            NodeSet(tuple(quotas), set_capacity[index], set_capacity[index] - set_usage[index])
+            NodeSet(
+                tuple(quotas),
+                set_capacity[index],
+                set_capacity[index] - set_usage[index],
+                set_healthy[index],
+            )
         )
     every = [pool.usage for node_set in found for pool in node_set.pools]
     total = ResourceUsage(
@@ -272,6 +289,7 @@ def calculate_pool_quotas(
         quota_maximum=sum(u.quota_maximum for u in every),
         borrowed=sum(u.borrowed for u in every),
         preempted=sum(u.preempted for u in every),
+        healthy_capacity=sum(s.healthy for s in found),
     )
     return QuotaReport(tuple(found), total)
 
