@@ -115,7 +115,7 @@ def not_found(names: Sequence[str]) -> str:
 
 
 NOTE_WIDTH = 96
-#: Under the table: what the quota columns mean (docs/resources.md#pool-list).
+#: Under the table: what the quota columns mean (docs/resources.md#corral-pool-list).
 QUOTA_NOTE = (
     "Quota Limit is each pool's guarantee: its HIGH and NORMAL work runs within it. Maximum "
     "caps all of its work; LOW work (--priority LOW) may borrow idle GPUs above the guarantee, "
