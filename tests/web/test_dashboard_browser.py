@@ -403,6 +403,16 @@ def test_a_cordoned_and_a_failed_tray_are_marked_on_the_map_with_their_reasons(
         assert cut_off.get_attribute("title") == (
             f"{failed}: takes no new work: NVLink fabric failed; no workflow"
         )
+        page.goto(cluster.server.url + "/ui")
+        healthy = page.locator('#pool-gpus tr[data-pool="nvl72"] td.healthy')
+        assert healthy.inner_text() == "352 of 360 ✕ 8 closed"  # two 4-GPU trays
+        assert healthy.locator("a").get_attribute("href") == "/ui/topology?pool=nvl72"
+        screenshot(page, "overview-closed", tmp_path, full_page=False)
+        desktop = page.viewport_size
+        page.set_viewport_size({"width": 390, "height": 844})
+        screenshot(page, "overview-closed-phone", tmp_path, full_page=False)
+        page.set_viewport_size(desktop)
+        page.goto(cluster.server.url + "/ui/topology?pool=nvl72")
         legend = page.locator("ul.legend li:has(.shade-closed)").inner_text()
         assert legend.endswith(
             "✕ takes no new work (NotReady, cordoned, or its NVLink fabric "
