@@ -7,9 +7,15 @@ patches the real Node, and a missing permission is named."""
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
+import pytest
+
 from corral.backends.kubernetes.node_health import CORDON_REASON, CORDONED_BY
+from corral.backends.registry import connect_backend
+from corral.domain.configs.backend_models import KubernetesAccess
+from tests.backends.kubernetes.fake_apiserver import FakeKubeServer
 from tests.backends.kubernetes.kube_world import KubeWorld, wait_until
 from tests.services.lifecycle_world import CLIQUE, task, workflow_yaml
 
@@ -186,3 +192,19 @@ def test_drain_patches_the_node_and_stops_what_runs_there(kube_world: KubeWorld)
     ended = w.workflow(workflow_id).groups[0].tasks[0]
     assert (ended.status, ended.exit_code) == ("FAILED_PREEMPTED", 3006)
     assert ended.message == f"Preempted by the drain of node {tray} by admin: 'PSU swap'."
+
+
+def test_without_read_on_compute_domains_imex_status_is_not_a_source(
+    fake_kube: FakeKubeServer, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake_kube.deny("list", "resource.nvidia.com", "computedomains")
+    access = KubernetesAccess(kubeconfig=str(kubeconfig))
+    backend = connect_backend("b", access, "default")
+    try:
+        assert backend.compute_domains is None
+        assert backend.nodes() == []  # no Nodes, and no error for the missing permission
+    finally:
+        backend.close()
+    printed = capsys.readouterr().out
+    assert "corral may not list and watch computedomains: IMEX status is not read" in printed
+    assert "resources: [computedomains]" in printed

@@ -29,6 +29,7 @@ from corral.backends.kubernetes.node_health import (
 )
 from corral.backends.kubernetes.pod_status import deleted_exit, node_of, pending_reason, pod_exit
 from corral.backends.kubernetes.rbac import (
+    COMPUTE_DOMAIN_READ_RULE,
     GROUP_TEMPLATE_VERBS,
     NODE_PATCH_RULE,
     group_template_rule,
@@ -86,14 +87,27 @@ class KubernetesBackend:
         self._synced_scheduler_objects: tuple[str, float] | None = None
 
     def start(self) -> None:
-        try:
-            kind = self.api.kind(*COMPUTE_DOMAIN)
-        except KubeError:
-            log.info("no ComputeDomain CRD: no IMEX status to read", backend=self.name)
-        else:
-            self.compute_domains = Informer(self._watch_api, kind, None)
+        self.compute_domains = self._compute_domain_informer()
         for informer in self._informers():
             informer.start()
+
+    def _compute_domain_informer(self) -> Informer | None:
+        """A watch of the ComputeDomains, when their CRD is installed and corral may read
+        them (otherwise a warning names the rule: IMEX status is then not a health source)."""
+        try:
+            kind = self.api.kind(*COMPUTE_DOMAIN)
+            allowed = all(self._allowed(verb, kind, None) for verb in ("list", "watch"))
+        except KubeError:
+            log.info("no ComputeDomain CRD: no IMEX status to read", backend=self.name)
+            return None
+        if not allowed:
+            log.warning(
+                "corral may not list and watch computedomains: IMEX status is not read",
+                backend=self.name,
+                add_rule=extra_rbac_rules_yaml([COMPUTE_DOMAIN_READ_RULE]),
+            )
+            return None
+        return Informer(self._watch_api, kind, None)
 
     def close(self) -> None:
         """Stop the watches (each thread ends at its next event or reconnect; they are daemon

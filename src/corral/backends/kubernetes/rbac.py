@@ -28,11 +28,14 @@ NAMESPACED_RULES: tuple[Rule, ...] = (
 #: Cordoning, draining and uncordoning a Node (docs/health.md).
 NODE_PATCH_RULE = Rule(("",), ("nodes",), ("patch",))
 
+#: Reading the NVIDIA DRA driver's ComputeDomains: their IMEX status is a fabric health source.
+COMPUTE_DOMAIN_READ_RULE = Rule(("resource.nvidia.com",), ("computedomains",), _READ_VERBS)
+
 #: Granted cluster-wide (a ClusterRole): capacity, and KAI's cluster-scoped queues/topologies.
 CLUSTER_RULES: tuple[Rule, ...] = (
     Rule(("",), ("nodes",), _READ_VERBS),
     NODE_PATCH_RULE,
-    Rule(("resource.nvidia.com",), ("computedomains",), _READ_VERBS),
+    COMPUTE_DOMAIN_READ_RULE,
     Rule(("",), ("pods",), _READ_VERBS),
     Rule(("scheduling.run.ai",), ("queues",), (*_READ_VERBS, *_WRITE_VERBS)),
     Rule(("kai.scheduler",), ("topologies",), (*_READ_VERBS, *_WRITE_VERBS)),
