@@ -214,46 +214,14 @@ def calculate_pool_quotas(
     ``preempted``: per pool, the GPUs evicted from it in the last 24 hours."""
     names = list(pools)
     by_name = {node.name: node for node in nodes}
-    used = dict.fromkeys(names, 0)
-    quota_used = dict.fromkeys(names, 0)
-    for task in tasks:
-        if task.pool not in used:
-            continue
-        used[task.pool] += task.gpu
-        if task.priority.upper() != PREEMPTIBLE:
-            quota_used[task.pool] += task.gpu
-    # One pass over the nodes, summed per group of pools they serve: what each pool owns, and
-    # each node set's capacity and use (a node counts once per set: its pools are all in it).
+    used, quota_used = _task_gpus(names, tasks)
     sets = node_sets(names, by_name.values())
-    set_of = {pool: index for index, members in enumerate(sets) for pool in members}
-    set_capacity = [0] * len(sets)
-    set_usage = [0] * len(sets)
-    own_capacity = dict.fromkeys(names, 0)
-    own_usage = dict.fromkeys(names, 0)
-    groups: dict[tuple[str, ...], list[int]] = {}
-    for node in by_name.values():
-        served = tuple(pool for pool in dict.fromkeys(node.pools) if pool in set_of)
-        if served:
-            summed = groups.setdefault(served, [0, 0, 0])
-            summed[0] += node.allocatable
-            summed[1] += node.usage + node.withheld  # not free either
-            summed[2] += 0 if node.closed else node.allocatable
-    own_healthy = dict.fromkeys(names, 0)
-    set_healthy = [0] * len(sets)
-    for served, (allocatable, taken, healthy) in groups.items():
-        index = set_of[served[0]]
-        set_capacity[index] += allocatable
-        set_usage[index] += taken
-        set_healthy[index] += healthy
-        for pool in served:
-            own_capacity[pool] += allocatable
-            own_usage[pool] += taken
-            own_healthy[pool] += healthy
+    own, per_set = _node_gpus(names, sets, by_name.values())
     found: list[NodeSet] = []
-    for index, members in enumerate(sets):
+    for members, summed in zip(sets, per_set, strict=True):
         quotas = []
         for name in members:
-            capacity = own_capacity[name]
+            capacity = own[name].capacity
             quota = gpu_quota(pools[name])
             guarantee, maximum = quota["guarantee"], quota["maximum"]
             limit = capacity if guarantee == UNLIMITED else guarantee
@@ -263,23 +231,74 @@ def calculate_pool_quotas(
                 quota_limit=limit,
                 total_usage=used[name],
                 total_capacity=capacity,
-                total_free=capacity - own_usage[name],
+                total_free=capacity - own[name].taken,
                 quota_maximum=capacity if maximum == UNLIMITED else maximum,
                 borrowed=borrowed_gpus(pools[name], used[name]),
                 preempted=(preempted or {}).get(name, 0),
-                healthy_capacity=own_healthy[name],
+                healthy_capacity=own[name].healthy,
             )
             quotas.append(PoolQuota(name, usage))
         found.append(
-            NodeSet(
-                tuple(quotas),
-                set_capacity[index],
-                set_capacity[index] - set_usage[index],
-                set_healthy[index],
-            )
+            NodeSet(tuple(quotas), summed.capacity, summed.capacity - summed.taken, summed.healthy)
         )
+    return QuotaReport(tuple(found), _total(found))
+
+
+@dataclass
+class _Gpus:
+    """GPUs of some nodes: all, those taken (used, or withheld by a closed node), healthy."""
+
+    capacity: int = 0
+    taken: int = 0
+    healthy: int = 0
+
+    def add(self, other: _Gpus) -> None:
+        self.capacity += other.capacity
+        self.taken += other.taken
+        self.healthy += other.healthy
+
+
+def _task_gpus(
+    names: list[str], tasks: Iterable[RunningTask]
+) -> tuple[dict[str, int], dict[str, int]]:
+    """Per pool, the GPUs of its running tasks, and of those the ones counted in its quota."""
+    used = dict.fromkeys(names, 0)
+    quota_used = dict.fromkeys(names, 0)
+    for task in tasks:
+        if task.pool not in used:
+            continue
+        used[task.pool] += task.gpu
+        if task.priority.upper() != PREEMPTIBLE:
+            quota_used[task.pool] += task.gpu
+    return used, quota_used
+
+
+def _node_gpus(
+    names: list[str], sets: list[list[str]], nodes: Iterable[NodeGpus]
+) -> tuple[dict[str, _Gpus], list[_Gpus]]:
+    """What each pool owns, and each node set's GPUs (a node counts once per set: its pools
+    are all in it). One pass over the nodes, summed per group of pools they serve."""
+    set_of = {pool: index for index, members in enumerate(sets) for pool in members}
+    groups: dict[tuple[str, ...], _Gpus] = {}
+    for node in nodes:
+        served = tuple(pool for pool in dict.fromkeys(node.pools) if pool in set_of)
+        if served:
+            taken = node.usage + node.withheld  # a closed node's idle GPUs are not free either
+            healthy = 0 if node.closed else node.allocatable
+            groups.setdefault(served, _Gpus()).add(_Gpus(node.allocatable, taken, healthy))
+    own = {name: _Gpus() for name in names}
+    per_set = [_Gpus() for _ in sets]
+    for served, summed in groups.items():
+        per_set[set_of[served[0]]].add(summed)
+        for pool in served:
+            own[pool].add(summed)
+    return own, per_set
+
+
+def _total(found: list[NodeSet]) -> ResourceUsage:
+    """The sums row: the quota columns over the pools, capacity over the node sets."""
     every = [pool.usage for node_set in found for pool in node_set.pools]
-    total = ResourceUsage(
+    return ResourceUsage(
         quota_used=sum(u.quota_used for u in every),
         quota_free=sum(u.quota_free for u in every),
         quota_limit=sum(u.quota_limit for u in every),
@@ -291,7 +310,6 @@ def calculate_pool_quotas(
         preempted=sum(u.preempted for u in every),
         healthy_capacity=sum(s.healthy for s in found),
     )
-    return QuotaReport(tuple(found), total)
 
 
 def queue_figures(name: str, pool: Pool, used: int, preempted: int) -> dict[str, int | str]:
