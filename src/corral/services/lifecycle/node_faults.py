@@ -10,6 +10,7 @@ the mark, and its workflow's step stops its tasks and ends or requeues it
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -35,11 +36,11 @@ log = structlog.get_logger("corral.lifecycle")
 class NodeStop:
     """Group ``group`` must stop because of node ``node``: its ``fault``, or a drain."""
 
-    group: str
     node: str
     fault: str | None
     drained_by: str = ""
     grace_s: float | None = None
+    group: str = ""
 
 
 def stops_due(placements: SchedulerCache, now: datetime) -> list[NodeStop]:
@@ -53,23 +54,21 @@ def stops_due(placements: SchedulerCache, now: datetime) -> list[NodeStop]:
         if stop is None:
             continue
         for group in groups:
-            stops.setdefault(group, NodeStop(group, *stop))
+            stops.setdefault(group, dataclasses.replace(stop, group=group))
     return list(stops.values())
 
 
-def _stop_for(
-    node: str, health: NodeHealth, now: datetime
-) -> tuple[str, str | None, str, float | None] | None:
-    """(node, fault, drained by, grace) when what runs on the node must stop now."""
+def _stop_for(node: str, health: NodeHealth, now: datetime) -> NodeStop | None:
+    """Why what runs on the node must stop now (for no group yet), or None."""
     fault = fault_reason(health, now)
     if fault is not None:
-        return node, fault, "", None
+        return NodeStop(node, fault)
     drain = drain_of(health)
     if drain is None:
         return None
     by = f" by {drain.by}" if drain.by else ""
     why = f": {drain.reason!r}" if drain.reason else ""
-    return node, None, f"the drain of node {node}{by}{why}", drain.drain_grace_s
+    return NodeStop(node, None, f"the drain of node {node}{by}{why}", drain.drain_grace_s)
 
 
 def stop_work_on_bad_nodes(controller: Controller, working: WorkingSet, now: datetime) -> None:
@@ -132,7 +131,7 @@ def _gpus(held: Mapping[str, int], group: str) -> int:
 
 
 def _groups_on(
-    working: WorkingSet, backend: str, bad: Mapping[str, tuple[str, str | None, str, float | None]]
+    working: WorkingSet, backend: str, bad: Mapping[str, NodeStop]
 ) -> tuple[list[NodeStop], dict[str, StoredWorkflow]]:
     """The running groups of ``backend`` with a task on a ``bad`` node (each stop's node is
     the group's first bad one, by task order)."""
@@ -146,7 +145,7 @@ def _groups_on(
                 continue
             node = next((t.node for t in group.tasks if t.node in bad), None)
             if node is not None:
-                stops.append(NodeStop(group.uuid, *bad[node]))
+                stops.append(dataclasses.replace(bad[node], group=group.uuid))
                 owners[group.uuid] = workflow
     return stops, owners
 
