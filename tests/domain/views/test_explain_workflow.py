@@ -302,3 +302,15 @@ def test_a_preempted_group_says_by_whom_and_why() -> None:
         "queued for 0s of the 30m queue timeout",
         "plain": "preempted by higher-priority work: c exited 3006",
     }
+
+
+def test_a_group_requeued_after_a_node_fault_says_which_tray_failed_and_when() -> None:
+    fault = "node n5 failed at 2026-11-27 12:00:00 UTC: NVLink fabric failed (IMEX down)"
+    requeued = task("a", "SCHEDULING", retry_id=1, exit_code=3001)
+    wf = workflow(
+        "RUNNING", group("again", "SCHEDULING", [requeued], fault=fault, scheduling_at=NOW)
+    )
+    assert reasons(explain_workflow(wf, NOW)) == {
+        "again": f"waiting for the scheduler; back in the queue after {fault}; "
+        "queued for 0s of the 30m queue timeout",
+    }

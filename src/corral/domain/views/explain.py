@@ -51,6 +51,8 @@ class GroupView(Protocol):
     def pending_reason(self) -> str | None: ...
     @property
     def preempted_by(self) -> str | None: ...
+    @property
+    def fault(self) -> str | None: ...
 
 
 class WorkflowView(Protocol):
@@ -155,7 +157,9 @@ def _group_reason(
         return _before_scheduling(workflow, group, status, by_name, maintenance)
     if status is TaskStatus.SCHEDULING:
         reason = group.pending_reason or SCHEDULER_PENDING
-        if group.preempted_by:
+        if group.fault:
+            reason = f"{reason}; back in the queue after {group.fault}"
+        elif group.preempted_by:
             reason = f"{reason}; back in the queue after it was preempted by {group.preempted_by}"
         queued = f"queued for {_elapsed(now, group.scheduling_at)}" if group.scheduling_at else ""
         limit = f"the {_span(workflow.queue_timeout_s)} queue timeout"
