@@ -164,6 +164,7 @@ def test_pods_of_anyone_bound_and_running_count_until_they_finish(kube_world: Ku
         "quota_maximum": "72",
         "borrowed": "0",
         "preempted": "0",
+        "healthy_capacity": str(capacity),
     }
     # The embedded cluster's node of the same name is another node: nothing runs on it.
     (embedded,) = entries(w, tray, pools=["robotics-training"])
