@@ -27,17 +27,21 @@ from corral.scheduler.records import NEVER, Evicted, PassResult, Placed, Shape, 
 from corral.scheduler.snapshot import Binding
 
 
-def place_waiting(cache: SchedulerCache, now: datetime | None = None) -> PassResult:
+def place_waiting(
+    cache: SchedulerCache, now: datetime | None = None, *, explain: bool = True
+) -> PassResult:
     """Offer the waiting groups in fair-share order (queues by their share at the start of the
     pass, then priority, then age). ``now`` decides which running work is still protected by
-    its queue's minimum runtime (None: none is)."""
-    return _Cycle(cache, now).run()
+    its queue's minimum runtime (None: none is). Without ``explain``, a group that waits gets
+    no reason worked out (a forecast's simulated passes)."""
+    return _Cycle(cache, now, explain).run()
 
 
 class _Cycle:
-    def __init__(self, cache: SchedulerCache, now: datetime | None) -> None:
+    def __init__(self, cache: SchedulerCache, now: datetime | None, explain: bool) -> None:
         self.cache = cache
         self.now = now
+        self.explain = explain
         self.result = PassResult()
         #: Groups placed in this pass: never victims in it.
         self.placed_now: set[str] = set()
@@ -108,7 +112,7 @@ class _Cycle:
     def _why(self, group: WaitingGroup, pending: Pending) -> str:
         """The reason ``group`` waits (worked out now when the first try did not)."""
         shape = group.shape
-        if pending is not UNEXPLAINED or shape.root is None:
+        if pending is not UNEXPLAINED or shape.root is None or not self.explain:
             return pending.reason
         return explain_pending(self.cache.snapshot(shape.levels, shape.fabric), shape.root)
 

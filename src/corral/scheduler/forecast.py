@@ -1,0 +1,235 @@
+"""When will a waiting group start: the embedded scheduler run forward in virtual time, many
+times over sampled runtimes (docs/forecast.md). Pure: no I/O, no clock, deterministic for a
+seed.
+
+One *run* starts from the cluster as it is: the running gangs bound where they run, the waiting
+groups in the cache as the controller has them. Each running gang ends at a runtime drawn from
+the history of like work (never before now, never beyond its exec timeout); then the real pass
+(``cycle.place_waiting``: fair share, priorities, preemption, topology) places what it would,
+and each group placed gets its own drawn runtime. The run moves from one end to the next until
+every group has started or the horizon is reached.
+
+Over the runs, each group's start times give its p10, p50 and p90 (a group that did not start
+within the horizon counts as later than any that did), and the gang whose end most often came
+just before its start (what it waits on).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from corral.domain.platform.nodes import Node
+from corral.domain.topology.fabric import NO_FABRIC_RULE, FabricRule
+from corral.scheduler import Queue
+from corral.scheduler.cache import SchedulerCache
+from corral.scheduler.cycle import place_waiting
+from corral.scheduler.records import BoundPodOnNode
+
+#: How far ahead a run looks: a group not started by then is "not within the horizon".
+HORIZON = timedelta(days=7)
+#: Runs per forecast: p10 and p90 are the 2nd and 18th of 20 sorted starts.
+RUNS = 20
+
+
+@dataclass(frozen=True)
+class Runtimes:
+    """How long a group runs: past runtimes of like work (seconds), and its exec timeout."""
+
+    samples: tuple[float, ...]
+    timeout_s: float
+
+    def draw(self, rng: random.Random, elapsed: float = 0.0) -> float:
+        """A total runtime longer than ``elapsed`` and at most the timeout: a past runtime
+        longer than what it has run, else the timeout (the only bound known)."""
+        longer = [sample for sample in self.samples if sample > elapsed]
+        if not longer:
+            return max(self.timeout_s, elapsed)
+        return min(rng.choice(longer), max(self.timeout_s, elapsed))
+
+
+@dataclass(frozen=True)
+class RunningGang:
+    """A group bound to nodes: its pods as the cache reads them, since when it runs."""
+
+    key: str
+    pods: tuple[BoundPodOnNode, ...]
+    started_at: datetime
+    runtimes: Runtimes
+
+
+@dataclass(frozen=True)
+class QueuedGroup:
+    """A group waiting for the scheduler, as the controller hands it to the cache."""
+
+    key: str
+    manifests: tuple[Mapping[str, Any], ...]
+    levels: tuple[str, ...]
+    priority: str
+    age: tuple[Any, ...]
+    runtimes: Runtimes
+    fabric: FabricRule = NO_FABRIC_RULE
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """When a waiting group starts: p10, p50 and p90 (None: not within the horizon), its
+    place in its queue and in the admission order of every queue (1 first), and the gang whose
+    end it waits on most often (None: it starts at once, or on no one's end)."""
+
+    key: str
+    p10: datetime | None
+    p50: datetime | None
+    p90: datetime | None
+    queue: str
+    queue_position: int
+    position: int
+    waits_on: str | None = None
+
+
+@dataclass(frozen=True)
+class ClusterNow:
+    """What a forecast starts from."""
+
+    nodes: Sequence[Node]
+    queues: Sequence[Queue]
+    running: Sequence[RunningGang]
+    waiting: Sequence[QueuedGroup]
+    now: datetime
+    min_runtime: Mapping[str, timedelta] = field(default_factory=dict)
+
+
+def forecast(
+    cluster: ClusterNow, *, seed: int = 0, runs: int = RUNS, horizon: timedelta = HORIZON
+) -> dict[str, Forecast]:
+    """Each waiting group's forecast, by key."""
+    starts: dict[str, list[datetime | None]] = {group.key: [] for group in cluster.waiting}
+    waits_on: dict[str, Counter[str]] = {group.key: Counter() for group in cluster.waiting}
+    order: list[tuple[str, str]] = []
+    for run in range(runs):
+        result = _run(cluster, random.Random(f"{seed}:{run}"), cluster.now + horizon)
+        order = order or result.order
+        for key, found in starts.items():
+            start = result.starts.get(key)
+            found.append(start[0] if start else None)
+            if start and start[1] is not None:
+                waits_on[key][start[1]] += 1
+    return _forecasts(cluster, order, starts, waits_on)
+
+
+def _forecasts(
+    cluster: ClusterNow,
+    order: list[tuple[str, str]],
+    starts: Mapping[str, list[datetime | None]],
+    waits_on: Mapping[str, Counter[str]],
+) -> dict[str, Forecast]:
+    found: dict[str, Forecast] = {}
+    in_queue: Counter[str] = Counter()
+    for position, (key, queue) in enumerate(order, start=1):
+        in_queue[queue] += 1
+        p10, p50, p90 = (_percentile(starts[key], q) for q in (0.1, 0.5, 0.9))
+        common = waits_on[key].most_common(1)
+        found[key] = Forecast(
+            key, p10, p50, p90, queue, in_queue[queue], position, common[0][0] if common else None
+        )
+    return found
+
+
+def _percentile(starts: list[datetime | None], quantile: float) -> datetime | None:
+    """Nearest rank, a start not within the horizon sorting after every other."""
+    ordered = sorted(starts, key=lambda start: (start is None, start or datetime.min))
+    index = min(len(ordered) - 1, max(0, math.ceil(quantile * len(ordered)) - 1))
+    return ordered[index]
+
+
+@dataclass
+class _RunResult:
+    #: Key -> (start, the gang whose end came just before it: None if it started at once).
+    starts: dict[str, tuple[datetime, str | None]]
+    #: (key, queue) in admission order: by queue, priority and age, as the pass offers them.
+    order: list[tuple[str, str]]
+
+
+def _run(cluster: ClusterNow, rng: random.Random, until: datetime) -> _RunResult:
+    now = cluster.now
+    cache = SchedulerCache(
+        cluster.nodes,
+        cluster.queues,
+        [pod for gang in cluster.running for pod in gang.pods],
+        bound_at={gang.key: gang.started_at for gang in cluster.running},
+        min_runtime=cluster.min_runtime,
+    )
+    ends: list[tuple[datetime, str]] = []
+    for gang in cluster.running:
+        elapsed = max((now - gang.started_at).total_seconds(), 0.0)
+        total = gang.runtimes.draw(rng, elapsed)
+        heapq.heappush(ends, (gang.started_at + timedelta(seconds=total), gang.key))
+    runtimes = {group.key: group.runtimes for group in cluster.waiting}
+    for group in cluster.waiting:
+        cache.add(
+            group.key,
+            list(group.manifests),
+            levels=group.levels,
+            priority=group.priority,
+            age=group.age,
+            fabric=group.fabric,
+        )
+    order = _admission_order(cache)
+    starts: dict[str, tuple[datetime, str | None]] = {}
+    ended: set[str] = set()
+    moment, last_end = now, None
+    while True:
+        passed = place_waiting(cache, moment, explain=False)
+        ended.update(eviction.group for eviction in passed.evicted)
+        for placed in passed.placed:
+            key = placed.group.key
+            starts[key] = (moment, last_end)
+            length = timedelta(seconds=runtimes[key].draw(rng))
+            heapq.heappush(ends, (moment + length, key))
+        if not cache.waiting:
+            break
+        next_end = _next_end(ends, ended)
+        if next_end is None or next_end[0] > until:
+            break
+        moment, last_end = next_end
+        cache.release(last_end)
+        while ends and ends[0][0] == moment:  # every gang ending at that moment
+            _, key = heapq.heappop(ends)
+            if key not in ended:
+                ended.add(key)
+                cache.release(key)
+    return _RunResult(starts, order)
+
+
+def _next_end(ends: list[tuple[datetime, str]], ended: set[str]) -> tuple[datetime, str] | None:
+    """The next end of a gang still running (evicted ones are skipped), taken off the heap."""
+    while ends:
+        when, key = heapq.heappop(ends)
+        if key not in ended:
+            ended.add(key)
+            return when, key
+    return None
+
+
+def _admission_order(cache: SchedulerCache) -> list[tuple[str, str]]:
+    """The waiting groups by queue, then priority and age (``WaitingGroup.order``)."""
+    groups = sorted(cache.waiting.values(), key=lambda group: (*group.order(), group.queue))
+    return [(group.key, group.queue) for group in groups]
+
+
+def history_runtimes(
+    samples: Iterable[float], fallback: Iterable[float], timeout_s: float, *, least: int = 3
+) -> Runtimes:
+    """Runtimes of like work (the same workflow name, user and pool), else of the pool (when
+    fewer than ``least`` of like work), else none: the timeout alone."""
+    own = tuple(s for s in samples if s >= 0)
+    if len(own) >= least:
+        return Runtimes(own, timeout_s)
+    pool = tuple(s for s in fallback if s >= 0)
+    return Runtimes(pool if len(pool) >= least else own, timeout_s)
