@@ -3,6 +3,7 @@ baseline measured in the same run (the figures themselves are for issue notes, n
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -14,6 +15,7 @@ SMALLEST = {
     "config_writes.py": ["--quick"],
     "control_plane.py": ["--quick"],
     "dashboard.py": ["--quick", "--databases", "sqlite", "--repeats", "2"],
+    "forecast.py": ["--quick"],
     "scheduler.py": ["--sizes", "200", "--baseline-seconds", "1"],
     "submission.py": ["--repeat", "1"],
     "template_engine.py": ["--tasks", "50"],
@@ -95,3 +97,26 @@ def test_the_fault_storm_stream_runs_and_compares_with_no_faults() -> None:
     assert " 0 trays failed" in lines[1]
     assert " 7 trays failed" in lines[2]  # 1% of 256 trays per minute, for 3 minutes
     assert lines[3].startswith("  fault storm against no faults: tick p99 ")
+
+
+def test_the_forecast_benchmark_prints_its_figures_as_json() -> None:
+    done = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "forecast.py"), "--quick", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
+    )
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert set(found) == {
+        "jobs",
+        "forecasts",
+        "coverage",
+        "median_error",
+        "baseline_coverage",
+        "baseline_median_error",
+        "forecast_p99_ms",
+        "pass_p99_ms",
+    }
+    assert found["forecasts"] > 0 and 0 <= found["coverage"] <= 1
