@@ -155,3 +155,17 @@ def _shape(group: QueuedGroup) -> tuple[int, int]:
 def _gpus(group: QueuedGroup) -> int:
     spec = group.manifests[1]["spec"]
     return int(spec["containers"][0]["resources"]["requests"]["nvidia.com/gpu"])
+
+
+def test_expected_arrivals_of_higher_priority_jump_ahead() -> None:
+    busy = running("big", ["n0"], 8, since=0, runtimes=Runtimes((600.0,), 3600))
+    waiting = gang("normal", 1, 8, 0, Runtimes((600.0,), 3600))
+    urgent = QueuedGroup("urgent", waiting.manifests, (), "HIGH", (NOW,), Runtimes((600.0,), 3600))
+    scene = cluster(1, [waiting], [busy])
+    assert forecast(scene)["normal"].p50 == NOW + timedelta(seconds=600)
+    with_arrival = ClusterNow(
+        scene.nodes, scene.queues, scene.running, scene.waiting, NOW, arrivals=[(60.0, urgent)]
+    )
+    found = forecast(with_arrival)
+    assert found["normal"].p50 == NOW + timedelta(seconds=1200)  # after the HIGH arrival's run
+    assert set(found) == {"normal"}  # arrivals are not forecast themselves

@@ -16,6 +16,7 @@ just before its start (what it waits on).
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import math
 import random
@@ -72,6 +73,8 @@ class QueuedGroup:
     manifests: tuple[Mapping[str, Any], ...]
     levels: tuple[str, ...]
     priority: str
+    #: Sorts older groups first; its first item is when it began to wait (an arrival's is
+    #: replaced by its simulated arrival time).
     age: tuple[Any, ...]
     runtimes: Runtimes
     fabric: FabricRule = NO_FABRIC_RULE
@@ -103,6 +106,9 @@ class ClusterNow:
     waiting: Sequence[QueuedGroup]
     now: datetime
     min_runtime: Mapping[str, timedelta] = field(default_factory=dict)
+    #: Work expected to arrive, seconds after ``now`` each (for example the last hour's
+    #: submissions, replayed): it may jump ahead, as real arrivals do. Not forecast itself.
+    arrivals: Sequence[tuple[float, QueuedGroup]] = ()
 
 
 def forecast(
@@ -172,15 +178,16 @@ def _run(cluster: ClusterNow, rng: random.Random, until: datetime) -> _RunResult
         heapq.heappush(ends, (gang.started_at + timedelta(seconds=total), gang.key))
     runtimes = {group.key: group.runtimes for group in cluster.waiting}
     for group in cluster.waiting:
-        cache.add(
-            group.key,
-            list(group.manifests),
-            levels=group.levels,
-            priority=group.priority,
-            age=group.age,
-            fabric=group.fabric,
-        )
+        _wait(cache, group)
     order = _admission_order(cache)
+    forecast_keys = set(runtimes)
+    arrivals = sorted(
+        (
+            (now + timedelta(seconds=after), f"+{index}", group)
+            for index, (after, group) in enumerate(cluster.arrivals)
+        ),
+        key=lambda arrival: (arrival[0], arrival[1]),
+    )
     starts: dict[str, tuple[datetime, str | None]] = {}
     ended: set[str] = set()
     moment, last_end = now, None
@@ -189,16 +196,22 @@ def _run(cluster: ClusterNow, rng: random.Random, until: datetime) -> _RunResult
         ended.update(eviction.group for eviction in passed.evicted)
         for placed in passed.placed:
             key = placed.group.key
-            starts[key] = (moment, last_end)
+            if key in forecast_keys:
+                starts[key] = (moment, last_end)
             length = timedelta(seconds=runtimes[key].draw(rng))
             heapq.heappush(ends, (moment + length, key))
-        if not cache.waiting:
+        if len(starts) == len(forecast_keys):
             break
-        next_end = _next_end(ends, ended)
+        next_end = _next_end(ends, ended, arrivals[0][0] if arrivals else None)
         if next_end is None or next_end[0] > until:
             break
         moment, last_end = next_end
-        cache.release(last_end)
+        if last_end is not None:
+            cache.release(last_end)
+        while arrivals and arrivals[0][0] <= moment:
+            _, key, group = arrivals.pop(0)
+            runtimes[key] = group.runtimes
+            _wait(cache, dataclasses.replace(group, key=key, age=(moment, *group.age[1:])))
         while ends and ends[0][0] == moment:  # every gang ending at that moment
             _, key = heapq.heappop(ends)
             if key not in ended:
@@ -207,14 +220,29 @@ def _run(cluster: ClusterNow, rng: random.Random, until: datetime) -> _RunResult
     return _RunResult(starts, order)
 
 
-def _next_end(ends: list[tuple[datetime, str]], ended: set[str]) -> tuple[datetime, str] | None:
-    """The next end of a gang still running (evicted ones are skipped), taken off the heap."""
-    while ends:
+def _wait(cache: SchedulerCache, group: QueuedGroup) -> None:
+    cache.add(
+        group.key,
+        list(group.manifests),
+        levels=group.levels,
+        priority=group.priority,
+        age=group.age,
+        fabric=group.fabric,
+    )
+
+
+def _next_end(
+    ends: list[tuple[datetime, str]], ended: set[str], arrival: datetime | None
+) -> tuple[datetime, str | None] | None:
+    """The next moment something changes: the end of a gang still running (taken off the
+    heap; evicted ones are skipped), or an arrival before it (no gang: None)."""
+    while ends and ends[0][1] in ended:
+        heapq.heappop(ends)
+    if ends and (arrival is None or ends[0][0] <= arrival):
         when, key = heapq.heappop(ends)
-        if key not in ended:
-            ended.add(key)
-            return when, key
-    return None
+        ended.add(key)
+        return when, key
+    return (arrival, None) if arrival is not None else None
 
 
 def _admission_order(cache: SchedulerCache) -> list[tuple[str, str]]:
