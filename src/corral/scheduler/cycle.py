@@ -101,7 +101,8 @@ class _Cycle:
             shape.queue,
             self.cache.usage,
             preemptible=shape.low,
-            explain=shape.low,  # HIGH and NORMAL may evict: explained only if they wait
+            # HIGH and NORMAL may evict: explained only if they wait
+            explain=shape.low and self.explain,
         )
         if isinstance(result, Pending):
             return result
