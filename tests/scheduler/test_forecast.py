@@ -53,6 +53,7 @@ def test_an_empty_queue_on_a_free_cluster_starts_now() -> None:
     assert found["a"].p10 == found["a"].p50 == found["a"].p90 == NOW
     assert (found["a"].queue, found["a"].queue_position, found["a"].position) == ("q", 1, 1)
     assert found["a"].waits_on is None
+    assert found["a"].on_timeouts  # one past runtime: the band rests on timeouts
 
 
 def test_a_group_starts_when_the_gang_it_waits_on_ends() -> None:
@@ -82,7 +83,9 @@ def test_groups_of_one_queue_start_in_turn_and_the_second_waits_on_the_first() -
 
 def test_sampled_runtimes_spread_the_band() -> None:
     busy = running("big", ["n0"], 8, since=0, runtimes=Runtimes((100.0, 200.0, 900.0), 3600))
-    found = forecast(cluster(1, [gang("a", 1, 8, 0, Runtimes((60.0,), 3600))], [busy]), runs=60)
+    own = Runtimes((60.0, 70.0, 80.0), 3600)
+    found = forecast(cluster(1, [gang("a", 1, 8, 0, own)], [busy]), runs=60)
+    assert not found["a"].on_timeouts
     assert found["a"].p10 == NOW + timedelta(seconds=100)
     assert found["a"].p90 == NOW + timedelta(seconds=900)
 

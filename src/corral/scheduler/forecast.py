@@ -37,6 +37,8 @@ from corral.scheduler.records import BoundPodOnNode
 HORIZON = timedelta(days=7)
 #: Runs per forecast: p10 and p90 are the 2nd and 18th of 20 sorted starts.
 RUNS = 20
+#: Fewer past runtimes than this: the estimate rests on timeouts, and says so.
+LEAST_SAMPLES = 3
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,9 @@ class Forecast:
     queue_position: int
     position: int
     waits_on: str | None = None
+    #: Its own runtime history is thin (under :data:`LEAST_SAMPLES`): its band rests on
+    #: exec timeouts.
+    on_timeouts: bool = False
 
 
 @dataclass(frozen=True)
@@ -137,12 +142,21 @@ def _forecasts(
 ) -> dict[str, Forecast]:
     found: dict[str, Forecast] = {}
     in_queue: Counter[str] = Counter()
+    thin = {g.key for g in cluster.waiting if len(g.runtimes.samples) < LEAST_SAMPLES}
     for position, (key, queue) in enumerate(order, start=1):
         in_queue[queue] += 1
         p10, p50, p90 = (_percentile(starts[key], q) for q in (0.1, 0.5, 0.9))
         common = waits_on[key].most_common(1)
         found[key] = Forecast(
-            key, p10, p50, p90, queue, in_queue[queue], position, common[0][0] if common else None
+            key,
+            p10,
+            p50,
+            p90,
+            queue,
+            in_queue[queue],
+            position,
+            common[0][0] if common else None,
+            key in thin,
         )
     return found
 
@@ -252,7 +266,11 @@ def _admission_order(cache: SchedulerCache) -> list[tuple[str, str]]:
 
 
 def history_runtimes(
-    samples: Iterable[float], fallback: Iterable[float], timeout_s: float, *, least: int = 3
+    samples: Iterable[float],
+    fallback: Iterable[float],
+    timeout_s: float,
+    *,
+    least: int = LEAST_SAMPLES,
 ) -> Runtimes:
     """Runtimes of like work (the same workflow name, user and pool), else of the pool (when
     fewer than ``least`` of like work), else none: the timeout alone."""
