@@ -47,6 +47,37 @@ class WorkflowListings:
             ).all()
         return {row[0]: (int(row[1]), float(row[2] or 0.0)) for row in rows}
 
+    def completed_runtimes(
+        self, pool: str, limit: int = 2000
+    ) -> list[tuple[str, str, float]]:
+        """The runtimes of the pool's groups that completed, the latest ``limit`` first:
+        (workflow name, user, seconds from start to end), what a forecast samples from."""
+        query = (
+            select(
+                workflows.c.name,
+                workflows.c.submitted_by,
+                workflow_groups.c.started_at,
+                workflow_groups.c.ended_at,
+            )
+            .join(workflow_groups, workflow_groups.c.workflow_id == workflows.c.workflow_id)
+            .where(
+                workflows.c.pool == pool,
+                workflow_groups.c.status == "COMPLETED",
+                workflow_groups.c.started_at.is_not(None),
+                workflow_groups.c.ended_at.is_not(None),
+            )
+            .order_by(workflow_groups.c.ended_at.desc())
+            .limit(limit)
+        )
+        with self._engine.connect() as connection:
+            rows = connection.execute(query).all()
+        found = []
+        for name, user, started, ended in rows:
+            start, end = utc(started), utc(ended)
+            if start is not None and end is not None:
+                found.append((str(name), str(user), max((end - start).total_seconds(), 0.0)))
+        return found
+
     def pools(self) -> list[str]:
         """Every pool some workflow was submitted to."""
         with self._engine.connect() as connection:
