@@ -47,9 +47,7 @@ class WorkflowListings:
             ).all()
         return {row[0]: (int(row[1]), float(row[2] or 0.0)) for row in rows}
 
-    def completed_runtimes(
-        self, pool: str, limit: int = 2000
-    ) -> list[tuple[str, str, float]]:
+    def completed_runtimes(self, pool: str, limit: int = 2000) -> list[tuple[str, str, float]]:
         """The runtimes of the pool's groups that completed, the latest ``limit`` first:
         (workflow name, user, seconds from start to end), what a forecast samples from."""
         query = (
