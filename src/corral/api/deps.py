@@ -27,6 +27,7 @@ from corral.services.nodes import NodeService
 from corral.services.runtime import Runtime
 from corral.services.submission import SubmissionService
 from corral.store.config_store import HistoryQuery, Revision
+from corral.store.forecasts import ForecastStore
 from corral.store.node_changes import NodeChange
 from corral.store.tokens import TokenStore
 from corral.store.users import User, UserStore
@@ -107,6 +108,10 @@ async def nodes_of(request: Request) -> NodeService:
     return _runtime(request).node_admin
 
 
+async def forecasts_of(request: Request) -> ForecastStore:
+    return _runtime(request).forecasts
+
+
 async def write_hook_of(request: Request) -> WriteHook:
     return cast(WriteHook, request.app.state.on_config_write)
 
@@ -124,3 +129,4 @@ PreemptedDep = Annotated[Callable[[], Mapping[str, int]], Depends(preempted_of)]
 WriteHookDep = Annotated[WriteHook, Depends(write_hook_of)]
 NodesDep = Annotated[NodeService, Depends(nodes_of)]
 TaskLogsDep = Annotated[TaskLogs, Depends(task_logs_of)]
+ForecastsDep = Annotated[ForecastStore, Depends(forecasts_of)]

@@ -17,6 +17,7 @@ from corral.api.deps import (
     AuthorizerDep,
     Caller,
     ConfigsDep,
+    ForecastsDep,
     SubmissionsDep,
     TaskLogs,
     TaskLogsDep,
@@ -272,14 +273,19 @@ def explain(
     authorizer: AuthorizerDep,
     configs: ConfigsDep,
     store: WorkflowsDep,
+    forecasts: ForecastsDep,
     caller: Caller,
     workflow_id: str,
 ) -> dict[str, Any]:
-    """Per group: its status and, in one line, why it is there."""
+    """Per group: its status and, in one line, why it is there (and, while it waits, its
+    start-time forecast)."""
     workflow = readable(authorizer, store, caller, workflow_id)
     pool = configs.state().find_pool(workflow.pool)
     found = explain_workflow(
-        workflow, utc_now(), pool_in_maintenance=pool is not None and pool.enable_maintenance
+        workflow,
+        utc_now(),
+        pool_in_maintenance=pool is not None and pool.enable_maintenance,
+        forecasts=forecasts.of_workflow(workflow.workflow_id),
     )
     return {
         "workflow_id": found.workflow_id,

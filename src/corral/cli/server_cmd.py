@@ -109,7 +109,7 @@ def _start_controller(runtime: Runtime, settings: ControllerSettings) -> Callabl
     stop = threading.Event()
     thread = threading.Thread(
         target=run_controller,
-        args=(runtime.lifecycle(), leadership, settings.tick_seconds, stop),
+        args=(runtime.lifecycle(forecasts=True), leadership, settings.tick_seconds, stop),
         name="corral-controller",
         daemon=True,
     )

@@ -214,6 +214,16 @@ class SchedulerCache:
         self.generation += 1
         return True
 
+    def bound_groups(self) -> Iterator[tuple[str, tuple[Binding, ...], str, bool]]:
+        """Each bound group: its key, bindings, queue, and whether it is preemptible."""
+        for key, group in self._groups.items():
+            yield key, tuple(group.bindings), group.queue, group.preemptible
+
+    @property
+    def external(self) -> tuple[Binding, ...]:
+        """Bound pods of no task group (they hold their nodes until they end)."""
+        return tuple(self._external)
+
     def groups_on(self, node: str) -> list[str]:
         """The groups bound to ``node``, in uuid order."""
         return sorted(self._groups_on.get(node, ()))

@@ -34,12 +34,14 @@ from corral.services.capacity import (
 )
 from corral.services.config_service import ConfigService, WriteMeta, WriteResult
 from corral.services.lifecycle.controller import LifecycleController
+from corral.services.lifecycle.forecasting import Forecaster
 from corral.services.lifecycle.leadership import Leadership
 from corral.services.nodes import KubernetesNodes, NodeService
 from corral.services.placement_now import GroupPlacement, placements_now
 from corral.services.submission import SubmissionService
 from corral.store.config_store import ConfigStore
 from corral.store.database import make_engine, migrate
+from corral.store.forecasts import ForecastStore
 from corral.store.lease import LeaseRow, LeaseStore
 from corral.store.node_changes import NodeChangeStore
 from corral.store.revoked_sessions import RevokedSessions
@@ -80,6 +82,8 @@ class Runtime:
     revoked_sessions: RevokedSessions = field(init=False)
     #: The embedded cluster's nodes with their health now, and changing it (docs/health.md).
     node_admin: NodeService = field(init=False)
+    #: The latest start-time forecasts (docs/forecast.md).
+    forecasts: ForecastStore = field(init=False)
     #: This server's part in the controller lease when the controller runs in this process
     #: (``corral server`` on SQLite); None: not here.
     leadership: Leadership | None = None
@@ -92,6 +96,7 @@ class Runtime:
         self.bound_pods = BoundPodCache(self.objects)
         self.revoked_sessions = RevokedSessions(self.engine, utc_now)
         changes = NodeChangeStore(self.engine, utc_now)
+        self.forecasts = ForecastStore(self.engine)
         self.node_admin = NodeService(
             changes, self.configs, self.cluster, utc_now, kubernetes=self._kubernetes_nodes
         )
@@ -122,8 +127,9 @@ class Runtime:
         run = TaskRun(task.uuid, task.retry_id, pod, task.started_at)
         return self.executor(workflow.backend).logs(run)
 
-    def lifecycle(self, clock: Clock = utc_now) -> LifecycleController:
-        """The controller that runs this runtime's workflows on the embedded cluster."""
+    def lifecycle(self, clock: Clock = utc_now, *, forecasts: bool = False) -> LifecycleController:
+        """The controller that runs this runtime's workflows on the embedded cluster;
+        ``forecasts``: it also keeps the waiting groups' start-time forecasts fresh."""
         return LifecycleController(
             workflows=self.workflows,
             objects=self.objects,
@@ -132,6 +138,9 @@ class Runtime:
             backends=self.backends,
             clock=clock,
             leadership=self.leadership,
+            forecaster=(
+                Forecaster(self.forecasts, self.workflows.completed_runtimes) if forecasts else None
+            ),
         )
 
     def join_leadership(self, ttl_seconds: float, holder: str | None = None) -> Leadership:

@@ -212,6 +212,25 @@ node_faults = Table(
     Index("ix_node_faults_pool", "pool"),
 )
 
+#: The latest start-time forecast of each waiting group (docs/forecast.md), replaced whole.
+forecasts = Table(
+    "forecasts",
+    metadata,
+    Column("group_uuid", String(32), primary_key=True),
+    Column("workflow_id", String(128), nullable=False),
+    Column("computed_at", DateTime(timezone=True), nullable=False),
+    Column("p10", DateTime(timezone=True), nullable=True),
+    Column("p50", DateTime(timezone=True), nullable=True),
+    Column("p90", DateTime(timezone=True), nullable=True),
+    Column("queue", String(256), nullable=False),
+    Column("queue_position", Integer, nullable=False),
+    Column("position", Integer, nullable=False),
+    #: The workflow whose group's end it waits on most often.
+    Column("waits_on", String(128), nullable=True),
+    Column("on_timeouts", Boolean, nullable=False),
+    Index("ix_forecasts_workflow", "workflow_id"),
+)
+
 workflow_tasks = Table(
     "workflow_tasks",
     metadata,

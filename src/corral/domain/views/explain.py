@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, TypeVar
 
+from corral.domain.views.start_forecast import GroupForecast, forecast_text
 from corral.domain.workflows.statuses import TaskStatus, WorkflowStatus
 
 
@@ -35,6 +36,8 @@ class TaskView(Protocol):
 class GroupView(Protocol):
     @property
     def name(self) -> str: ...
+    @property
+    def uuid(self) -> str: ...
     @property
     def status(self) -> str: ...
     @property
@@ -107,19 +110,37 @@ _HEADLINES = {
 
 
 def explain_workflow(
-    workflow: WorkflowView, now: datetime, *, pool_in_maintenance: bool = False
+    workflow: WorkflowView,
+    now: datetime,
+    *,
+    pool_in_maintenance: bool = False,
+    forecasts: Mapping[str, GroupForecast] | None = None,
 ) -> WorkflowExplanation:
-    """One line per group; ``pool_in_maintenance`` is noted on groups that wait to start."""
+    """One line per group; ``pool_in_maintenance`` is noted on groups that wait to start, and
+    a waiting group's forecast (by group uuid) is added to its line."""
     by_name = {group.name: group for group in workflow.groups}
     groups = tuple(
         GroupExplanation(
             group.name,
             group.status,
-            _group_reason(workflow, group, by_name, now, pool_in_maintenance),
+            _with_forecast(
+                _group_reason(workflow, group, by_name, now, pool_in_maintenance),
+                group,
+                (forecasts or {}).get(group.uuid),
+                now,
+            ),
         )
         for group in workflow.groups
     )
     return WorkflowExplanation(workflow.workflow_id, workflow.status, _summary(workflow), groups)
+
+
+def _with_forecast(
+    reason: str, group: GroupView, forecast: GroupForecast | None, now: datetime
+) -> str:
+    if forecast is None or group.status != TaskStatus.SCHEDULING.value:
+        return reason
+    return f"{reason}; {forecast_text(forecast, now)}"
 
 
 def _summary(workflow: WorkflowView) -> str:

@@ -55,6 +55,7 @@ from corral.scheduler.cycle import place_waiting
 from corral.scheduler.queues import min_runtimes, pool_queues
 from corral.scheduler.records import BoundPodOnNode
 from corral.services.lifecycle.evictions import record_evictions
+from corral.services.lifecycle.forecasting import Forecaster
 from corral.services.lifecycle.leadership import Leadership
 from corral.services.lifecycle.node_faults import stop_work_on_bad_nodes, stop_work_on_kubernetes
 from corral.services.lifecycle.step import WorkflowStep
@@ -96,8 +97,11 @@ class LifecycleController:
         clock: Callable[[], datetime],
         leadership: Leadership | None = None,
         monotonic: Callable[[], float] = time.monotonic,
+        forecaster: Forecaster | None = None,
     ) -> None:
         self.workflows = workflows
+        #: Keeps the waiting groups' start-time forecasts fresh (None: no forecasts).
+        self.forecaster = forecaster
         #: When set, the controller acts only while it holds the lease, and every write is
         #: fenced by it (``leadership.py``); None: the only controller (tests, tools).
         self.leadership = leadership
@@ -147,6 +151,8 @@ class LifecycleController:
             self._working = None  # memory may be ahead of what was written: read it again
             self.objects.unstage((0, 0))
             raise
+        if self.forecaster is not None:
+            self.forecaster.after_tick(working, self.nodes(), state, report, self.clock())
         return report
 
     def _current(self, state: Configs) -> WorkingSet:

@@ -219,7 +219,7 @@ def main() -> int:
     stop = threading.Event()
     threading.Thread(target=_stop_when_closed, args=(stop,), daemon=True).start()
     try:
-        run_controller(runtime.lifecycle(), leadership, settings.tick_seconds, stop)
+        run_controller(runtime.lifecycle(forecasts=True), leadership, settings.tick_seconds, stop)
     finally:
         runtime.backends.close()
     return 0

@@ -1,0 +1,217 @@
+"""Start-time forecasts of the waiting groups, kept fresh by the controller
+(docs/forecast.md): after a tick that changed something, and at most every
+:data:`EVERY_SECONDS`, the tick hands the scheduler's state to a thread that runs
+``scheduler/forecast.py`` on it and replaces the stored forecasts. Reading one never runs the
+simulation, and a tick never waits for it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import structlog
+
+from corral.domain.configs.snapshot import Configs
+from corral.domain.labels import PRIORITY as PRIORITY_LABEL
+from corral.domain.labels import QUEUE as QUEUE_LABEL
+from corral.domain.platform.nodes import Node
+from corral.domain.views.start_forecast import GroupForecast
+from corral.domain.workflows.record import StoredWorkflow
+from corral.scheduler.forecast import (
+    ClusterNow,
+    Forecast,
+    QueuedGroup,
+    RunningGang,
+    Runtimes,
+    forecast,
+    history_runtimes,
+)
+from corral.scheduler.queues import min_runtimes, pool_queues
+from corral.scheduler.records import BoundPodOnNode
+from corral.services.lifecycle.tick_report import TickReport
+from corral.services.lifecycle.working_set import WorkingSet
+from corral.store.forecasts import ForecastStore
+
+log = structlog.get_logger("corral.lifecycle")
+
+#: The least time between two forecasts.
+EVERY_SECONDS = 30.0
+#: Runs per forecast (the engine's p10 and p90 are the 1st and 9th of 10).
+RUNS = 10
+#: A pod of no task group holds its node for as long as a forecast looks.
+FOREVER_S = 10 * 365 * 86400.0
+
+#: Completed runtimes of a pool: (workflow name, user, seconds).
+History = Callable[[str], Sequence[tuple[str, str, float]]]
+
+
+class Forecaster:
+    def __init__(
+        self,
+        store: ForecastStore,
+        history: History,
+        *,
+        background: bool = True,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._store = store
+        self._history = history
+        self._background = background
+        self._monotonic = monotonic
+        self._last: float | None = None
+        #: A tick changed the queue or the cluster since the last forecast.
+        self._changed = True
+        self._thread: threading.Thread | None = None
+
+    def after_tick(
+        self,
+        working: WorkingSet,
+        nodes: Sequence[Node],
+        state: Configs,
+        report: TickReport,
+        now: datetime,
+    ) -> None:
+        """Forecast again when a tick changed something since the last forecast and that one
+        is old enough (in a thread, unless one still runs)."""
+        self._changed |= bool(report.stepped or report.placed_groups or report.cleaned_groups)
+        clock = self._monotonic()
+        if not self._changed or (self._last is not None and clock - self._last < EVERY_SECONDS):
+            return
+        if self._thread is not None and self._thread.is_alive():
+            return
+        self._last, self._changed = clock, False
+        cluster, owners = forecast_input(working, nodes, state, self._history, now)
+        pools = {queue.name: queue.pool or queue.name for queue in cluster.queues}
+        job = (cluster, _Names(owners, pools), now)
+        if self._background:
+            self._thread = threading.Thread(
+                target=self._forecast, args=job, name="forecast", daemon=True
+            )
+            self._thread.start()
+        else:
+            self._forecast(*job)
+
+    def wait(self, timeout_s: float = 30.0) -> None:
+        """Until the forecast under way (if any) is written."""
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+
+    def _forecast(self, cluster: ClusterNow, names: _Names, now: datetime) -> None:
+        started = time.perf_counter()
+        try:
+            found = forecast(cluster, runs=RUNS)
+            self._store.replace([_stored(f, names, now) for f in found.values()])
+        except Exception:  # a forecast is advice: the controller goes on without it
+            log.exception("forecast failed")
+            return
+        log.info(
+            "forecast written",
+            groups=len(found),
+            seconds=round(time.perf_counter() - started, 3),
+        )
+
+
+@dataclass(frozen=True)
+class _Names:
+    """What users call what a forecast names: each group's workflow, each queue's pool."""
+
+    workflows: dict[str, str]
+    pools: dict[str, str]
+
+
+def _stored(found: Forecast, names: _Names, now: datetime) -> GroupForecast:
+    return GroupForecast(
+        group_uuid=found.key,
+        workflow_id=names.workflows.get(found.key, ""),
+        computed_at=now,
+        p10=found.p10,
+        p50=found.p50,
+        p90=found.p90,
+        queue=names.pools.get(found.queue, found.queue),
+        queue_position=found.queue_position,
+        position=found.position,
+        waits_on=names.workflows.get(found.waits_on) if found.waits_on else None,
+        on_timeouts=found.on_timeouts,
+    )
+
+
+def forecast_input(
+    working: WorkingSet, nodes: Sequence[Node], state: Configs, history: History, now: datetime
+) -> tuple[ClusterNow, dict[str, str]]:
+    """What a forecast starts from, read from the controller's memory (in the tick: the
+    thread then touches nothing the tick changes), and each group's workflow."""
+    cache = working.placements
+    runtimes = _RuntimeLookup(history)
+    owners: dict[str, str] = {}
+    running = []
+    for key, bindings, queue, preemptible in cache.bound_groups():
+        workflow = working.workflows.get(working.bound.get(key, ""))
+        labels = {QUEUE_LABEL: queue, PRIORITY_LABEL: "LOW" if preemptible else ""}
+        pods = tuple(BoundPodOnNode(b.pod, b.node, key, labels, {}, b.demand) for b in bindings)
+        if workflow is None:
+            continue
+        owners[key] = workflow.workflow_id
+        group = next(g for g in workflow.groups if g.uuid == key)
+        since = group.started_at or group.scheduling_at or workflow.submitted_at
+        running.append(RunningGang(key, pods, since, runtimes.of(workflow)))
+    for i, binding in enumerate(cache.external):
+        pod = BoundPodOnNode(binding.pod, binding.node, None, {}, {}, binding.demand)
+        forever = Runtimes((), FOREVER_S)
+        running.append(RunningGang(f"external-{i}", (pod,), now, forever))
+    waiting = []
+    manifests = working.manifests.get(cache.waiting)
+    for key, queued in cache.waiting.items():
+        workflow = working.workflows.get(working.owners.get(key, ""))
+        if workflow is None or key not in manifests:
+            continue
+        owners[key] = workflow.workflow_id
+        shape = queued.shape
+        waiting.append(
+            QueuedGroup(
+                key,
+                tuple(manifests[key]),
+                shape.levels,
+                queued.priority,
+                queued.age,
+                runtimes.of(workflow),
+                shape.fabric,
+            )
+        )
+    now_state = ClusterNow(
+        nodes,
+        pool_queues(state),
+        running,
+        waiting,
+        now,
+        min_runtimes(state),
+    )
+    return now_state, owners
+
+
+class _RuntimeLookup:
+    """Each workflow's runtime samples: its name and user's in its pool, else its pool's."""
+
+    def __init__(self, history: History) -> None:
+        self._history = history
+        self._pools: dict[str, tuple[dict[tuple[str, str], list[float]], list[float]]] = {}
+
+    def of(self, workflow: StoredWorkflow) -> Runtimes:
+        by_name, pool = self._pool(workflow.pool)
+        own = by_name.get((workflow.name, workflow.submitted_by), [])
+        return history_runtimes(own, pool, workflow.exec_timeout_s)
+
+    def _pool(self, pool: str) -> tuple[dict[tuple[str, str], list[float]], list[float]]:
+        found = self._pools.get(pool)
+        if found is None:
+            by_name: dict[tuple[str, str], list[float]] = defaultdict(list)
+            every = []
+            for name, user, seconds in self._history(pool):
+                by_name[(name, user)].append(seconds)
+                every.append(seconds)
+            found = self._pools[pool] = (dict(by_name), every)
+        return found

@@ -1,0 +1,74 @@
+"""Start-time forecasts kept by the controller and shown by explain (docs/forecast.md), on
+both databases: a gang that waits for the quota the running gangs hold is forecast to start
+when the first of them reaches its exec timeout (no runtime history yet), and says so."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from corral.domain.views.explain import explain_workflow
+from corral.services.lifecycle.forecasting import Forecaster
+from tests.services.lifecycle_world import World, task, workflow_yaml
+
+
+def gang(name: str) -> str:
+    """8 trays of 4 GPUs in one clique, for an hour at most."""
+    tasks = [task(f"shard{i}", lead=i == 0, seconds=3600) for i in range(8)]
+    resources = {"default": {"gpu": 4, "topology": [{"key": "gpu-clique"}]}}
+    return workflow_yaml(
+        [{"name": "train", "tasks": tasks}],
+        name=name,
+        resources=resources,
+        timeout={"exec_timeout": "1h"},
+    )
+
+
+def explain(world: World, workflow_id: str) -> dict[str, Any]:
+    status, body = world.api.call("GET", f"/api/workflow/{workflow_id}/explain")
+    assert status == 200, body
+    return dict(body)
+
+
+def test_a_waiting_gang_is_forecast_to_start_when_the_quota_it_waits_for_frees(
+    world: World,
+) -> None:
+    runtime = world.runtime
+    world.controller.forecaster = Forecaster(
+        runtime.forecasts,
+        runtime.workflows.completed_runtimes,
+        background=False,
+        monotonic=lambda: world.clock.now.timestamp(),
+    )
+    first, second = world.submit(gang("first")), world.submit(gang("second"))
+    world.run_until(
+        lambda: all(world.workflow(w).groups[0].status == "RUNNING" for w in (first, second))
+    )
+    waiting = world.submit(gang("third"))  # over the pool's guarantee of 64 GPUs: it waits
+    world.run_until(lambda: world.workflow(waiting).groups[0].pending_reason is not None)
+    world.clock.advance(31)  # the least time between two forecasts
+    world.controller.tick()
+    (found,) = runtime.forecasts.of_workflow(waiting).values()
+    started = world.workflow(first).groups[0].started_at
+    assert started is not None
+    ends = started + timedelta(hours=1)  # no runtime history yet: the exec timeout
+    assert (found.p10, found.p50, found.p90) == (ends, ends, ends)
+    assert (found.queue, found.queue_position, found.position) == ("nvl72", 1, 1)
+    assert found.waits_on in (first, second) and found.on_timeouts
+    reason = explain(world, waiting)["groups"][0]["reason"]
+    assert "; position 1 in queue nvl72; " in reason, reason
+    line = (
+        explain_workflow(
+            world.workflow(waiting),
+            world.clock.now,
+            forecasts=runtime.forecasts.of_workflow(waiting),
+        )
+        .groups[0]
+        .reason
+    )
+    until = int((ends - world.clock.now).total_seconds() // 60)
+    assert line.endswith(
+        f"; position 1 in queue nvl72; starts in ~{until} min (80%: {until} min - {until} min), "
+        f"most likely after {found.waits_on} ends (few past runs: the estimate rests on exec "
+        "timeouts)"
+    ), line
