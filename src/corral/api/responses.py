@@ -429,3 +429,30 @@ class Profile(Answer):
     profile: ProfileSettings
     roles: list[str]
     pools: list[str]
+
+
+class QueueEntry(Answer):
+    """A waiting group (docs/forecast.md#the-queue); one the caller may not read has only
+    ``position`` and ``hidden``."""
+
+    position: int | None
+    hidden: bool
+    workflow_id: str | None = None
+    group: str | None = None
+    pool: str | None = None
+    user: str | None = None
+    priority: str | None = None
+    tasks: int | None = None
+    waiting_s: int | None = None
+    queue_position: int | None = None
+    p10: str | None = None
+    p50: str | None = None
+    p90: str | None = None
+    on_timeouts: bool | None = None
+    forecast_at: str | None = None
+    reason: str | None = None
+
+
+class QueueView(Answer):
+    at: str
+    entries: list[QueueEntry]

@@ -6,7 +6,15 @@ from typing import Any
 
 import typer
 
-from corral.cli import config_cmd, node_cmd, pool_cmd, resource_cmd, user_cmd, workflow_cmd
+from corral.cli import (
+    config_cmd,
+    node_cmd,
+    pool_cmd,
+    queue_cmd,
+    resource_cmd,
+    user_cmd,
+    workflow_cmd,
+)
 from corral.cli.server_cmd import server
 
 app = typer.Typer(
@@ -17,6 +25,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.command()(server)
+app.command("queue")(queue_cmd.queue)
 app.add_typer(config_cmd.app, name="config")
 app.add_typer(node_cmd.app, name="node")
 app.add_typer(pool_cmd.app, name="pool")

@@ -26,6 +26,12 @@ class ForecastStore:
             if found:
                 connection.execute(insert(forecasts), [asdict(f) for f in found])
 
+    def every(self) -> dict[str, GroupForecast]:
+        """Every stored forecast, by group uuid."""
+        with self._engine.connect() as connection:
+            rows = connection.execute(select(forecasts)).mappings().all()
+        return {row["group_uuid"]: _record(dict(row)) for row in rows}
+
     def of_workflow(self, workflow_id: str) -> dict[str, GroupForecast]:
         """By group uuid."""
         query = select(forecasts).where(forecasts.c.workflow_id == workflow_id)

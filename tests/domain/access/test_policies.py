@@ -541,6 +541,7 @@ REGISTERED: list[tuple[str, str, ResolvedAction]] = [
     ("GET", "/api/workflow", ResolvedAction("workflow:List", None, "/api/workflow")),
     ("GET", "/api/task", ResolvedAction("workflow:List", None, "/api/task")),
     ("GET", "/api/tag", ResolvedAction("workflow:List", None, "/api/tag")),
+    ("GET", "/api/queue", ResolvedAction("workflow:List", None, "/api/queue")),
     ("GET", "/api/workflow/w1", ResolvedAction("workflow:Read", "pool/*", "/api/workflow/*", "w1")),
     (
         "PATCH",

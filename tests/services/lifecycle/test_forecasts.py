@@ -72,3 +72,35 @@ def test_a_waiting_gang_is_forecast_to_start_when_the_quota_it_waits_for_frees(
         f"most likely after {found.waits_on} ends (few past runs: the estimate rests on exec "
         "timeouts)"
     ), line
+
+
+def test_the_queue_lists_waiting_groups_in_order_with_their_forecast(world: World) -> None:
+    runtime = world.runtime
+    world.controller.forecaster = Forecaster(
+        runtime.forecasts, runtime.workflows.completed_runtimes, background=False
+    )
+    first, second = world.submit(gang("first")), world.submit(gang("second"))
+    world.run_until(
+        lambda: all(world.workflow(w).groups[0].status == "RUNNING" for w in (first, second))
+    )
+    waiting = [world.submit(gang(f"later{i}")) for i in range(2)]
+    world.run_until(lambda: world.workflow(waiting[1]).groups[0].pending_reason is not None)
+    world.controller.forecaster = Forecaster(  # a fresh one forecasts at its first tick
+        runtime.forecasts, runtime.workflows.completed_runtimes, background=False
+    )
+    world.controller.tick()
+    status, body = world.api.call("GET", "/api/queue")
+    assert status == 200, body
+    entries = body["entries"]
+    assert [(e["workflow_id"], e["position"], e["queue_position"]) for e in entries] == [
+        (waiting[0], 1, 1),
+        (waiting[1], 2, 2),
+    ]
+    assert entries[0]["pool"] == "nvl72" and entries[0]["user"] == "admin"
+    assert entries[0]["tasks"] == 8 and entries[0]["on_timeouts"] is True
+    assert entries[0]["p50"] is not None and entries[0]["p50"] <= entries[1]["p50"]
+    assert entries[0]["reason"].startswith("pool nvl72 would use 96 GPUs")
+    status, mine = world.api.call("GET", "/api/queue", params={"users": ["someone-else"]})
+    assert status == 200 and mine["entries"] == []
+    status, other = world.api.call("GET", "/api/queue", params={"pools": ["default"]})
+    assert status == 200 and other["entries"] == []

@@ -116,7 +116,7 @@ REGISTRY: tuple[Endpoint, ...] = (
     # workflow
     _pool("workflow:Create", "/api/pool/*/workflow", ("POST",)),
     _pool("workflow:Create", "/api/pool/*/workflow/*", ("POST",)),
-    *_global("workflow:List", _READ, "/api/workflow", "/api/task", "/api/tag"),
+    *_global("workflow:List", _READ, "/api/workflow", "/api/task", "/api/tag", "/api/queue"),
     _wf("workflow:Read", "/api/workflow/*", _READ),
     _wf("workflow:Update", "/api/workflow/*", _UPDATE),
     _wf("workflow:Delete", "/api/workflow/*", ("DELETE",)),

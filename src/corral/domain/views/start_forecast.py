@@ -47,17 +47,17 @@ def forecast_text(forecast: GroupForecast, now: datetime) -> str:
         notes.append("few past runs: the estimate rests on exec timeouts")
     age = (now - forecast.computed_at).total_seconds()
     if age > STALE_SECONDS:
-        notes.append(f"forecast {_duration(age)} old")
+        notes.append(f"forecast {duration_text(age)} old")
     return f"{where}; {when}{after}" + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def _until(now: datetime, moment: datetime | None) -> str:
     if moment is None:
         return "over 7 days"
-    return _duration(max((moment - now).total_seconds(), 0.0))
+    return duration_text(max((moment - now).total_seconds(), 0.0))
 
 
-def _duration(seconds: float) -> str:
+def duration_text(seconds: float) -> str:
     """``40 min``, ``1 h 30 min``, ``2 d 3 h``; under a minute: ``under a minute``."""
     minutes = int(seconds // 60)
     if minutes < 1:

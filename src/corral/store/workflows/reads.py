@@ -16,7 +16,7 @@ from corral.domain.workflows.record import (
     StoredWorkflow,
 )
 from corral.store.tables import pending_shapes, workflow_groups, workflow_tasks, workflows
-from corral.store.workflows.records import group_record, workflow_record
+from corral.store.workflows.records import group_record, shared_reason_for, workflow_record
 
 
 def read_workflow(connection: Connection, workflow_id: str) -> StoredWorkflow | None:
@@ -124,3 +124,22 @@ def controller_rows(connection: Connection, ids: Sequence[str] | None) -> list[S
 
 def _rows(connection: Connection, query: Any) -> list[Any]:
     return list(connection.execute(query).mappings().all())
+
+
+def waiting_reasons(connection: Connection, workflows: Sequence[StoredWorkflow]) -> dict[str, str]:
+    """Group uuid -> why each waiting group of ``workflows`` waits, where its shape says so
+    (``controller_rows`` leaves the shared reasons out: the controller never reads them)."""
+    rows = [
+        {"pending_shape": g.pending_shape, "status": g.status, "pending_reason": g.pending_reason}
+        for w in workflows
+        for g in w.groups
+    ]
+    shared = _shared_reasons(connection, rows)
+    found = {}
+    for workflow in workflows:
+        for group in workflow.groups:
+            reason = shared.get(group.pending_shape or "")
+            waits = group.status == GROUP_SCHEDULING and group.pending_reason is None
+            if waits and reason is not None:
+                found[group.uuid] = shared_reason_for(reason, [t.pod_name for t in group.tasks])
+    return found

@@ -51,7 +51,7 @@ from corral.store.tables import (
 )
 from corral.store.workflows.inbox import CANCEL, SUBMITTED, mark_seen, read_inbox, tell_controller
 from corral.store.workflows.listings import WorkflowListings
-from corral.store.workflows.reads import controller_rows, read_workflow
+from corral.store.workflows.reads import controller_rows, read_workflow, waiting_reasons
 from corral.store.workflows.records import (
     IdempotencyKey,
     InboxEntry,
@@ -190,6 +190,11 @@ class WorkflowStore(WorkflowListings):
         if found is None:
             raise NotFoundError(f"Workflow {workflow_id} not found.")
         return found
+
+    def waiting_reasons(self, workflows: Sequence[StoredWorkflow]) -> dict[str, str]:
+        """Group uuid -> why it waits, for the waiting groups whose reason is their shape's."""
+        with self._engine.connect() as connection:
+            return waiting_reasons(connection, workflows)
 
     def controller_view(self, ids: Sequence[str] | None = None) -> list[StoredWorkflow]:
         """Alive workflows as the controller works on them, oldest first: every alive one, or

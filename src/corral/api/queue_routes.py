@@ -1,0 +1,50 @@
+"""``GET /api/queue``: every waiting group in admission order with its start-time forecast
+(docs/forecast.md#the-queue). corral's own endpoint: OSMO has none."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+
+from corral.api import responses as R
+from corral.api.deps import AuthorizerDep, Caller, ForecastsDep, WorkflowsDep
+from corral.domain.formats.wire_time import wire_time
+from corral.domain.views.queue import queue_entries
+from corral.domain.workflows.record import StoredWorkflow
+from corral.services.runtime import utc_now
+
+router = APIRouter(tags=["workflows"])
+Names = Annotated[list[str], Query()]
+
+
+@router.get("/api/queue", response_model=R.QueueView)
+def queue(
+    authorizer: AuthorizerDep,
+    store: WorkflowsDep,
+    forecasts: ForecastsDep,
+    caller: Caller,
+    pools: Names = [],  # noqa: B006 - FastAPI query list
+    users: Names = [],  # noqa: B006
+) -> dict[str, Any]:
+    """Every waiting group, first to start first; ``pools`` and ``users`` narrow the groups
+    shown, not the positions. Groups the caller may not read are opaque entries."""
+    authorizer.check(caller, "workflow:List")
+
+    def may_read(workflow: StoredWorkflow) -> bool:
+        return workflow.submitted_by == caller.username or authorizer.allows(
+            caller, "workflow:Read", f"pool/{workflow.pool}"
+        )
+
+    now = utc_now()
+    alive = store.controller_view()
+    entries = queue_entries(
+        alive,
+        forecasts.every(),
+        may_read,
+        now,
+        pools=pools,
+        users=users,
+        reasons=store.waiting_reasons(alive),
+    )
+    return {"at": wire_time(now), "entries": entries}

@@ -1,0 +1,73 @@
+"""``corral queue``: every waiting group, first to start first, with its start-time forecast
+(``GET /api/queue``; docs/forecast.md#the-queue), in ``squeue --start``'s habits."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+import typer
+
+from corral.cli.client import Client
+from corral.cli.output import FormatOption, OutputFormat, echo, handle_errors, print_json
+from corral.cli.pool_cmd import columns_text
+from corral.domain.views.start_forecast import duration_text
+
+HEADER = ["Pos", "Workflow", "Group", "Pool", "User", "Priority", "Tasks", "Waiting", "Start (80%)"]
+
+
+@handle_errors
+def queue(
+    pools: Annotated[
+        list[str] | None, typer.Option("--pool", "-p", help="Only this pool (repeat for several).")
+    ] = None,
+    users: Annotated[
+        list[str] | None, typer.Option("--user", "-u", help="Only this user's (repeat).")
+    ] = None,
+    output: FormatOption = OutputFormat.text,
+) -> None:
+    """Every waiting group, first to start first: its position, wait so far and forecast
+    start. Groups you may not read hold their place as `(hidden)`."""
+    found = Client().get("/api/queue", pools=pools or None, users=users or None)
+    if output is OutputFormat.json:
+        print_json(found)
+        return
+    if not found["entries"]:
+        echo("Nothing waits.")
+        return
+    now = datetime.fromisoformat(found["at"]).replace(tzinfo=UTC)
+    rows = [_row(entry, now) for entry in found["entries"]]
+    echo("\n".join(columns_text([HEADER], rows)))
+
+
+def _row(entry: dict[str, Any], now: datetime) -> list[str]:
+    position = str(entry["position"]) if entry["position"] is not None else "-"
+    if entry["hidden"]:
+        return [position, "(hidden)", *[""] * (len(HEADER) - 2)]
+    return [
+        position,
+        entry["workflow_id"],
+        entry["group"],
+        entry["pool"],
+        entry["user"],
+        entry["priority"],
+        str(entry["tasks"]),
+        duration_text(entry["waiting_s"]),
+        _start(entry, now),
+    ]
+
+
+def _start(entry: dict[str, Any], now: datetime) -> str:
+    """``~40 min (25 min - 1 h 30 min)``; ``-`` before the first forecast."""
+    if entry["forecast_at"] is None:
+        return "-"
+    p10, p50, p90 = (_until(entry[key], now) for key in ("p10", "p50", "p90"))
+    band = f"~{p50} ({p10} - {p90})"
+    return f"{band} *" if entry["on_timeouts"] else band
+
+
+def _until(value: str | None, now: datetime) -> str:
+    if value is None:
+        return "over 7 d"
+    seconds = (datetime.fromisoformat(value).replace(tzinfo=UTC) - now).total_seconds()
+    return "now" if seconds <= 0 else duration_text(seconds)

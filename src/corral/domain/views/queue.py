@@ -1,0 +1,71 @@
+"""The queue: every waiting group in admission order, with its start-time forecast
+(docs/forecast.md#the-queue). Groups the caller may not read still hold their place, as opaque
+entries: a position and nothing else."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from corral.domain.formats.wire_time import optional_wire_time
+from corral.domain.views.start_forecast import GroupForecast
+from corral.domain.workflows.record import GROUP_SCHEDULING, StoredGroup, StoredWorkflow
+
+
+def queue_entries(
+    workflows: Sequence[StoredWorkflow],
+    forecasts: Mapping[str, GroupForecast],
+    may_read: Callable[[StoredWorkflow], bool],
+    now: datetime,
+    *,
+    pools: Sequence[str] = (),
+    users: Sequence[str] = (),
+    reasons: Mapping[str, str] | None = None,
+) -> list[dict[str, Any]]:
+    """Each waiting group of ``pools`` (all when empty), the forecast's admission order first
+    (groups not forecast yet after, oldest first). With ``users``, only theirs that the caller
+    may read: an opaque entry would say who waits. ``reasons``: why groups wait whose record
+    has no reason of its own (their shape's)."""
+    waiting = [
+        (workflow, group)
+        for workflow in workflows
+        for group in workflow.groups
+        if group.status == GROUP_SCHEDULING
+        and (not pools or workflow.pool in pools)
+        and (not users or (workflow.submitted_by in users and may_read(workflow)))
+    ]
+
+    def order(entry: tuple[StoredWorkflow, StoredGroup]) -> tuple[Any, ...]:
+        found = forecasts.get(entry[1].uuid)
+        since = entry[1].scheduling_at or entry[0].submitted_at
+        return (found is None, found.position if found else 0, since, entry[1].uuid)
+
+    entries: list[dict[str, Any]] = []
+    for workflow, group in sorted(waiting, key=order):
+        found = forecasts.get(group.uuid)
+        position = found.position if found else None
+        if not may_read(workflow):
+            entries.append({"position": position, "hidden": True})
+            continue
+        since = group.scheduling_at or workflow.submitted_at
+        row: dict[str, Any] = {
+            "position": position,
+            "hidden": False,
+            "workflow_id": workflow.workflow_id,
+            "group": group.name,
+            "pool": workflow.pool,
+            "user": workflow.submitted_by,
+            "priority": workflow.priority,
+            "tasks": len(group.tasks),
+            "waiting_s": round(max((now - since).total_seconds(), 0.0)),
+            "queue_position": found.queue_position if found else None,
+            "p10": optional_wire_time(found.p10) if found else None,
+            "p50": optional_wire_time(found.p50) if found else None,
+            "p90": optional_wire_time(found.p90) if found else None,
+            "on_timeouts": found.on_timeouts if found else None,
+            "forecast_at": optional_wire_time(found.computed_at) if found else None,
+            "reason": group.pending_reason or (reasons or {}).get(group.uuid),
+        }
+        entries.append(row)
+    return entries
