@@ -85,7 +85,11 @@ class Forecaster:
         if self._thread is not None and self._thread.is_alive():
             return
         self._last, self._changed = clock, False
-        cluster, owners = forecast_input(working, nodes, state, self._history, now)
+        try:
+            cluster, owners = forecast_input(working, nodes, state, self._history, now)
+        except Exception:  # advice: the tick has committed, and goes on without it
+            log.exception("forecast input failed")
+            return
         pools = {queue.name: queue.pool or queue.name for queue in cluster.queues}
         job = (cluster, _Names(owners, pools), now)
         if self._background:
@@ -95,11 +99,6 @@ class Forecaster:
             self._thread.start()
         else:
             self._forecast(*job)
-
-    def wait(self, timeout_s: float = 30.0) -> None:
-        """Until the forecast under way (if any) is written."""
-        if self._thread is not None:
-            self._thread.join(timeout_s)
 
     def _forecast(self, cluster: ClusterNow, names: _Names, now: datetime) -> None:
         started = time.perf_counter()
