@@ -38,7 +38,7 @@ from typing import Any
 import structlog
 
 from corral.backends.embedded_objects import ClusterObjectStore
-from corral.backends.port import BackendError, GroupObjects
+from corral.backends.port import BackendError, ClusterBackend, GroupObjects
 from corral.backends.registry import Backends
 from corral.domain.configs.snapshot import Configs
 from corral.domain.topology.kai_objects import queue_manifests, topology_manifests
@@ -145,14 +145,15 @@ class LifecycleController:
         state = self.state()
         try:
             working = self._current(state)
-            self._sync_scheduler_objects(state)
-            _Tick(self, working, state, report).run()
+            clusters = self.backends.kubernetes(state)
+            self._sync_scheduler_objects(state, clusters)
+            _Tick(self, working, state, report).run(clusters)
         except BaseException:
             self._working = None  # memory may be ahead of what was written: read it again
             self.objects.unstage((0, 0))
             raise
         if self.forecaster is not None:
-            self.forecaster.after_tick(working, self.nodes(), state, report, self.clock())
+            self.forecaster.after_tick(working, state, report, self.clock())
         return report
 
     def _current(self, state: Configs) -> WorkingSet:
@@ -234,9 +235,9 @@ class LifecycleController:
         )
         return working
 
-    def _sync_scheduler_objects(self, state: Configs) -> None:
+    def _sync_scheduler_objects(self, state: Configs, clusters: Sequence[ClusterBackend]) -> None:
         """Each Kubernetes backend's KAI Queues and Topologies, as the pools say now."""
-        for backend in self.backends.kubernetes(state):
+        for backend in clusters:
             desired = [
                 *queue_manifests(state, backend.name),
                 *topology_manifests(state, backend.name),
@@ -264,9 +265,9 @@ class _Tick:
         self.now = controller.clock()
         self.index = WorkingSetIndexer(controller, working, state)
 
-    def run(self) -> None:
+    def run(self, clusters: Sequence[ClusterBackend]) -> None:
+        """One tick; ``clusters``: the connected Kubernetes backends."""
         stop_work_on_bad_nodes(self.controller, self.working, self.now)
-        clusters = self.controller.backends.kubernetes(self.state)
         stop_work_on_kubernetes(self.controller, self.working, clusters, self.now)
         changes = Changes()
         self._read_inbox(changes)

@@ -19,7 +19,6 @@ import structlog
 from corral.domain.configs.snapshot import Configs
 from corral.domain.labels import PRIORITY as PRIORITY_LABEL
 from corral.domain.labels import QUEUE as QUEUE_LABEL
-from corral.domain.platform.nodes import Node
 from corral.domain.views.start_forecast import GroupForecast
 from corral.domain.workflows.record import StoredWorkflow
 from corral.scheduler.forecast import (
@@ -71,7 +70,6 @@ class Forecaster:
     def after_tick(
         self,
         working: WorkingSet,
-        nodes: Sequence[Node],
         state: Configs,
         report: TickReport,
         now: datetime,
@@ -86,7 +84,7 @@ class Forecaster:
             return
         self._last, self._changed = clock, False
         try:
-            cluster, owners = forecast_input(working, nodes, state, self._history, now)
+            cluster, owners = forecast_input(working, state, self._history, now)
         except Exception:  # advice: the tick has committed, and goes on without it
             log.exception("forecast input failed")
             return
@@ -140,7 +138,7 @@ def _stored(found: Forecast, names: _Names, now: datetime) -> GroupForecast:
 
 
 def forecast_input(
-    working: WorkingSet, nodes: Sequence[Node], state: Configs, history: History, now: datetime
+    working: WorkingSet, state: Configs, history: History, now: datetime
 ) -> tuple[ClusterNow, dict[str, str]]:
     """What a forecast starts from, read from the controller's memory (in the tick: the
     thread then touches nothing the tick changes), and each group's workflow."""
@@ -182,7 +180,7 @@ def forecast_input(
             )
         )
     now_state = ClusterNow(
-        nodes,
+        tuple(cache.nodes),  # a copy: the next tick replaces nodes whose health changed
         pool_queues(state),
         running,
         waiting,
