@@ -112,6 +112,14 @@ MATRIX: list[Case] = [
     Case("alice", "GET", "/api/pool/team-a/topology", 200, {"pool": "team-a"}),
     Case("carol", "GET", "/api/pool/team-b/topology", 200, {"pool": "team-b"}),
     Case("dave", "GET", "/api/pool/default/topology", 403, nobody("dave", "pool:List", DAVE)),
+    Case("alice", "GET", "/api/pool/team-a/shapes", 200, {"pool": "team-a"}),
+    Case(
+        "carol",
+        "GET",
+        "/api/pool/default/shapes",
+        404,
+        "Pool default does not exist, or you may not use it: `corral pool list` shows yours.",
+    ),
     # --- config read vs update
     Case(
         "alice",

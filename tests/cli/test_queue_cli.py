@@ -1,26 +1,38 @@
-"""``corral queue`` against a real server (docs/forecast.md#the-queue): nothing waits, then a
-gang waiting for its pool's guarantee is listed, in text and JSON."""
+"""``corral queue`` and ``corral pool shapes`` against a real server on both databases
+(docs/forecast.md): nothing waits, then a gang waiting for its pool's guarantee is listed, in
+text and JSON; each clique's free shape is printed as the API answers it."""
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 import yaml
 
-from tests.cli.results import succeeded
-from tests.conftest import LiveServer
+from tests.cli.results import failed, succeeded
+from tests.conftest import LiveServer, start_server
+
+
+@pytest.fixture
+def server(database_url: str, tmp_path: Path) -> Iterator[LiveServer]:
+    """A fresh server with the example configs, on SQLite and on PostgreSQL; a tick of 50 ms
+    forecasts at most every 3 s."""
+    found = start_server(tmp_path, "--demo", "--tick-seconds", "0.05", database_url=database_url)
+    yield found
+    found.stop()
 
 
 def sixteen_trays(path: Path) -> Path:
-    """16 trays of 4 GPUs at NORMAL priority for 10 simulated minutes: all of nvl72's
-    guarantee of 64 GPUs."""
+    """16 trays of 4 GPUs at NORMAL priority for 10 minutes (a local process, or simulated):
+    all of nvl72's guarantee of 64 GPUs."""
     tasks = [
         {
             "name": f"shard{i}",
             "image": "busybox",
-            "command": ["sh", "-c", "true"],
+            "command": ["sleep", "600"],
             "lead": i == 0,
             "environment": {"CORRAL_SIMULATED_DURATION": "600"},
         }
@@ -32,19 +44,20 @@ def sixteen_trays(path: Path) -> Path:
     return path
 
 
-def test_the_queue_shows_a_waiting_gang(live_server: LiveServer, tmp_path: Path) -> None:
-    assert succeeded(live_server.cli("queue")) == "Nothing waits.\n"
+def test_the_queue_shows_a_waiting_gang(server: LiveServer, tmp_path: Path) -> None:
+    assert succeeded(server.cli("queue")) == "Nothing waits.\n"
     spec = sixteen_trays(tmp_path / "rack.yaml")
     submit = ("workflow", "submit", str(spec), "--pool", "nvl72")
-    succeeded(live_server.cli(*submit))  # runs, holding the guarantee
-    submitted = succeeded(live_server.cli(*submit))  # waits for the quota
+    running = re.search(r"Workflow ID\s+-\s+(\S+)", succeeded(server.cli(*submit)))
+    assert running is not None  # it runs, holding the guarantee
+    submitted = succeeded(server.cli(*submit))  # waits for the quota
     found_id = re.search(r"Workflow ID\s+-\s+(\S+)", submitted)
     assert found_id is not None, submitted
     workflow_id = found_id.group(1)
     found: dict[str, object] = {}
-    for _ in range(100):  # until the controller has made the group wait
-        found = json.loads(succeeded(live_server.cli("queue", "--format", "json")))
-        if found["entries"]:
+    for _ in range(100):  # until the controller has made the group wait, and forecast it
+        found = json.loads(succeeded(server.cli("queue", "--format", "json")))
+        if found["entries"] and found["entries"][0]["forecast_at"]:  # type: ignore[index]
             break
     (entry,) = found["entries"]  # type: ignore[misc]
     assert (entry["workflow_id"], entry["pool"], entry["user"], entry["tasks"]) == (
@@ -53,7 +66,7 @@ def test_the_queue_shows_a_waiting_gang(live_server: LiveServer, tmp_path: Path)
         "admin",
         16,
     )
-    lines = succeeded(live_server.cli("queue", "--pool", "nvl72")).splitlines()
+    lines = succeeded(server.cli("queue", "--pool", "nvl72")).splitlines()
     assert lines[0].split() == [
         "Pos",
         "Workflow",
@@ -67,4 +80,53 @@ def test_the_queue_shows_a_waiting_gang(live_server: LiveServer, tmp_path: Path)
         "(80%)",
     ]
     assert lines[2].split()[1:7] == [workflow_id, "rack", "nvl72", "admin", "NORMAL", "16"]
-    assert succeeded(live_server.cli("queue", "--pool", "default")) == "Nothing waits.\n"
+    assert succeeded(server.cli("queue", "--pool", "default")) == "Nothing waits.\n"
+    explained = succeeded(server.cli("workflow", "explain", workflow_id))
+    # No runtime history: the running gang ends at its exec timeout (the demo's 7 days).
+    assert (
+        "; position 1 in queue nvl72; starts in ~6 d 23 h (80%: 6 d 23 h - 6 d 23 h), most likely "
+        f"after {running.group(1)} ends (few past runs: the estimate rests on exec timeouts)\n"
+    ) in explained, explained
+    assert lines[2].rstrip().endswith("~6 d 23 h (6 d 23 h - 6 d 23 h) *"), lines[2]
+
+
+def test_pool_shapes_prints_each_clique_as_the_api_answers(server: LiveServer) -> None:
+    found = json.loads(succeeded(server.cli("pool", "shapes", "nvl72", "--format", "json")))
+    assert (found["pool"], found["level"], found["label"]) == (
+        "nvl72",
+        "gpu-clique",
+        "nvidia.com/gpu-clique",
+    )
+    lines = succeeded(server.cli("pool", "shapes", "nvl72")).splitlines()
+    largest = found["largest_gang"]
+    assert lines[0].startswith(
+        "Pool nvl72 by gpu-clique (nvidia.com/gpu-clique): the largest whole-node gang in one "
+        f"gpu-clique now is {largest} tasks of 4 GPUs; the next whole gpu-clique is free "
+    ), lines[0]
+    assert lines[1].split() == [
+        "Domain",
+        "Trays",
+        "Healthy",
+        "Free",
+        "Free",
+        "GPUs",
+        "Largest",
+        "gang",
+        "Whole",
+        "free",
+    ]
+    rows = [line.split()[:6] for line in lines[3:]]
+    assert rows == [
+        [
+            d["domain"],
+            str(d["trays"]),
+            str(d["healthy"]),
+            str(d["free"]),
+            f"{d['free_gpus']}/{d['gpus']}",
+            str(d["largest_gang"]),
+        ]
+        for d in found["domains"]
+    ]
+    assert failed(server.cli("pool", "shapes", "nope")) == (
+        "error: Pool nope does not exist, or you may not use it: `corral pool list` shows yours."
+    )

@@ -5,6 +5,7 @@ of it in its queue."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from corral.domain.platform.node_health import NodeHealth
 from corral.scheduler import Queue
 from corral.scheduler.forecast import (
     ClusterNow,
@@ -20,6 +22,7 @@ from corral.scheduler.forecast import (
     Runtimes,
     forecast,
     history_runtimes,
+    outlook,
 )
 from corral.scheduler.records import BoundPodOnNode
 from tests.scheduler.helpers import node, pod, pod_group
@@ -54,6 +57,33 @@ def test_an_empty_queue_on_a_free_cluster_starts_now() -> None:
     assert (found["a"].queue, found["a"].queue_position, found["a"].position) == ("q", 1, 1)
     assert found["a"].waits_on is None
     assert found["a"].on_timeouts  # one past runtime: the band rests on timeouts
+
+
+CLIQUE = "nvidia.com/gpu.clique"
+
+
+def test_a_domain_is_whole_free_when_its_last_gang_ends_before_the_queue_takes_it() -> None:
+    """c0 (n0, n1) holds two gangs ending after 100 s and 700 s; c1 (n2) is free now; the
+    waiting group takes n2, so c1 is free now but never again within the runs."""
+    nodes = [node(f"n{i}", labels={CLIQUE: "c0" if i < 2 else "c1"}) for i in range(3)]
+    busy = [
+        running("short", ["n0"], 8, since=0, runtimes=Runtimes((100.0,) * 3, 3600)),
+        running("long", ["n1"], 8, since=0, runtimes=Runtimes((700.0,) * 3, 3600)),
+    ]
+    waiting = [gang("w", 1, 8, 0, Runtimes((5000.0,) * 3, 9000))]
+    now = ClusterNow(nodes, QUEUES, busy, waiting, NOW, domain_labels=(CLIQUE,))
+    found = outlook(now, runs=4)
+    assert found.whole_free == {(CLIQUE, "c0"): NOW + timedelta(seconds=700), (CLIQUE, "c1"): NOW}
+    assert found.groups["w"].p50 == NOW
+
+
+def test_a_domain_with_a_closed_node_counts_its_open_nodes_only() -> None:
+    closed = NodeHealth(ready=False, not_ready_reason="KubeletDown")
+    nodes = [node("n0", labels={CLIQUE: "c0"}), node("n1", labels={CLIQUE: "c0"})]
+    nodes[1] = dataclasses.replace(nodes[1], health=closed)
+    busy = [running("b", ["n1"], 8, since=0, runtimes=Runtimes((60.0,) * 3, 600))]
+    found = outlook(ClusterNow(nodes, QUEUES, busy, [], NOW, domain_labels=(CLIQUE,)))
+    assert found.whole_free == {(CLIQUE, "c0"): NOW}
 
 
 def test_a_group_starts_when_the_gang_it_waits_on_ends() -> None:

@@ -8,11 +8,14 @@ from fastapi import APIRouter, Query
 from pydantic import AfterValidator, WithJsonSchema
 
 from corral.api import responses as R
-from corral.api.deps import AuthorizerDep, Caller, ConfigsDep
+from corral.api.deps import AuthorizerDep, Caller, CapacityDep, ConfigsDep, ForecastsDep
 from corral.domain.platform.render import pool_topology, render_pool
 from corral.domain.platform.variables import SET_PATTERN, parse_set_values
+from corral.errors import NotFoundError
 from corral.services import sandbox
 from corral.services.commands import check_template_reads
+from corral.services.free_shapes import pool_shapes
+from corral.services.runtime import utc_now
 
 
 def _assignment(text: str) -> str:
@@ -65,3 +68,23 @@ def topology(
     ``resources.<spec>.topology[].key``."""
     authorizer.check(caller, "pool:List")
     return pool_topology(service.state(), pool)
+
+
+@router.get("/{pool}/shapes", response_model=R.PoolShapes)
+def shapes(
+    authorizer: AuthorizerDep,
+    capacity: CapacityDep,
+    service: ConfigsDep,
+    forecasts: ForecastsDep,
+    caller: Caller,
+    pool: str,
+) -> dict[str, Any]:
+    """Per domain of the pool's finest topology level: trays healthy, free and in all, the
+    largest gang of whole-node tasks that fits now, and when it is next wholly free."""
+    authorizer.check(caller, "pool:List")
+    state = service.state()
+    if pool not in authorizer.allowed_pools(caller, state.pool_names()):
+        raise NotFoundError(
+            f"Pool {pool} does not exist, or you may not use it: `corral pool list` shows yours."
+        )
+    return pool_shapes(state, capacity(state), forecasts, pool, utc_now())

@@ -133,6 +133,31 @@ class PoolTopology(Answer):
     topology_keys: list[TopologyLevel]
 
 
+class DomainShape(Answer):
+    """A finest topology domain of a pool (docs/forecast.md#free-shapes)."""
+
+    domain: str
+    trays: int
+    healthy: int
+    free: int
+    gpus: int
+    free_gpus: int
+    task_gpus: int
+    largest_gang: int
+    whole_free_at: str | None
+    forecast_at: str | None
+
+
+class PoolShapes(Answer):
+    pool: str
+    at: str
+    level: str
+    label: str
+    largest_gang: int
+    next_whole_free: str | None
+    domains: list[DomainShape]
+
+
 class PoolRender(Answer):
     pool: str
     platform: str

@@ -12,6 +12,7 @@ from corral.cli import (
     pool_cmd,
     queue_cmd,
     resource_cmd,
+    shapes_cmd,
     user_cmd,
     workflow_cmd,
 )
@@ -28,6 +29,7 @@ app.command()(server)
 app.command("queue")(queue_cmd.queue)
 app.add_typer(config_cmd.app, name="config")
 app.add_typer(node_cmd.app, name="node")
+pool_cmd.app.command("shapes")(shapes_cmd.shapes)
 app.add_typer(pool_cmd.app, name="pool")
 app.add_typer(resource_cmd.app, name="resource")
 app.add_typer(user_cmd.app, name="user")

@@ -36,7 +36,8 @@ from corral.cli.output import (
 app = typer.Typer(
     rich_markup_mode=None,
     help="Pools you may use: quota and usage (list), what a platform's templates render to "
-    "(render), the topology keys a workflow may use (topology).",
+    "(render), the topology keys a workflow may use (topology), free shapes per rack or "
+    "clique (shapes).",
     no_args_is_help=True,
 )
 

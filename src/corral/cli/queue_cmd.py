@@ -35,7 +35,7 @@ def queue(
     if not found["entries"]:
         echo("Nothing waits.")
         return
-    now = datetime.fromisoformat(found["at"]).replace(tzinfo=UTC)
+    now = parse_time(found["at"])
     rows = [_row(entry, now) for entry in found["entries"]]
     echo("\n".join(columns_text([HEADER], rows)))
 
@@ -61,13 +61,19 @@ def _start(entry: dict[str, Any], now: datetime) -> str:
     """``~40 min (25 min - 1 h 30 min)``; ``-`` before the first forecast."""
     if entry["forecast_at"] is None:
         return "-"
-    p10, p50, p90 = (_until(entry[key], now) for key in ("p10", "p50", "p90"))
+    p10, p50, p90 = (until_text(entry[key], now) for key in ("p10", "p50", "p90"))
     band = f"~{p50} ({p10} - {p90})"
     return f"{band} *" if entry["on_timeouts"] else band
 
 
-def _until(value: str | None, now: datetime) -> str:
+def parse_time(value: str) -> datetime:
+    """A time as the server answers it (UTC)."""
+    return datetime.fromisoformat(value).replace(tzinfo=UTC)
+
+
+def until_text(value: str | None, now: datetime) -> str:
+    """How long from ``now`` until ``value``: ``now`` when past, ``over 7 d`` for None."""
     if value is None:
         return "over 7 d"
-    seconds = (datetime.fromisoformat(value).replace(tzinfo=UTC) - now).total_seconds()
+    seconds = (parse_time(value) - now).total_seconds()
     return "now" if seconds <= 0 else duration_text(seconds)

@@ -97,6 +97,7 @@ def _start_controller(runtime: Runtime, settings: ControllerSettings) -> Callabl
     from corral.services.lifecycle.process import (
         STOP_TIMEOUT_SECONDS,
         ControllerProcess,
+        controller_of,
         run_controller,
     )
 
@@ -109,7 +110,12 @@ def _start_controller(runtime: Runtime, settings: ControllerSettings) -> Callabl
     stop = threading.Event()
     thread = threading.Thread(
         target=run_controller,
-        args=(runtime.lifecycle(forecasts=True), leadership, settings.tick_seconds, stop),
+        args=(
+            controller_of(runtime, settings.tick_seconds),
+            leadership,
+            settings.tick_seconds,
+            stop,
+        ),
         name="corral-controller",
         daemon=True,
     )

@@ -87,6 +87,7 @@ class SchedulerCache:
         #: The nodes whose health is not :data:`HEALTHY`: where running work may have to end.
         self.unhealthy = {node.name: node.health for node in nodes if node.health != HEALTHY}
         self._external: list[Binding] = []  # bound pods that belong to no task group
+        self._external_nodes: set[str] = set()
         #: Bound preemptible gangs in bind order (youngest last), and by node index.
         self._victims: dict[str, Running] = {}
         self._victims_on: dict[int, dict[str, Running]] = {}
@@ -116,6 +117,7 @@ class SchedulerCache:
             charged = demand.gpu
         if pod.group_uuid is None:
             self._external.append(binding)
+            self._external_nodes.add(binding.node)
             return
         group = self._groups.setdefault(pod.group_uuid, _BoundGroup([], queue, preemptible))
         group.bindings.append(binding)
@@ -227,6 +229,15 @@ class SchedulerCache:
     def groups_on(self, node: str) -> list[str]:
         """The groups bound to ``node``, in uuid order."""
         return sorted(self._groups_on.get(node, ()))
+
+    def nodes_of(self, group_uuid: str) -> set[str]:
+        """The nodes the bound group holds (none when it holds nothing)."""
+        group = self._groups.get(group_uuid)
+        return {b.node for b in group.bindings} if group is not None else set()
+
+    def holds_anything(self, node: str) -> bool:
+        """Whether a group or a pod of no group is bound to ``node``."""
+        return bool(self._groups_on.get(node)) or node in self._external_nodes
 
     def gpus_of(self, group_uuid: str) -> int:
         """The GPUs the bound group holds."""

@@ -11,7 +11,9 @@ every group has started or the horizon is reached.
 
 Over the runs, each group's start times give its p10, p50 and p90 (a group that did not start
 within the horizon counts as later than any that did), and the gang whose end most often came
-just before its start (what it waits on).
+just before its start (what it waits on). Each topology domain asked for (``domain_labels``)
+gets the median moment its open nodes are first all free at once, before the pass that follows
+(when a whole clique frees up for the gang first in line).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from corral.domain.platform.node_health import closed_reason
 from corral.domain.platform.nodes import Node
 from corral.domain.topology.fabric import NO_FABRIC_RULE, FabricRule
 from corral.scheduler import Queue
@@ -114,24 +117,82 @@ class ClusterNow:
     #: Work expected to arrive, seconds after ``now`` each (for example the last hour's
     #: submissions, replayed): it may jump ahead, as real arrivals do. Not forecast itself.
     arrivals: Sequence[tuple[float, QueuedGroup]] = ()
+    #: Node labels whose domains (label, value) get a "whole domain free" forecast.
+    domain_labels: Sequence[str] = ()
+
+
+#: A topology domain: its node label and value.
+Domain = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class Outlook:
+    """A forecast: each waiting group's, by key, and when each domain of ``domain_labels`` is
+    next wholly free (median over the runs; None: not within the horizon)."""
+
+    groups: dict[str, Forecast]
+    whole_free: dict[Domain, datetime | None]
 
 
 def forecast(
     cluster: ClusterNow, *, seed: int = 0, runs: int = RUNS, horizon: timedelta = HORIZON
 ) -> dict[str, Forecast]:
     """Each waiting group's forecast, by key."""
+    return outlook(cluster, seed=seed, runs=runs, horizon=horizon).groups
+
+
+def outlook(
+    cluster: ClusterNow, *, seed: int = 0, runs: int = RUNS, horizon: timedelta = HORIZON
+) -> Outlook:
+    """Each waiting group's forecast, and each domain's next wholly free moment."""
     starts: dict[str, list[datetime | None]] = {group.key: [] for group in cluster.waiting}
     waits_on: dict[str, Counter[str]] = {group.key: Counter() for group in cluster.waiting}
+    domains = _Domains(cluster.nodes, cluster.domain_labels)
+    free_at: dict[Domain, list[datetime | None]] = {domain: [] for domain in domains.members}
     order: list[tuple[str, str]] = []
     for run in range(runs):
-        result = _run(cluster, random.Random(f"{seed}:{run}"), cluster.now + horizon)
+        result = _run(cluster, random.Random(f"{seed}:{run}"), cluster.now + horizon, domains)
         order = order or result.order
         for key, found in starts.items():
             start = result.starts.get(key)
             found.append(start[0] if start else None)
             if start and start[1] is not None:
                 waits_on[key][start[1]] += 1
-    return _forecasts(cluster, order, starts, waits_on)
+        for domain, moments in free_at.items():
+            moments.append(result.whole_free.get(domain))
+    whole_free = {domain: _percentile(moments, 0.5) for domain, moments in free_at.items()}
+    return Outlook(_forecasts(cluster, order, starts, waits_on), whole_free)
+
+
+class _Domains:
+    """The open nodes of each domain, and the domains of each node."""
+
+    def __init__(self, nodes: Sequence[Node], labels: Sequence[str]) -> None:
+        self.members: dict[Domain, list[str]] = {}
+        self.of_node: dict[str, list[Domain]] = {}
+        for node in nodes:
+            if closed_reason(node.health) is not None:
+                continue
+            for label in labels:
+                if label in node.labels:
+                    domain = (label, node.labels[label])
+                    self.members.setdefault(domain, []).append(node.name)
+                    self.of_node.setdefault(node.name, []).append(domain)
+
+    def note_free(
+        self,
+        cache: SchedulerCache,
+        nodes: Iterable[str],
+        moment: datetime,
+        found: dict[Domain, datetime],
+    ) -> None:
+        """Record ``moment`` for each domain of ``nodes`` not yet recorded whose open nodes
+        all hold nothing."""
+        for domain in {d for node in nodes for d in self.of_node.get(node, ())}:
+            if domain not in found and not any(
+                cache.holds_anything(node) for node in self.members[domain]
+            ):
+                found[domain] = moment
 
 
 def _forecasts(
@@ -174,9 +235,11 @@ class _RunResult:
     starts: dict[str, tuple[datetime, str | None]]
     #: (key, queue) in admission order: by queue, priority and age, as the pass offers them.
     order: list[tuple[str, str]]
+    #: When each domain was first wholly free (before that moment's pass).
+    whole_free: dict[Domain, datetime]
 
 
-def _run(cluster: ClusterNow, rng: random.Random, until: datetime) -> _RunResult:
+def _run(cluster: ClusterNow, rng: random.Random, until: datetime, domains: _Domains) -> _RunResult:
     now = cluster.now
     cache = SchedulerCache(
         cluster.nodes,
@@ -203,6 +266,8 @@ def _run(cluster: ClusterNow, rng: random.Random, until: datetime) -> _RunResult
         key=lambda arrival: (arrival[0], arrival[1]),
     )
     starts: dict[str, tuple[datetime, str | None]] = {}
+    whole_free: dict[Domain, datetime] = {}
+    domains.note_free(cache, domains.of_node, now, whole_free)
     ended: set[str] = set()
     moment, last_end = now, None
     while True:
@@ -214,14 +279,15 @@ def _run(cluster: ClusterNow, rng: random.Random, until: datetime) -> _RunResult
                 starts[key] = (moment, last_end)
             length = timedelta(seconds=runtimes[key].draw(rng))
             heapq.heappush(ends, (moment + length, key))
-        if len(starts) == len(forecast_keys):
+        if len(starts) == len(forecast_keys) and len(whole_free) == len(domains.members):
             break
         next_end = _next_end(ends, ended, arrivals[0][0] if arrivals else None)
         if next_end is None or next_end[0] > until:
             break
         moment, last_end = next_end
+        freed: set[str] = set()
         if last_end is not None:
-            cache.release(last_end)
+            freed |= _release(cache, last_end)
         while arrivals and arrivals[0][0] <= moment:
             _, key, group = arrivals.pop(0)
             runtimes[key] = group.runtimes
@@ -230,8 +296,16 @@ def _run(cluster: ClusterNow, rng: random.Random, until: datetime) -> _RunResult
             _, key = heapq.heappop(ends)
             if key not in ended:
                 ended.add(key)
-                cache.release(key)
-    return _RunResult(starts, order)
+                freed |= _release(cache, key)
+        domains.note_free(cache, freed, moment, whole_free)
+    return _RunResult(starts, order, whole_free)
+
+
+def _release(cache: SchedulerCache, key: str) -> set[str]:
+    """End the group; the nodes it held."""
+    nodes = cache.nodes_of(key)
+    cache.release(key)
+    return nodes
 
 
 def _wait(cache: SchedulerCache, group: QueuedGroup) -> None:

@@ -127,9 +127,12 @@ class Runtime:
         run = TaskRun(task.uuid, task.retry_id, pod, task.started_at)
         return self.executor(workflow.backend).logs(run)
 
-    def lifecycle(self, clock: Clock = utc_now, *, forecasts: bool = False) -> LifecycleController:
-        """The controller that runs this runtime's workflows on the embedded cluster;
-        ``forecasts``: it also keeps the waiting groups' start-time forecasts fresh."""
+    def lifecycle(
+        self, clock: Clock = utc_now, *, forecast_every: float | None = None
+    ) -> LifecycleController:
+        """The controller that runs this runtime's workflows on the embedded cluster; with
+        ``forecast_every``, it also keeps the waiting groups' start-time forecasts fresh,
+        forecasting at most every so many seconds."""
         return LifecycleController(
             workflows=self.workflows,
             objects=self.objects,
@@ -139,7 +142,13 @@ class Runtime:
             clock=clock,
             leadership=self.leadership,
             forecaster=(
-                Forecaster(self.forecasts, self.workflows.completed_runtimes) if forecasts else None
+                Forecaster(
+                    self.forecasts,
+                    self.workflows.completed_runtimes,
+                    every_seconds=forecast_every,
+                )
+                if forecast_every is not None
+                else None
             ),
         )
 

@@ -231,6 +231,17 @@ forecasts = Table(
     Index("ix_forecasts_workflow", "workflow_id"),
 )
 
+#: When each topology domain (node label, value) is next wholly free, by the latest forecast.
+domain_forecasts = Table(
+    "domain_forecasts",
+    metadata,
+    Column("label", String(317), primary_key=True),
+    Column("value", String(63), primary_key=True),
+    Column("computed_at", DateTime(timezone=True), nullable=False),
+    #: None: not within the forecast's horizon.
+    Column("free_at", DateTime(timezone=True), nullable=True),
+)
+
 workflow_tasks = Table(
     "workflow_tasks",
     metadata,

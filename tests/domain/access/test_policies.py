@@ -712,6 +712,11 @@ REGISTERED: list[tuple[str, str, ResolvedAction]] = [
         "/api/pool/p1/topology",
         ResolvedAction("pool:List", None, "/api/pool/*/topology"),
     ),
+    (
+        "GET",
+        "/api/pool/p1/shapes",
+        ResolvedAction("pool:List", None, "/api/pool/*/shapes"),
+    ),
     ("GET", "/api/auth/login", ResolvedAction("auth:Login", None, "/api/auth/login")),
     ("GET", "/api/auth/keys", ResolvedAction("auth:Login", None, "/api/auth/keys")),
     (

@@ -4,7 +4,7 @@ when the first of them reaches its exec timeout (no runtime history yet), and sa
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from corral.domain.views.explain import explain_workflow
@@ -104,3 +104,46 @@ def test_the_queue_lists_waiting_groups_in_order_with_their_forecast(world: Worl
     assert status == 200 and mine["entries"] == []
     status, other = world.api.call("GET", "/api/queue", params={"pools": ["default"]})
     assert status == 200 and other["entries"] == []
+
+
+def test_pool_shapes_show_each_clique_and_when_a_busy_one_is_whole_again(world: World) -> None:
+    runtime = world.runtime
+    world.controller.forecaster = Forecaster(
+        runtime.forecasts, runtime.workflows.completed_runtimes, background=False
+    )
+    first = world.submit(gang("first"))
+    world.run_until(lambda: world.workflow(first).groups[0].status == "RUNNING")
+    world.controller.tick()
+    status, body = world.api.call("GET", "/api/pool/nvl72/shapes")
+    assert status == 200, body
+    assert (body["level"], body["label"]) == ("gpu-clique", "nvidia.com/gpu-clique")
+    busy = [d for d in body["domains"] if d["free"] < d["trays"]]
+    started = world.workflow(first).groups[0].started_at
+    assert started is not None
+    assert busy == [
+        {
+            "domain": "zone-b-spine-0-rack-0-gpu-clique-0",
+            "trays": 18,
+            "healthy": 18,
+            "free": 10,
+            "gpus": 72,
+            "free_gpus": 40,
+            "task_gpus": 4,
+            "largest_gang": 10,
+            "whole_free_at": busy[0]["whole_free_at"],
+            "forecast_at": busy[0]["forecast_at"],
+        }
+    ]
+    # No runtime history: the gang holds its clique until its exec timeout, counted from when
+    # the controller bound it (its tasks start a tick later).
+    whole_free = datetime.fromisoformat(busy[0]["whole_free_at"]).replace(tzinfo=UTC)
+    assert timedelta(0) <= started + timedelta(hours=1) - whole_free <= timedelta(seconds=5)
+    assert busy[0]["forecast_at"] is not None
+    idle = [d for d in body["domains"] if d not in busy]
+    assert len(idle) == 4 and body["largest_gang"] == 18
+    assert all(d["whole_free_at"] == body["at"] and d["forecast_at"] is None for d in idle)
+    status, missing = world.api.call("GET", "/api/pool/nope/shapes")
+    assert (status, missing["message"]) == (
+        404,
+        "Pool nope does not exist, or you may not use it: `corral pool list` shows yours.",
+    )

@@ -157,7 +157,7 @@ REGISTRY: tuple[Endpoint, ...] = (
     _fixed("config:Read", "/api/configs/diff", _READ, "config/*"),
     _fixed("config:Update", "/api/configs/apply", ("POST",), "config/*"),
     _fixed("config:Read", "/api/pool/*/render", _READ, "config/pool"),
-    *_global("pool:List", _READ, "/api/pool/*/topology"),
+    *_global("pool:List", _READ, "/api/pool/*/topology", "/api/pool/*/shapes"),
     *_global(
         "node:Update",
         ("POST",),

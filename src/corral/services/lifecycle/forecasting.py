@@ -1,8 +1,8 @@
 """Start-time forecasts of the waiting groups, kept fresh by the controller
 (docs/forecast.md): after a tick that changed something, and at most every
-:data:`EVERY_SECONDS`, the tick hands the scheduler's state to a thread that runs
-``scheduler/forecast.py`` on it and replaces the stored forecasts. Reading one never runs the
-simulation, and a tick never waits for it.
+:data:`TICKS_BETWEEN` ticks (30 s at the default tick), the tick hands the scheduler's state
+to a thread that runs ``scheduler/forecast.py`` on it and replaces the stored forecasts.
+Reading one never runs the simulation, and a tick never waits for it.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from corral.scheduler.forecast import (
     QueuedGroup,
     RunningGang,
     Runtimes,
-    forecast,
     history_runtimes,
+    outlook,
 )
 from corral.scheduler.queues import min_runtimes, pool_queues
 from corral.scheduler.records import BoundPodOnNode
@@ -38,8 +38,8 @@ from corral.store.forecasts import ForecastStore
 
 log = structlog.get_logger("corral.lifecycle")
 
-#: The least time between two forecasts.
-EVERY_SECONDS = 30.0
+#: The least time between two forecasts, in controller ticks.
+TICKS_BETWEEN = 60
 #: Runs per forecast (the engine's p10 and p90 are the 1st and 9th of 10).
 RUNS = 10
 #: A pod of no task group holds its node for as long as a forecast looks.
@@ -55,9 +55,11 @@ class Forecaster:
         store: ForecastStore,
         history: History,
         *,
+        every_seconds: float = 30.0,
         background: bool = True,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
+        self._every = every_seconds
         self._store = store
         self._history = history
         self._background = background
@@ -78,7 +80,7 @@ class Forecaster:
         is old enough (in a thread, unless one still runs)."""
         self._changed |= bool(report.stepped or report.placed_groups or report.cleaned_groups)
         clock = self._monotonic()
-        if not self._changed or (self._last is not None and clock - self._last < EVERY_SECONDS):
+        if not self._changed or (self._last is not None and clock - self._last < self._every):
             return
         if self._thread is not None and self._thread.is_alive():
             return
@@ -101,14 +103,15 @@ class Forecaster:
     def _forecast(self, cluster: ClusterNow, names: _Names, now: datetime) -> None:
         started = time.perf_counter()
         try:
-            found = forecast(cluster, runs=RUNS)
-            self._store.replace([_stored(f, names, now) for f in found.values()])
+            found = outlook(cluster, runs=RUNS)
+            groups = [_stored(f, names, now) for f in found.groups.values()]
+            self._store.replace(groups, found.whole_free, now)
         except Exception:  # a forecast is advice: the controller goes on without it
             log.exception("forecast failed")
             return
         log.info(
             "forecast written",
-            groups=len(found),
+            groups=len(groups),
             seconds=round(time.perf_counter() - started, 3),
         )
 
@@ -186,8 +189,15 @@ def forecast_input(
         waiting,
         now,
         min_runtimes(state),
+        domain_labels=finest_labels(state),
     )
     return now_state, owners
+
+
+def finest_labels(state: Configs) -> tuple[str, ...]:
+    """The node label of each pool's finest topology level: the domains pool shapes shows."""
+    found = {pool.topology_keys[-1].label for pool in state.pools().values() if pool.topology_keys}
+    return tuple(sorted(found))
 
 
 class _RuntimeLookup:

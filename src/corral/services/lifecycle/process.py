@@ -27,14 +27,19 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import structlog
 
 from corral.services.gc_settings import collection_clock, tune_gc
 from corral.services.lifecycle.controller import LifecycleController
+from corral.services.lifecycle.forecasting import TICKS_BETWEEN
 from corral.services.lifecycle.leadership import Leadership
 from corral.services.server_logs import LogLevel, configure_logging
 from corral.store.lease import LostLease
+
+if TYPE_CHECKING:  # the runtime is opened in the child process: imported where it runs
+    from corral.services.runtime import Runtime
 
 log = structlog.get_logger("corral.controller")
 #: The ticks' own lines, as the controller writes them.
@@ -196,6 +201,12 @@ def _stop_when_closed(stop: threading.Event) -> None:
     stop.set()
 
 
+def controller_of(runtime: Runtime, tick_seconds: float) -> LifecycleController:
+    """The server's controller: it keeps forecasts fresh, at most every
+    :data:`TICKS_BETWEEN` ticks."""
+    return runtime.lifecycle(forecast_every=TICKS_BETWEEN * tick_seconds)
+
+
 def main() -> int:
     _die_with_parent(int(os.environ[SERVER_PID]))
     # Ctrl-C reaches every process of the terminal: the server stops this one (closing the pipe)
@@ -219,7 +230,12 @@ def main() -> int:
     stop = threading.Event()
     threading.Thread(target=_stop_when_closed, args=(stop,), daemon=True).start()
     try:
-        run_controller(runtime.lifecycle(forecasts=True), leadership, settings.tick_seconds, stop)
+        run_controller(
+            controller_of(runtime, settings.tick_seconds),
+            leadership,
+            settings.tick_seconds,
+            stop,
+        )
     finally:
         runtime.backends.close()
     return 0
