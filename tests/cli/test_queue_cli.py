@@ -74,12 +74,23 @@ def test_the_queue_shows_a_waiting_gang(server: LiveServer, tmp_path: Path) -> N
         "Pool",
         "User",
         "Priority",
-        "Tasks",
+        "Shape",
         "Waiting",
         "Start",
         "(80%)",
+        "Reason",
     ]
-    assert lines[2].split()[1:7] == [workflow_id, "rack", "nvl72", "admin", "NORMAL", "16"]
+    assert lines[2].split()[1:10] == [
+        workflow_id,
+        "rack",
+        "nvl72",
+        "admin",
+        "NORMAL",
+        "16",
+        "x",
+        "4",
+        "GPUs",
+    ]
     assert succeeded(server.cli("queue", "--pool", "default")) == "Nothing waits.\n"
     explained = succeeded(server.cli("workflow", "explain", workflow_id))
     # No runtime history: the running gang ends at its exec timeout (the demo's 7 days).
@@ -87,7 +98,14 @@ def test_the_queue_shows_a_waiting_gang(server: LiveServer, tmp_path: Path) -> N
         "; position 1 in queue nvl72; starts in ~6 d 23 h (80%: 6 d 23 h - 6 d 23 h), most likely "
         f"after {running.group(1)} ends (few past runs: the estimate rests on exec timeouts)\n"
     ) in explained, explained
-    assert lines[2].rstrip().endswith("~6 d 23 h (6 d 23 h - 6 d 23 h) *"), lines[2]
+    assert (
+        lines[2]
+        .rstrip()
+        .endswith(
+            "~6 d 23 h (6 d 23 h - 6 d 23 h) *   pool nvl72 would use 128 GPUs, over its "
+            "maximum of 72 (64 in use)"
+        )
+    ), lines[2]
 
 
 def test_pool_shapes_prints_each_clique_as_the_api_answers(server: LiveServer) -> None:

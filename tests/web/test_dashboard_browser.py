@@ -73,6 +73,16 @@ class Cluster:
             time.sleep(0.3)
         raise AssertionError(f"workflows still alive after cancel: {rows}")
 
+    def forecast_of(self, workflow_id: str) -> dict[str, Any]:
+        """Its queue entry once the controller has forecast it."""
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            for entry in self.api.get("/api/queue").json()["entries"]:
+                if entry.get("workflow_id") == workflow_id and entry["forecast_at"]:
+                    return dict(entry)
+            time.sleep(0.3)
+        raise AssertionError(f"{workflow_id} was not forecast: {self.api.get('/api/queue').text}")
+
     def clique_of(self, node: str) -> str:
         answer = self.api.get(f"/api/resources/{node}")
         return str(answer.json()["resources"][0]["labels"]["nvidia.com/gpu-clique"])
@@ -80,7 +90,8 @@ class Cluster:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    server = start_server(tmp_path_factory.mktemp("dashboard"), "--demo")
+    # A tick of 0.1 s forecasts at most every 6 s (60 ticks): the queue's bands come quickly.
+    server = start_server(tmp_path_factory.mktemp("dashboard"), "--demo", "--tick-seconds", "0.1")
     found = Cluster(server)
     try:
         yield found
@@ -298,6 +309,7 @@ def test_a_waiting_workflow_a_failure_and_a_broken_pool_at_phone_and_desktop_wid
         "/ui/pools?pool=nvl72",
         "/ui/topology?pool=nvl72",
         "/ui/workflows",
+        "/ui/queue",
         f"/ui/workflows/{waits}",
         f"/ui/workflows/{next(iter(held))}",
         "/ui/config?type=POOL&first=1",
@@ -339,9 +351,21 @@ def test_a_waiting_workflow_a_failure_and_a_broken_pool_at_phone_and_desktop_wid
             .inner_text()
             .startswith("GB200 NVL72 racks")
         )
+        queued = cluster.forecast_of(waits)
+        page.goto(cluster.server.url + "/ui/queue")
+        row = page.locator(f'#queue tr[data-workflow="{waits}"]')
+        assert row.locator("td").first.inner_text() == str(queued["position"])
+        assert row.locator(".shape").inner_text() == queued["shape"]
+        assert row.locator(".eta").inner_text().startswith("~")
+        screenshot(page, "queue", tmp_path)
+        page.set_viewport_size({"width": WIDTHS["phone"], "height": 900})
+        screenshot(page, "queue-phone", tmp_path, full_page=False)
+        page.set_viewport_size({"width": 1300, "height": 900})
         page.goto(cluster.server.url + f"/ui/workflows/{waits}")
-        assert page.locator("#queue").inner_text().startswith("Waiting: #1 in pool nvl72's queue")
-        page.click("#queue a")
+        eta = page.locator("#eta").inner_text()
+        assert eta.startswith(f"position {queued['queue_position']} in queue nvl72; starts in ~")
+        screenshot(page, "workflow-waiting", tmp_path, full_page=False)
+        page.click("#ghost-link")
         page.locator("#ghost").wait_for()
         assert page.locator(".node.ghost").count() + page.locator("#ghost").count() > 0
         clique = page.locator(f'.block:has([data-owners*="{fills}"])')

@@ -8,10 +8,18 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 
 from corral.api import responses as R
-from corral.api.deps import AuthorizerDep, Caller, ForecastsDep, WorkflowsDep
+from corral.api.deps import (
+    AuthorizerDep,
+    Caller,
+    CapacityDep,
+    ConfigsDep,
+    ForecastsDep,
+    PreemptedDep,
+    WorkflowsDep,
+)
 from corral.domain.formats.wire_time import wire_time
-from corral.domain.views.queue import queue_entries
 from corral.domain.workflows.record import StoredWorkflow
+from corral.services.queue_view import queue_view
 from corral.services.runtime import utc_now
 
 router = APIRouter(tags=["workflows"])
@@ -23,6 +31,9 @@ def queue(
     authorizer: AuthorizerDep,
     store: WorkflowsDep,
     forecasts: ForecastsDep,
+    configs: ConfigsDep,
+    capacity: CapacityDep,
+    preempted: PreemptedDep,
     caller: Caller,
     pools: Names = [],  # noqa: B006 - FastAPI query list
     users: Names = [],  # noqa: B006
@@ -37,14 +48,16 @@ def queue(
         )
 
     now = utc_now()
-    alive = store.controller_view()
-    entries = queue_entries(
-        alive,
-        forecasts.every(),
+    state = configs.state()
+    entries = queue_view(
+        state,
+        store,
+        forecasts,
+        capacity(state),
+        preempted(),
         may_read,
         now,
         pools=pools,
         users=users,
-        reasons=store.waiting_reasons(alive),
     )
     return {"at": wire_time(now), "entries": entries}

@@ -476,6 +476,9 @@ class QueueEntry(Answer):
     on_timeouts: bool | None = None
     forecast_at: str | None = None
     reason: str | None = None
+    shape: str | None = None
+    gpus: int | None = None
+    borrows: int | None = None
 
 
 class QueueView(Answer):

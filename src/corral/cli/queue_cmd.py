@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any
 
 import typer
@@ -11,9 +11,22 @@ import typer
 from corral.cli.client import Client
 from corral.cli.output import FormatOption, OutputFormat, echo, handle_errors, print_json
 from corral.cli.pool_cmd import columns_text
+from corral.domain.formats.wire_time import read_wire_time
+from corral.domain.views.queue import start_text
 from corral.domain.views.start_forecast import duration_text
 
-HEADER = ["Pos", "Workflow", "Group", "Pool", "User", "Priority", "Tasks", "Waiting", "Start (80%)"]
+HEADER = [
+    "Pos",
+    "Workflow",
+    "Group",
+    "Pool",
+    "User",
+    "Priority",
+    "Shape",
+    "Waiting",
+    "Start (80%)",
+    "Reason",
+]
 
 
 @handle_errors
@@ -35,7 +48,7 @@ def queue(
     if not found["entries"]:
         echo("Nothing waits.")
         return
-    now = parse_time(found["at"])
+    now = read_wire_time(found["at"])
     rows = [_row(entry, now) for entry in found["entries"]]
     echo("\n".join(columns_text([HEADER], rows)))
 
@@ -51,29 +64,8 @@ def _row(entry: dict[str, Any], now: datetime) -> list[str]:
         entry["pool"],
         entry["user"],
         entry["priority"],
-        str(entry["tasks"]),
+        entry["shape"] or f"{entry['tasks']} tasks",
         duration_text(entry["waiting_s"]),
-        _start(entry, now),
+        start_text(entry, now),
+        entry["reason"] or "",
     ]
-
-
-def _start(entry: dict[str, Any], now: datetime) -> str:
-    """``~40 min (25 min - 1 h 30 min)``; ``-`` before the first forecast."""
-    if entry["forecast_at"] is None:
-        return "-"
-    p10, p50, p90 = (until_text(entry[key], now) for key in ("p10", "p50", "p90"))
-    band = f"~{p50} ({p10} - {p90})"
-    return f"{band} *" if entry["on_timeouts"] else band
-
-
-def parse_time(value: str) -> datetime:
-    """A time as the server answers it (UTC)."""
-    return datetime.fromisoformat(value).replace(tzinfo=UTC)
-
-
-def until_text(value: str | None, now: datetime) -> str:
-    """How long from ``now`` until ``value``: ``now`` when past, ``over 7 d`` for None."""
-    if value is None:
-        return "over 7 d"
-    seconds = (parse_time(value) - now).total_seconds()
-    return "now" if seconds <= 0 else duration_text(seconds)

@@ -14,7 +14,8 @@ import typer
 from corral.cli.client import Client
 from corral.cli.output import FormatOption, OutputFormat, echo, handle_errors, print_json
 from corral.cli.pool_cmd import columns_text
-from corral.cli.queue_cmd import parse_time, until_text
+from corral.domain.formats.wire_time import read_wire_time
+from corral.domain.views.queue import until_text
 
 HEADER = ["Domain", "Trays", "Healthy", "Free", "Free GPUs", "Largest gang", "Whole free"]
 
@@ -32,7 +33,7 @@ def shapes(
         return
     echo(summary(found))
     if found["domains"]:
-        now = parse_time(found["at"])
+        now = read_wire_time(found["at"])
         rows = [_row(domain, now) for domain in found["domains"]]
         echo("\n".join(columns_text([HEADER], rows)))
 
@@ -45,7 +46,7 @@ def summary(found: dict[str, Any]) -> str:
     task = max(domain["task_gpus"] for domain in found["domains"])
     fits = f"{found['largest_gang']} tasks of {task} GPUs" if task else "no GPU task"
     upcoming = found["next_whole_free"]
-    whole = until_text(upcoming, parse_time(found["at"])) if upcoming else "not within 7 d"
+    whole = until_text(upcoming, read_wire_time(found["at"])) if upcoming else "not within 7 d"
     where = f"one {found['level']}" if found["level"] else "the pool"
     return (
         f"Pool {found['pool']}{level}: the largest whole-node gang in {where} now is {fits}; "

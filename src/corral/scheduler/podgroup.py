@@ -17,6 +17,7 @@ from typing import Any
 
 from corral.domain.labels import SUBGROUP as SUBGROUP_LABEL
 from corral.domain.platform.node_affinity import NO_AFFINITY, NodeAffinity, read_node_affinity
+from corral.domain.views.requested_shape import RequestedShape
 from corral.errors import UserError
 from corral.scheduler.resources import Demand, pod_demand
 
@@ -217,3 +218,30 @@ def _total(pod_set: PodSet) -> None:
     pod_set.count = len(members)
     gpus = {pod.demand.gpu for pod in members}
     pod_set.uniform_gpu = gpus.pop() if len(gpus) == 1 else 0
+
+
+def requested_shape(manifests: Sequence[Mapping[str, Any]]) -> RequestedShape | None:
+    """The shape of a group's stored objects; None when they hold no PodGroup and pods."""
+    pod_group = next((m for m in manifests if m.get("kind") == "PodGroup"), None)
+    pods = [m for m in manifests if m.get("kind") == "Pod"]
+    if pod_group is None or not pods:
+        return None
+    try:
+        root = read_pod_group(pod_group, pods)
+    except GroupError:
+        return None
+    constraints = []
+    for pod_set in root.walk():
+        constraint = pod_set.constraint
+        if constraint is not None and constraint.required:
+            constraints.append(f"required {_short_label(constraint.required)}")
+        if constraint is not None and constraint.preferred:
+            constraints.append(f"preferred {_short_label(constraint.preferred)}")
+    each = [pod.demand.gpu for pod in root.all_pods()]
+    same = each[0] if len(set(each)) == 1 else None
+    return RequestedShape(len(each), sum(each), same, "; ".join(dict.fromkeys(constraints)))
+
+
+def _short_label(label: str) -> str:
+    """A node label without its prefix: ``nvidia.com/gpu-clique`` reads ``gpu-clique``."""
+    return label.rsplit("/", 1)[-1]

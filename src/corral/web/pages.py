@@ -25,7 +25,8 @@ from corral.domain.configs.references import NO_PLATFORM_FIX
 from corral.domain.platform.render import render_pool
 from corral.domain.views.explain import explain_workflow
 from corral.domain.views.pool_quota import gpu_quota
-from corral.domain.workflows.record import ALIVE, QUEUED
+from corral.domain.views.start_forecast import forecast_text
+from corral.domain.workflows.record import ALIVE, GROUP_SCHEDULING, QUEUED
 from corral.domain.workflows.statuses import WorkflowStatus
 from corral.errors import CorralError, ForbiddenError, NotFoundError, UserError
 from corral.services import sandbox
@@ -371,9 +372,14 @@ def workflow(
     principal = context.caller(request)
     found = context.readable(principal, workflow_id)
     pool = configs.state().find_pool(found.pool)
+    forecasts = runtime.forecasts.of_workflow(workflow_id)
     explained = explain_workflow(
-        found, utc_now(), pool_in_maintenance=pool is not None and pool.enable_maintenance
+        found,
+        utc_now(),
+        pool_in_maintenance=pool is not None and pool.enable_maintenance,
+        forecasts=forecasts,
     )
+    waiting = [g.uuid for g in found.groups if g.status == GROUP_SCHEDULING and g.uuid in forecasts]
     tasks = [t for group in found.groups for t in group.tasks]
     shown = next((t for t in tasks if t.name == task), tasks[0] if tasks else None)
     log = ""
@@ -400,6 +406,7 @@ def workflow(
         may_cancel=may_cancel,
         alive=found.status in ALIVE,
         position=position,
+        eta=forecast_text(forecasts[waiting[0]], utc_now()) if waiting else None,
     )
 
 

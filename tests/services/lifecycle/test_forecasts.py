@@ -100,6 +100,12 @@ def test_the_queue_lists_waiting_groups_in_order_with_their_forecast(world: Worl
     assert entries[0]["tasks"] == 8 and entries[0]["on_timeouts"] is True
     assert entries[0]["p50"] is not None and entries[0]["p50"] <= entries[1]["p50"]
     assert entries[0]["reason"].startswith("pool nvl72 would use 96 GPUs")
+    # nvl72's guarantee of 64 GPUs is held by the two running gangs: all 32 would be borrowed
+    assert (entries[0]["shape"], entries[0]["gpus"], entries[0]["borrows"]) == (
+        "8 x 4 GPUs, required gpu-clique",
+        32,
+        32,
+    )
     status, mine = world.api.call("GET", "/api/queue", params={"users": ["someone-else"]})
     assert status == 200 and mine["entries"] == []
     status, other = world.api.call("GET", "/api/queue", params={"pools": ["default"]})

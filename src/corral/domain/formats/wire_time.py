@@ -23,3 +23,8 @@ def wire_time(moment: datetime) -> str:
 
 def optional_wire_time(moment: datetime | None) -> str | None:
     return None if moment is None else wire_time(moment)
+
+
+def read_wire_time(value: str) -> datetime:
+    """A time as :func:`wire_time` wrote it (UTC)."""
+    return as_utc(datetime.fromisoformat(value))

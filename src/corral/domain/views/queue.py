@@ -8,8 +8,9 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from corral.domain.formats.wire_time import optional_wire_time
-from corral.domain.views.start_forecast import GroupForecast
+from corral.domain.formats.wire_time import optional_wire_time, read_wire_time
+from corral.domain.views.requested_shape import RequestedShape
+from corral.domain.views.start_forecast import GroupForecast, duration_text
 from corral.domain.workflows.record import GROUP_SCHEDULING, StoredGroup, StoredWorkflow
 
 
@@ -22,11 +23,14 @@ def queue_entries(
     pools: Sequence[str] = (),
     users: Sequence[str] = (),
     reasons: Mapping[str, str] | None = None,
+    shapes: Mapping[str, RequestedShape] | None = None,
+    headroom: Mapping[str, int | None] | None = None,
 ) -> list[dict[str, Any]]:
     """Each waiting group of ``pools`` (all when empty), the forecast's admission order first
     (groups not forecast yet after, oldest first). With ``users``, only theirs that the caller
     may read: an opaque entry would say who waits. ``reasons``: why groups wait whose record
-    has no reason of its own (their shape's)."""
+    has no reason of its own (their shape's). ``shapes``: what each group asks for, by uuid;
+    ``headroom``: per pool, the GPUs left under its guarantee (None: it has none)."""
     waiting = [
         (workflow, group)
         for workflow in workflows
@@ -66,6 +70,35 @@ def queue_entries(
             "on_timeouts": found.on_timeouts if found else None,
             "forecast_at": optional_wire_time(found.computed_at) if found else None,
             "reason": group.pending_reason or (reasons or {}).get(group.uuid),
+            **_shape_fields((shapes or {}).get(group.uuid), (headroom or {}).get(workflow.pool)),
         }
         entries.append(row)
     return entries
+
+
+def _shape_fields(shape: RequestedShape | None, headroom: int | None) -> dict[str, Any]:
+    """What the group asks for, and how many of its GPUs would be borrowed beyond its pool's
+    guarantee if it started now (None: not known, or the pool has no guarantee)."""
+    if shape is None:
+        return {"shape": None, "gpus": None, "borrows": None}
+    borrows = None if headroom is None else min(shape.gpus, max(shape.gpus - headroom, 0))
+    return {"shape": shape.text, "gpus": shape.gpus, "borrows": borrows}
+
+
+def start_text(entry: Mapping[str, Any], now: datetime) -> str:
+    """An entry's forecast from ``now``: ``~40 min (25 min - 1 h 30 min)``, with `` *`` when it
+    rests on exec timeouts; ``-`` before its first forecast."""
+    if entry.get("forecast_at") is None:
+        return "-"
+    p10, p50, p90 = (until_text(entry[key], now) for key in ("p10", "p50", "p90"))
+    band = f"~{p50} ({p10} - {p90})"
+    return f"{band} *" if entry["on_timeouts"] else band
+
+
+def until_text(value: str | None, now: datetime) -> str:
+    """How long from ``now`` until ``value`` (a wire time): ``now`` when past, ``over 7 d``
+    for None (not within the forecast's horizon)."""
+    if value is None:
+        return "over 7 d"
+    seconds = (read_wire_time(value) - now).total_seconds()
+    return "now" if seconds <= 0 else duration_text(seconds)

@@ -1,0 +1,76 @@
+"""The queue as ``GET /api/queue`` answers it and the dashboard's Queue page draws it
+(``domain/views/queue.py``, docs/forecast.md#the-queue): every waiting group with its forecast,
+what it asks for and what it would borrow, read from the store and the clusters."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from corral.domain.configs.snapshot import Configs
+from corral.domain.views.pool_quota import gpu_quota
+from corral.domain.views.queue import queue_entries
+from corral.domain.views.requested_shape import RequestedShape
+from corral.domain.workflows.record import GROUP_SCHEDULING, StoredWorkflow
+from corral.scheduler.podgroup import requested_shape
+from corral.services.capacity import ClusterCapacity
+from corral.services.pool_usage import pool_usage
+from corral.store.forecasts import ForecastStore
+from corral.store.workflows.store import WorkflowStore
+
+
+def queue_view(
+    state: Configs,
+    store: WorkflowStore,
+    forecasts: ForecastStore,
+    clusters: Sequence[ClusterCapacity],
+    preempted: Mapping[str, int],
+    may_read: Callable[[StoredWorkflow], bool],
+    now: datetime,
+    *,
+    pools: Sequence[str] = (),
+    users: Sequence[str] = (),
+) -> list[dict[str, Any]]:
+    alive = store.controller_view()
+    readable = [
+        group.uuid
+        for workflow in alive
+        if (not pools or workflow.pool in pools) and may_read(workflow)
+        for group in workflow.groups
+        if group.status == GROUP_SCHEDULING
+    ]
+    shapes: dict[str, RequestedShape] = {}
+    for uuid, manifests in store.manifests(readable).items():
+        shape = requested_shape(manifests)
+        if shape is not None:
+            shapes[uuid] = shape
+    return queue_entries(
+        alive,
+        forecasts.every(),
+        may_read,
+        now,
+        pools=pools,
+        users=users,
+        reasons=store.waiting_reasons(alive),
+        shapes=shapes,
+        headroom=_headroom(state, clusters, preempted, {w.pool for w in alive}),
+    )
+
+
+def _headroom(
+    state: Configs,
+    clusters: Sequence[ClusterCapacity],
+    preempted: Mapping[str, int],
+    pools: set[str],
+) -> dict[str, int | None]:
+    """Per pool: the GPUs left under its guarantee (None: it has no guarantee)."""
+    configured = state.pools()
+    names = sorted(pools & set(configured))
+    usage = pool_usage(state, clusters, names, preempted).report
+    used = {quota.name: quota.usage.quota_used for s in usage.node_sets for quota in s.pools}
+    found: dict[str, int | None] = {}
+    for name in names:
+        guarantee = gpu_quota(configured[name])["guarantee"]
+        found[name] = None if guarantee < 0 else guarantee - used.get(name, 0)
+    return found
