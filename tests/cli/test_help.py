@@ -58,7 +58,8 @@ def test_pool_help_names_every_verb(
         "Usage: corral pool [OPTIONS] COMMAND [ARGS]...\n"
         "\n"
         "  Pools you may use: quota and usage (list), what a platform's templates\n"
-        "  render to (render), the topology keys a workflow may use (topology).\n"
+        "  render to (render), the topology keys a workflow may use (topology), free\n"
+        "  shapes per rack or clique (shapes).\n"
         "\n"
         "Options:\n"
         "  --help  Show this message and exit.\n"
@@ -67,4 +68,5 @@ def test_pool_help_names_every_verb(
         "  list      GPU quota and usage of the pools you may use, grouped by the...\n"
         "  render    Merge and render a platform's templates for a sample task,...\n"
         "  topology  Show the topology keys a workflow may use in this pool,...\n"
+        "  shapes    Per rack or clique (the pool's finest topology level): trays...\n"
     )

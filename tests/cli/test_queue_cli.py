@@ -93,11 +93,18 @@ def test_the_queue_shows_a_waiting_gang(server: LiveServer, tmp_path: Path) -> N
     ]
     assert succeeded(server.cli("queue", "--pool", "default")) == "Nothing waits.\n"
     explained = succeeded(server.cli("workflow", "explain", workflow_id))
-    # No runtime history: the running gang ends at its exec timeout (the demo's 7 days).
-    assert (
-        "; position 1 in queue nvl72; starts in ~6 d 23 h (80%: 6 d 23 h - 6 d 23 h), most likely "
-        f"after {running.group(1)} ends (few past runs: the estimate rests on exec timeouts)\n"
-    ) in explained, explained
+    # No runtime history: the running gang ends at its exec timeout (the demo's 7 days), and
+    # frees the clique it holds.
+    shapes = json.loads(succeeded(server.cli("pool", "shapes", "nvl72", "--format", "json")))
+    (busy,) = [d["domain"] for d in shapes["domains"] if d["free"] < d["trays"]]
+    forecast = (
+        "position 1 in queue nvl72; starts in ~6 d 23 h (80%: 6 d 23 h - 6 d 23 h), most likely "
+        f"in {busy} after {running.group(1)} ends (few past runs: the "
+        "estimate rests on exec timeouts)"
+    )
+    assert f"; {forecast}\n" in explained, explained
+    queried = succeeded(server.cli("workflow", "query", workflow_id)).splitlines()
+    assert f"Queue       : rack: {forecast}" in queried, queried
     assert (
         lines[2]
         .rstrip()

@@ -338,6 +338,8 @@ class GroupView(Answer):
     pending_reason: str | None
     tasks: list[TaskView]
     manifests: list[dict[str, Any]] | None = None
+    #: A waiting group's start-time forecast, as explain words it (docs/forecast.md).
+    start_forecast: str | None = None
 
 
 class WorkflowView(WorkflowSummary):

@@ -213,6 +213,7 @@ def list_workflows(
 def query(
     authorizer: AuthorizerDep,
     store: WorkflowsDep,
+    forecasts: ForecastsDep,
     caller: Caller,
     http: Request,
     workflow_id: str,
@@ -220,7 +221,13 @@ def query(
 ) -> dict[str, Any]:
     """A workflow, its groups and tasks; ``verbose=true`` adds each group's manifests."""
     found = readable(authorizer, store, caller, workflow_id)
-    return workflow_view(found, str(http.base_url), utc_now(), verbose=verbose)
+    return workflow_view(
+        found,
+        str(http.base_url),
+        utc_now(),
+        verbose=verbose,
+        forecasts=forecasts.of_workflow(found.workflow_id),
+    )
 
 
 @router.post("/api/workflow/{workflow_id}/cancel", response_model=R.Canceled)

@@ -15,7 +15,13 @@ from typing import Any
 from urllib.parse import quote
 
 from corral.domain.formats.wire_time import as_utc, optional_wire_time, wire_time
-from corral.domain.workflows.record import StoredGroup, StoredTask, StoredWorkflow
+from corral.domain.views.start_forecast import GroupForecast, forecast_text
+from corral.domain.workflows.record import (
+    GROUP_SCHEDULING,
+    StoredGroup,
+    StoredTask,
+    StoredWorkflow,
+)
 
 
 def dashboard_page(base_url: str, workflow_id: str) -> str:
@@ -69,9 +75,15 @@ def workflow_row(row: Mapping[str, Any], base_url: str, now: datetime) -> dict[s
 
 
 def workflow_view(
-    workflow: StoredWorkflow, base_url: str, now: datetime, *, verbose: bool
+    workflow: StoredWorkflow,
+    base_url: str,
+    now: datetime,
+    *,
+    verbose: bool,
+    forecasts: Mapping[str, GroupForecast] | None = None,
 ) -> dict[str, Any]:
-    """``GET /api/workflow/{id}``: the workflow, its groups and tasks."""
+    """``GET /api/workflow/{id}``: the workflow, its groups and tasks, and each waiting
+    group's forecast (``forecasts``, by group uuid)."""
     own = {"pool": workflow.pool, "status": workflow.status, "priority": workflow.priority}
     times = (workflow.submitted_at, workflow.started_at, workflow.ended_at)
     return {
@@ -86,11 +98,24 @@ def workflow_view(
         "cancel_requested_by": workflow.cancel_requested_by,
         "message": workflow.message,
         "restarted_from": workflow.restarted_from,
-        "groups": [group_view(group, verbose=verbose) for group in workflow.groups],
+        "groups": [
+            group_view(group, verbose=verbose, forecast=_waiting(group, forecasts or {}), now=now)
+            for group in workflow.groups
+        ],
     }
 
 
-def group_view(group: StoredGroup, *, verbose: bool) -> dict[str, Any]:
+def _waiting(group: StoredGroup, forecasts: Mapping[str, GroupForecast]) -> GroupForecast | None:
+    return forecasts.get(group.uuid) if group.status == GROUP_SCHEDULING else None
+
+
+def group_view(
+    group: StoredGroup,
+    *,
+    verbose: bool,
+    forecast: GroupForecast | None = None,
+    now: datetime | None = None,
+) -> dict[str, Any]:
     view: dict[str, Any] = {
         "name": group.name,
         "uuid": group.uuid,
@@ -104,6 +129,8 @@ def group_view(group: StoredGroup, *, verbose: bool) -> dict[str, Any]:
         "pending_reason": group.pending_reason,
         "tasks": [task_view(task) for task in group.tasks],
     }
+    if forecast is not None and now is not None:
+        view["start_forecast"] = forecast_text(forecast, now)
     if verbose:
         view["manifests"] = group.manifests
     return view

@@ -292,6 +292,9 @@ def print_workflow(found: dict[str, Any], client: Client) -> None:
         echo(f"Canceled by : {found['cancel_requested_by']}")
     if found.get("message"):
         echo(f"Message     : {found['message']}")
+    for group in found["groups"]:
+        if group.get("start_forecast"):
+            echo(f"Queue       : {group['name']}: {group['start_forecast']}")
     echo()
     print_table(
         ["Group", "Status", "Domain", "Upstream"],

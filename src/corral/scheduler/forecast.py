@@ -99,6 +99,9 @@ class Forecast:
     queue_position: int
     position: int
     waits_on: str | None = None
+    #: The domain (value of the first of ``domain_labels`` its nodes have) it starts in most
+    #: often (None: none of those labels, or it does not start).
+    lands_in: str | None = None
     #: Its own runtime history is thin (under :data:`LEAST_SAMPLES`): its band rests on
     #: exec timeouts.
     on_timeouts: bool = False
@@ -147,6 +150,7 @@ def outlook(
     """Each waiting group's forecast, and each domain's next wholly free moment."""
     starts: dict[str, list[datetime | None]] = {group.key: [] for group in cluster.waiting}
     waits_on: dict[str, Counter[str]] = {group.key: Counter() for group in cluster.waiting}
+    lands_in: dict[str, Counter[str]] = {group.key: Counter() for group in cluster.waiting}
     domains = _Domains(cluster.nodes, cluster.domain_labels)
     free_at: dict[Domain, list[datetime | None]] = {domain: [] for domain in domains.members}
     order: list[tuple[str, str]] = []
@@ -158,10 +162,12 @@ def outlook(
             found.append(start[0] if start else None)
             if start and start[1] is not None:
                 waits_on[key][start[1]] += 1
+            if start and start[2] is not None:
+                lands_in[key][start[2]] += 1
         for domain, moments in free_at.items():
             moments.append(result.whole_free.get(domain))
     whole_free = {domain: _percentile(moments, 0.5) for domain, moments in free_at.items()}
-    return Outlook(_forecasts(cluster, order, starts, waits_on), whole_free)
+    return Outlook(_forecasts(cluster, order, starts, waits_on, lands_in), whole_free)
 
 
 class _Domains:
@@ -178,6 +184,11 @@ class _Domains:
                     domain = (label, node.labels[label])
                     self.members.setdefault(domain, []).append(node.name)
                     self.of_node.setdefault(node.name, []).append(domain)
+
+    def landing(self, nodes: Sequence[str]) -> str | None:
+        """The value of the first domain label the first of ``nodes`` has."""
+        found = self.of_node.get(nodes[0]) if nodes else None
+        return found[0][1] if found else None
 
     def note_free(
         self,
@@ -200,6 +211,7 @@ def _forecasts(
     order: list[tuple[str, str]],
     starts: Mapping[str, list[datetime | None]],
     waits_on: Mapping[str, Counter[str]],
+    lands_in: Mapping[str, Counter[str]],
 ) -> dict[str, Forecast]:
     found: dict[str, Forecast] = {}
     in_queue: Counter[str] = Counter()
@@ -208,6 +220,7 @@ def _forecasts(
         in_queue[queue] += 1
         p10, p50, p90 = (_percentile(starts[key], q) for q in (0.1, 0.5, 0.9))
         common = waits_on[key].most_common(1)
+        landing = lands_in[key].most_common(1)
         found[key] = Forecast(
             key,
             p10,
@@ -217,6 +230,7 @@ def _forecasts(
             in_queue[queue],
             position,
             common[0][0] if common else None,
+            landing[0][0] if landing else None,
             key in thin,
         )
     return found
@@ -231,8 +245,9 @@ def _percentile(starts: list[datetime | None], quantile: float) -> datetime | No
 
 @dataclass
 class _RunResult:
-    #: Key -> (start, the gang whose end came just before it: None if it started at once).
-    starts: dict[str, tuple[datetime, str | None]]
+    #: Key -> (start, the gang whose end came just before it: None if it started at once,
+    #: the domain it started in).
+    starts: dict[str, tuple[datetime, str | None, str | None]]
     #: (key, queue) in admission order: by queue, priority and age, as the pass offers them.
     order: list[tuple[str, str]]
     #: When each domain was first wholly free (before that moment's pass).
@@ -265,7 +280,7 @@ def _run(cluster: ClusterNow, rng: random.Random, until: datetime, domains: _Dom
         ),
         key=lambda arrival: (arrival[0], arrival[1]),
     )
-    starts: dict[str, tuple[datetime, str | None]] = {}
+    starts: dict[str, tuple[datetime, str | None, str | None]] = {}
     whole_free: dict[Domain, datetime] = {}
     domains.note_free(cache, domains.of_node, now, whole_free)
     ended: set[str] = set()
@@ -276,7 +291,8 @@ def _run(cluster: ClusterNow, rng: random.Random, until: datetime, domains: _Dom
         for placed in passed.placed:
             key = placed.group.key
             if key in forecast_keys:
-                starts[key] = (moment, last_end)
+                nodes = [binding.node for binding in placed.placement.bindings]
+                starts[key] = (moment, last_end, domains.landing(nodes))
             length = timedelta(seconds=runtimes[key].draw(rng))
             heapq.heappush(ends, (moment + length, key))
         if len(starts) == len(forecast_keys) and len(whole_free) == len(domains.members):

@@ -228,6 +228,8 @@ forecasts = Table(
     #: The workflow whose group's end it waits on most often.
     Column("waits_on", String(128), nullable=True),
     Column("on_timeouts", Boolean, nullable=False),
+    #: The topology domain it most likely starts in.
+    Column("lands_in", String(63), nullable=True),
     Index("ix_forecasts_workflow", "workflow_id"),
 )
 

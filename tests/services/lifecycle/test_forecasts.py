@@ -55,6 +55,10 @@ def test_a_waiting_gang_is_forecast_to_start_when_the_quota_it_waits_for_frees(
     assert (found.p10, found.p50, found.p90) == (ends, ends, ends)
     assert (found.queue, found.queue_position, found.position) == ("nvl72", 1, 1)
     assert found.waits_on in (first, second) and found.on_timeouts
+    # the clique the running gangs free (a group's domains end with its finest level's)
+    paths = [(world.workflow(w).groups[0].domains or {}).values() for w in (first, second)]
+    held = {path.rsplit(".", 1)[-1] for found_paths in paths for path in found_paths}
+    assert {found.lands_in} == held
     reason = explain(world, waiting)["groups"][0]["reason"]
     assert "; position 1 in queue nvl72; " in reason, reason
     line = (
@@ -69,7 +73,8 @@ def test_a_waiting_gang_is_forecast_to_start_when_the_quota_it_waits_for_frees(
     until = int((ends - world.clock.now).total_seconds() // 60)
     assert line.endswith(
         f"; position 1 in queue nvl72; starts in ~{until} min (80%: {until} min - {until} min), "
-        f"most likely after {found.waits_on} ends (few past runs: the estimate rests on exec "
+        f"most likely in {found.lands_in} after {found.waits_on} ends (few past runs: the "
+        "estimate rests on exec "
         "timeouts)"
     ), line
 

@@ -27,6 +27,8 @@ class GroupForecast:
     waits_on: str | None = None
     #: Under 3 past runtimes of its own: the band rests on exec timeouts.
     on_timeouts: bool = False
+    #: The topology domain it most likely starts in.
+    lands_in: str | None = None
 
 
 def forecast_text(forecast: GroupForecast, now: datetime) -> str:
@@ -41,7 +43,10 @@ def forecast_text(forecast: GroupForecast, now: datetime) -> str:
     else:
         band = f"{_until(now, forecast.p10)} - {_until(now, forecast.p90)}"
         when = f"starts in ~{_until(now, forecast.p50)} (80%: {band})"
-    after = f", most likely after {forecast.waits_on} ends" if forecast.waits_on else ""
+    likely = [f"in {forecast.lands_in}"] if forecast.lands_in else []
+    if forecast.waits_on:
+        likely.append(f"after {forecast.waits_on} ends")
+    after = f", most likely {' '.join(likely)}" if likely else ""
     notes = []
     if forecast.on_timeouts:
         notes.append("few past runs: the estimate rests on exec timeouts")

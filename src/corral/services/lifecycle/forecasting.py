@@ -34,7 +34,7 @@ from corral.scheduler.queues import min_runtimes, pool_queues
 from corral.scheduler.records import BoundPodOnNode
 from corral.services.lifecycle.tick_report import TickReport
 from corral.services.lifecycle.working_set import WorkingSet
-from corral.store.forecasts import ForecastStore
+from corral.store.forecasts import VALUE_MAX, ForecastStore
 
 log = structlog.get_logger("corral.lifecycle")
 
@@ -137,6 +137,7 @@ def _stored(found: Forecast, names: _Names, now: datetime) -> GroupForecast:
         position=found.position,
         waits_on=names.workflows.get(found.waits_on) if found.waits_on else None,
         on_timeouts=found.on_timeouts,
+        lands_in=found.lands_in if found.lands_in and len(found.lands_in) <= VALUE_MAX else None,
     )
 
 
