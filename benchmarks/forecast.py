@@ -8,9 +8,10 @@ dozen names arrive by a Poisson process whose rate follows a daily cycle; each n
 size (1 to 16 pods of 1 to 8 GPUs), topology need (a required clique or none), priority, exec
 timeout and true runtime distribution (log-normal, a few outliers cut off by the timeout).
 *Reality* is the embedded scheduler's cache and pass (``cycle.place_waiting``) driven by those
-true runtimes. Every ``--every`` minutes the forecast runs on reality's state, with runtimes
-sampled from what finished so far (by workflow name, then all), and each waiting group's band
-is compared, later, with its actual start.
+true runtimes; a preempted gang ends, as corral's default exit actions end it. Every
+``--every`` minutes the forecast runs on reality's state, with runtimes sampled from what
+finished so far (by workflow name, then all), and each waiting group's band is compared,
+later, with its actual start.
 
 Printed: the share of actual starts inside [p10, p90] (target >= 80%), the median of |p50 -
 actual start| / actual wait (target <= 25%), the same two figures for a naive baseline in the
@@ -176,9 +177,8 @@ class Reality:
         started = time.perf_counter()
         passed = place_waiting(self.cache, T0 + timedelta(seconds=moment), explain=False)
         self.pass_ms.append((time.perf_counter() - started) * 1000)
-        for eviction in passed.evicted:  # a preempted gang goes back to the queue, whole
-            job, _ = self.running.pop(eviction.group)
-            self.arrive(job)  # it did start: its first start is what was forecast
+        for eviction in passed.evicted:  # a preempted gang ends (FAILED_PREEMPTED), as
+            self.running.pop(eviction.group)  # corral's default exit actions end it
         for placed in passed.placed:
             job = self.waiting.pop(placed.group.key)
             job.starts.append(moment)
@@ -328,11 +328,11 @@ def main() -> None:
     parser.add_argument("--every", type=int, default=30, help="minutes between forecasts")
     parser.add_argument("--runs", type=int, default=20, help="Monte Carlo runs per forecast")
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--quick", action="store_true", help="256 nodes, 3 hours, 6 runs")
+    parser.add_argument("--quick", action="store_true", help="64 nodes, 6 hours, 6 runs")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     if args.quick:
-        args.nodes, args.hours, args.runs = 256, 3.0, 6
+        args.nodes, args.hours, args.runs = 64, 6.0, 6  # 6 h: up to the daily peak
     result = replay(args)
     if args.json:
         print(json.dumps(result))

@@ -257,19 +257,21 @@ class SchedulerCache:
         fabric: FabricRule = NO_FABRIC_RULE,
     ) -> WaitingGroup:
         """Wait to place the group whose objects are ``manifests``."""
-        pods = [m for m in manifests if m["kind"] == "Pod"]
-        pod_group = _pod_group(manifests)
-        if pod_group is None:
-            # The default scheduler has no gangs; placing the pods together still keeps a
-            # group from starting half-way, which is what its tasks expect of each other.
-            pod_group = {"spec": {"minMember": len(pods)}}
-        queue = str((pod_group.get("spec") or {}).get("queue") or "")
+        return self.add_read(group_uuid, read_group(manifests), levels, priority, age, fabric)
+
+    def add_read(
+        self,
+        group_uuid: str,
+        read: ReadGroup,
+        levels: tuple[str, ...],
+        priority: str,
+        age: tuple[Any, ...],
+        fabric: FabricRule = NO_FABRIC_RULE,
+    ) -> WaitingGroup:
+        """:meth:`add` for objects already read (a forecast reads each group once for all
+        of its runs: placing never changes a :class:`PodSet`)."""
+        root, error, queue = read.root, read.error, read.queue
         low = priority == "LOW"
-        try:
-            root: PodSet | None = read_pod_group(pod_group, pods)
-            error = None
-        except GroupError as err:
-            root, error = None, str(err)
         if root is None:
             shape = Shape(shape_of(PodSet(group_uuid, None)), None, levels, queue, low, fabric)
             shape.reason, shape.failed_at = error, NEVER
@@ -348,6 +350,29 @@ class SchedulerCache:
             self._groups_on.setdefault(binding.node, set()).add(group_uuid)
         if preemptible:
             self._add_victim(group_uuid, now)
+
+
+@dataclass(frozen=True)
+class ReadGroup:
+    """A group's PodGroup and pods as the scheduler reads them (None and why: unreadable)."""
+
+    root: PodSet | None
+    error: str | None
+    queue: str
+
+
+def read_group(manifests: Sequence[Mapping[str, Any]]) -> ReadGroup:
+    pods = [m for m in manifests if m["kind"] == "Pod"]
+    pod_group = _pod_group(manifests)
+    if pod_group is None:
+        # The default scheduler has no gangs; placing the pods together still keeps a
+        # group from starting half-way, which is what its tasks expect of each other.
+        pod_group = {"spec": {"minMember": len(pods)}}
+    queue = str((pod_group.get("spec") or {}).get("queue") or "")
+    try:
+        return ReadGroup(read_pod_group(pod_group, pods), None, queue)
+    except GroupError as err:
+        return ReadGroup(None, str(err), queue)
 
 
 def _pod_group(manifests: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:

@@ -158,3 +158,35 @@ def test_pool_shapes_show_each_clique_and_when_a_busy_one_is_whole_again(world: 
         404,
         "Pool nope does not exist, or you may not use it: `corral pool list` shows yours.",
     )
+
+
+class SlowStore:
+    """Forecasts written take 20 s of the fake clock: the forecaster's budget then spaces the
+    next one at least 80 s after (25% of a core)."""
+
+    def __init__(self, clock: list[float]) -> None:
+        self.clock = clock
+        self.writes = 0
+
+    def replace(self, *args: Any) -> None:
+        self.clock[0] += 20
+        self.writes += 1
+
+
+def test_a_slow_forecast_spaces_the_next_one_by_its_budget(world: World) -> None:
+    clock = [0.0]
+    store = SlowStore(clock)
+    forecaster = Forecaster(
+        store,  # type: ignore[arg-type]
+        world.runtime.workflows.completed_runtimes,
+        background=False,
+        monotonic=lambda: clock[0],
+    )
+    world.controller.forecaster = forecaster
+    writes = []
+    for moment in (0.0, 31.0, 79.0, 101.0):  # the first forecast ends at 20 s
+        clock[0] = moment
+        world.submit(gang(f"more{moment:g}"))  # every tick changes something
+        world.controller.tick()
+        writes.append(store.writes)
+    assert writes == [1, 1, 1, 2]  # without the budget: a second one at 31 s

@@ -40,6 +40,9 @@ log = structlog.get_logger("corral.lifecycle")
 
 #: The least time between two forecasts, in controller ticks.
 TICKS_BETWEEN = 60
+#: The forecast thread takes at most this share of one core: after a forecast that took
+#: ``s`` seconds, the next one waits at least ``s / BUDGET``.
+BUDGET = 0.25
 #: Runs per forecast (the engine's p10 and p90 are the 1st and 9th of 10).
 RUNS = 10
 #: A pod of no task group holds its node for as long as a forecast looks.
@@ -65,6 +68,8 @@ class Forecaster:
         self._background = background
         self._monotonic = monotonic
         self._last: float | None = None
+        #: Seconds the last forecast took.
+        self._took = 0.0
         #: A tick changed the queue or the cluster since the last forecast.
         self._changed = True
         self._thread: threading.Thread | None = None
@@ -80,7 +85,8 @@ class Forecaster:
         is old enough (in a thread, unless one still runs)."""
         self._changed |= bool(report.stepped or report.placed_groups or report.cleaned_groups)
         clock = self._monotonic()
-        if not self._changed or (self._last is not None and clock - self._last < self._every):
+        every = max(self._every, self._took / BUDGET)
+        if not self._changed or (self._last is not None and clock - self._last < every):
             return
         if self._thread is not None and self._thread.is_alive():
             return
@@ -101,7 +107,7 @@ class Forecaster:
             self._forecast(*job)
 
     def _forecast(self, cluster: ClusterNow, names: _Names, now: datetime) -> None:
-        started = time.perf_counter()
+        started = self._monotonic()
         try:
             found = outlook(cluster, runs=RUNS)
             groups = [_stored(f, names, now) for f in found.groups.values()]
@@ -109,11 +115,8 @@ class Forecaster:
         except Exception:  # a forecast is advice: the controller goes on without it
             log.exception("forecast failed")
             return
-        log.info(
-            "forecast written",
-            groups=len(groups),
-            seconds=round(time.perf_counter() - started, 3),
-        )
+        self._took = self._monotonic() - started
+        log.info("forecast written", groups=len(groups), seconds=round(self._took, 3))
 
 
 @dataclass(frozen=True)
