@@ -7,6 +7,7 @@ Reading one never runs the simulation, and a tick never waits for it.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections import defaultdict
@@ -32,6 +33,7 @@ from corral.scheduler.forecast import (
 )
 from corral.scheduler.queues import min_runtimes, pool_queues
 from corral.scheduler.records import BoundPodOnNode
+from corral.services.lifecycle.expected_arrivals import RecentArrivals
 from corral.services.lifecycle.tick_report import TickReport
 from corral.services.lifecycle.working_set import WorkingSet
 from corral.store.forecasts import VALUE_MAX, ForecastStore
@@ -68,6 +70,7 @@ class Forecaster:
         self._background = background
         self._monotonic = monotonic
         self._last: float | None = None
+        self._recent = RecentArrivals()
         #: Seconds the last forecast took.
         self._took = 0.0
         #: A tick changed the queue or the cluster since the last forecast.
@@ -96,6 +99,8 @@ class Forecaster:
         except Exception:  # advice: the tick has committed, and goes on without it
             log.exception("forecast input failed")
             return
+        self._recent.note(cluster.waiting, now)
+        cluster = dataclasses.replace(cluster, arrivals=self._recent.expected(now))
         pools = {queue.name: queue.pool or queue.name for queue in cluster.queues}
         job = (cluster, _Names(owners, pools), now)
         if self._background:
