@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
@@ -18,7 +19,7 @@ from corral.api.deps import (
     WorkflowsDep,
 )
 from corral.domain.formats.wire_time import wire_time
-from corral.domain.workflows.record import StoredWorkflow
+from corral.services.commands import shown_in_queue
 from corral.services.queue_view import queue_view
 from corral.services.runtime import utc_now
 
@@ -41,12 +42,6 @@ def queue(
     """Every waiting group, first to start first; ``pools`` and ``users`` narrow the groups
     shown, not the positions. Groups the caller may not read are opaque entries."""
     authorizer.check(caller, "workflow:List")
-
-    def may_read(workflow: StoredWorkflow) -> bool:
-        return workflow.submitted_by == caller.username or authorizer.allows(
-            caller, "workflow:Read", f"pool/{workflow.pool}"
-        )
-
     now = utc_now()
     state = configs.state()
     entries = queue_view(
@@ -55,7 +50,7 @@ def queue(
         forecasts,
         capacity(state),
         preempted(),
-        may_read,
+        partial(shown_in_queue, authorizer, caller),
         now,
         pools=pools,
         users=users,

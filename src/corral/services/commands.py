@@ -51,6 +51,12 @@ def may_read(authorizer: Access[C], caller: C, workflow: StoredWorkflow) -> bool
     return authorizer.allows(caller, "workflow:Read", f"pool/{workflow.pool}")
 
 
+def shown_in_queue(authorizer: Access[C], caller: C, workflow: StoredWorkflow) -> bool:
+    """Whether the queue names a waiting workflow to the caller (docs/forecast.md#the-queue):
+    its own, or one of a pool it may read; others hold their place as opaque entries."""
+    return workflow.submitted_by == caller.username or may_read(authorizer, caller, workflow)
+
+
 def read_workflow(
     store: WorkflowStore, authorizer: Access[C], caller: C, workflow_id: str
 ) -> StoredWorkflow:

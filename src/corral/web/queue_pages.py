@@ -5,13 +5,15 @@ caller may not read holds its place as ``(hidden)``."""
 
 from __future__ import annotations
 
+from functools import partial
+
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from corral.api.deps import AuthorizerDep, ConfigsDep, RuntimeDep
 from corral.domain.views.queue import start_text
 from corral.domain.views.start_forecast import duration_text
-from corral.domain.workflows.record import StoredWorkflow
+from corral.services.commands import shown_in_queue
 from corral.services.queue_view import queue_view
 from corral.services.runtime import utc_now
 from corral.web.page_context import PageContextDep
@@ -31,11 +33,6 @@ def queue(
     principal = context.caller(request)
     authorizer.check(principal, "workflow:List")
 
-    def may_read(workflow: StoredWorkflow) -> bool:
-        return workflow.submitted_by == principal.username or authorizer.allows(
-            principal, "workflow:Read", f"pool/{workflow.pool}"
-        )
-
     now = utc_now()
     state = configs.state()
     entries = queue_view(
@@ -44,7 +41,7 @@ def queue(
         runtime.forecasts,
         runtime.capacity(state),
         runtime.recently_preempted(),
-        may_read,
+        partial(shown_in_queue, authorizer, principal),
         now,
         pools=[pool] if pool else (),
     )
