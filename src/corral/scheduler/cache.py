@@ -403,9 +403,12 @@ class Candidates:
 
     def on_node(self, node: int) -> list[Running]:
         cache = self._cache
+        bound = cache._victims_on.get(node)
+        if not bound:  # most nodes: asked for every node of a region, so answered first
+            return []
         return [
             victim
-            for victim in cache._victims_on.get(node, {}).values()
+            for victim in bound.values()
             if victim.key not in self._placed_now
             and cache.protected_until(victim, self._now) is None
         ]
