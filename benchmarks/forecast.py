@@ -29,7 +29,7 @@ import random
 import statistics
 import sys
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -42,9 +42,11 @@ from benchmarks.scheduler import CLIQUE, LEVELS, POD_GROUP_VERSION, TOPOLOGY, ma
 from corral.domain.platform.nodes import Node
 from corral.scheduler import Queue
 from corral.scheduler.cache import SchedulerCache
+from corral.scheduler.calibration import OUTCOMES, calibrated, calibration
 from corral.scheduler.cycle import place_waiting
 from corral.scheduler.forecast import (
     ClusterNow,
+    Forecast,
     QueuedGroup,
     RunningGang,
     Runtimes,
@@ -93,12 +95,18 @@ class Job:
 class Scores:
     inside: list[bool] = field(default_factory=list)
     errors: list[float] = field(default_factory=list)
+    #: (p90 - p10) / actual wait: how wide the band is (a band of any width covers; a useful
+    #: one is narrow). Open-ended bands count as infinitely wide.
+    widths: list[float] = field(default_factory=list)
 
     def coverage(self) -> float:
         return sum(self.inside) / len(self.inside) if self.inside else 0.0
 
     def median_error(self) -> float:
         return statistics.median(self.errors) if self.errors else 0.0
+
+    def median_width(self) -> float:
+        return statistics.median(self.widths) if self.widths else 0.0
 
 
 def kinds(rng: random.Random) -> list[Kind]:
@@ -250,6 +258,7 @@ def replay(args: argparse.Namespace) -> dict[str, Any]:
     reality = Reality(nodes)
     checks = [m * 60.0 for m in range(args.every, int(args.hours * 60), args.every)]
     pending: list[tuple[float, str, Any, Any]] = []  # (when, key, forecast, baseline)
+    outcomes = Outcomes()
     forecast_ms: list[float] = []
     arrivals = iter(jobs)
     upcoming = next(arrivals, None)
@@ -266,6 +275,10 @@ def replay(args: argparse.Namespace) -> dict[str, Any]:
                 started = time.perf_counter()
                 found = forecast(reality.now_state(moment, False), seed=args.seed, runs=args.runs)
                 forecast_ms.append((time.perf_counter() - started) * 1000)
+                outcomes.resolve(reality, moment)
+                outcomes.add(moment, found)
+                at = T0 + timedelta(seconds=moment)
+                found = calibrated(found, at, calibration(outcomes.done))
                 naive = forecast(reality.now_state(moment, True), seed=args.seed, runs=1)
                 pending.extend((moment, key, found[key], naive[key]) for key in found)
         candidates = [
@@ -282,6 +295,31 @@ def replay(args: argparse.Namespace) -> dict[str, Any]:
         moment = max(min(candidates), moment)
         reality.end_until(moment)
     return _scores(reality, pending, forecast_ms, len(jobs))
+
+
+class Outcomes:
+    """Past forecasts whose group has started since: what calibrates the next forecast, as
+    the controller's forecaster keeps them (``scheduler/calibration.py``)."""
+
+    def __init__(self) -> None:
+        self.open: list[tuple[float, str, float]] = []  # (when, key, median wait)
+        self.done: deque[tuple[float, float]] = deque(maxlen=OUTCOMES)
+
+    def add(self, when: float, found: dict[str, Forecast]) -> None:
+        for key, one in found.items():
+            if one.p50 is not None:
+                median = (one.p50 - T0).total_seconds() - when
+                self.open.append((when, key, median))
+
+    def resolve(self, reality: Reality, moment: float) -> None:
+        still = []
+        for when, key, median in self.open:
+            actual = reality.jobs[key].start_after(when)
+            if actual is not None and actual <= moment:
+                self.done.append((median, actual - when))
+            else:
+                still.append((when, key, median))
+        self.open = still
 
 
 def _scores(
@@ -304,11 +342,14 @@ def _scores(
             mid = band.p50
             error = abs((mid - start).total_seconds()) if mid else wait * 10
             scores.errors.append(error / wait)
+            width = (band.p90 - band.p10).total_seconds() if band.p90 and band.p10 else math.inf
+            scores.widths.append(width / wait)
     return {
         "jobs": jobs,
         "forecasts": len(ours.inside),
         "coverage": round(ours.coverage(), 3),
         "median_error": round(ours.median_error(), 3),
+        "median_band_width": round(ours.median_width(), 3),
         "baseline_coverage": round(baseline.coverage(), 3),
         "baseline_median_error": round(baseline.median_error(), 3),
         "forecast_p99_ms": round(_p99(forecast_ms), 1),
@@ -344,7 +385,8 @@ def main() -> None:
     )
     print(
         f"  forecast  inside [p10, p90] {result['coverage']:.0%} (target >= 80%)  "
-        f"median |p50 - actual| / wait {result['median_error']:.0%} (target <= 25%)"
+        f"median |p50 - actual| / wait {result['median_error']:.0%} (target <= 25%)  "
+        f"median (p90 - p10) / wait {result['median_band_width']:.0%}"
     )
     print(
         f"  baseline  inside [p10, p90] {result['baseline_coverage']:.0%}  median |p50 - actual|"

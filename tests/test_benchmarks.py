@@ -52,6 +52,7 @@ def _prints_the_forecast_figures(printed: str) -> None:
         "forecasts",
         "coverage",
         "median_error",
+        "median_band_width",
         "baseline_coverage",
         "baseline_median_error",
         "forecast_p99_ms",

@@ -22,6 +22,7 @@ from corral.domain.labels import PRIORITY as PRIORITY_LABEL
 from corral.domain.labels import QUEUE as QUEUE_LABEL
 from corral.domain.views.start_forecast import GroupForecast
 from corral.domain.workflows.record import StoredWorkflow
+from corral.scheduler.calibration import Calibration, calibrated
 from corral.scheduler.forecast import (
     ClusterNow,
     Forecast,
@@ -34,6 +35,7 @@ from corral.scheduler.forecast import (
 from corral.scheduler.queues import min_runtimes, pool_queues
 from corral.scheduler.records import BoundPodOnNode
 from corral.services.lifecycle.expected_arrivals import RecentArrivals
+from corral.services.lifecycle.forecast_outcomes import PastForecasts
 from corral.services.lifecycle.tick_report import TickReport
 from corral.services.lifecycle.working_set import WorkingSet
 from corral.store.forecasts import VALUE_MAX, ForecastStore
@@ -71,6 +73,7 @@ class Forecaster:
         self._monotonic = monotonic
         self._last: float | None = None
         self._recent = RecentArrivals()
+        self._past = PastForecasts()
         #: Seconds the last forecast took.
         self._took = 0.0
         #: A tick changed the queue or the cluster since the last forecast.
@@ -100,9 +103,10 @@ class Forecaster:
             log.exception("forecast input failed")
             return
         self._recent.note(cluster.waiting, now)
+        self._past.resolve(cluster)  # no forecast runs now: the thread is done with it
         cluster = dataclasses.replace(cluster, arrivals=self._recent.expected(now))
         pools = {queue.name: queue.pool or queue.name for queue in cluster.queues}
-        job = (cluster, _Names(owners, pools), now)
+        job = (cluster, _Names(owners, pools), now, self._past.calibration())
         if self._background:
             self._thread = threading.Thread(
                 target=self._forecast, args=job, name="forecast", daemon=True
@@ -111,11 +115,15 @@ class Forecaster:
         else:
             self._forecast(*job)
 
-    def _forecast(self, cluster: ClusterNow, names: _Names, now: datetime) -> None:
+    def _forecast(
+        self, cluster: ClusterNow, names: _Names, now: datetime, by: Calibration | None
+    ) -> None:
         started = self._monotonic()
         try:
             found = outlook(cluster, runs=RUNS)
-            groups = [_stored(f, names, now) for f in found.groups.values()]
+            self._past.follow(found.groups, now)
+            bands = calibrated(found.groups, now, by)
+            groups = [_stored(f, names, now) for f in bands.values()]
             self._store.replace(groups, found.whole_free, now)
         except Exception:  # a forecast is advice: the controller goes on without it
             log.exception("forecast failed")
