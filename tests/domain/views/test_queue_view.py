@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from corral.domain.views.queue import queue_entries
+from corral.domain.formats.wire_time import wire_time
+from corral.domain.views.queue import queue_entries, start_text
 from corral.domain.views.start_forecast import GroupForecast
 from tests.domain.views.test_explain_workflow import group, task, workflow
 
@@ -41,3 +42,25 @@ def test_order_and_opaque_entries() -> None:
         [mine, theirs], forecasts, lambda w: w.submitted_by != "bob", NOW, users=["bob"]
     )
     assert only_bob == []  # an opaque entry would say that bob waits
+
+
+def entry(p10: float, p50: float, p90: float | None, age: float, timeouts: bool = False) -> dict:
+    def at(minutes: float) -> str:
+        return wire_time(NOW + timedelta(minutes=minutes))
+
+    return {
+        "p10": at(p10),
+        "p50": at(p50),
+        "p90": None if p90 is None else at(p90),
+        "forecast_at": at(-age),
+        "on_timeouts": timeouts,
+    }
+
+
+def test_the_start_reads_from_now_with_its_band_age_and_timeout_mark() -> None:
+    assert start_text(entry(25, 40, 90, age=1), NOW) == "~40 min (25 min - 1 h 30 min)"
+    assert start_text(entry(-5, 40, None, age=1), NOW) == "~40 min (now - over 7 d)"
+    assert start_text(entry(25, 40, 90, age=5, timeouts=True), NOW) == (
+        "~40 min (25 min - 1 h 30 min), 5 min old *"
+    )
+    assert start_text({"forecast_at": None}, NOW) == "-"

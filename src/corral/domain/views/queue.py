@@ -10,7 +10,7 @@ from typing import Any
 
 from corral.domain.formats.wire_time import optional_wire_time, read_wire_time
 from corral.domain.views.requested_shape import RequestedShape
-from corral.domain.views.start_forecast import GroupForecast, duration_text
+from corral.domain.views.start_forecast import STALE_SECONDS, GroupForecast, duration_text
 from corral.domain.workflows.record import GROUP_SCHEDULING, StoredGroup, StoredWorkflow
 
 
@@ -87,11 +87,14 @@ def _shape_fields(shape: RequestedShape | None, headroom: int | None) -> dict[st
 
 def start_text(entry: Mapping[str, Any], now: datetime) -> str:
     """An entry's forecast from ``now``: ``~40 min (25 min - 1 h 30 min)``, with `` *`` when it
-    rests on exec timeouts; ``-`` before its first forecast."""
+    rests on exec timeouts and its age when stale; ``-`` before its first forecast."""
     if entry.get("forecast_at") is None:
         return "-"
     p10, p50, p90 = (until_text(entry[key], now) for key in ("p10", "p50", "p90"))
     band = f"~{p50} ({p10} - {p90})"
+    age = (now - read_wire_time(entry["forecast_at"])).total_seconds()
+    if age > STALE_SECONDS:
+        band += f", {duration_text(age)} old"
     return f"{band} *" if entry["on_timeouts"] else band
 
 
