@@ -4,6 +4,8 @@ what it asks for and what it would borrow, read from the store and the clusters.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -40,11 +42,7 @@ def queue_view(
         for group in workflow.groups
         if group.status == GROUP_SCHEDULING
     ]
-    shapes: dict[str, RequestedShape] = {}
-    for uuid, manifests in store.manifests(readable).items():
-        shape = requested_shape(manifests)
-        if shape is not None:
-            shapes[uuid] = shape
+    shapes = _known_shapes.of(store, readable)
     return queue_entries(
         alive,
         forecasts.every(),
@@ -56,6 +54,35 @@ def queue_view(
         shapes=shapes,
         headroom=_headroom(state, clusters, preempted, {w.pool for w in alive}),
     )
+
+
+class _KnownShapes:
+    """Each group's requested shape, read once (a group's objects never change): a queue of
+    thousands reads its groups' objects at the first request only, :data:`CHUNK` at a time."""
+
+    CHUNK = 500
+    MOST = 50_000
+
+    def __init__(self) -> None:
+        self._found: OrderedDict[str, RequestedShape | None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def of(self, store: WorkflowStore, uuids: Sequence[str]) -> dict[str, RequestedShape]:
+        with self._lock:
+            missing = [uuid for uuid in uuids if uuid not in self._found]
+        for start in range(0, len(missing), self.CHUNK):
+            read = store.manifests(missing[start : start + self.CHUNK])
+            with self._lock:
+                for uuid, manifests in read.items():
+                    self._found[uuid] = requested_shape(manifests)
+                while len(self._found) > self.MOST:
+                    self._found.popitem(last=False)
+        with self._lock:
+            found = {uuid: self._found.get(uuid) for uuid in uuids}
+        return {uuid: shape for uuid, shape in found.items() if shape is not None}
+
+
+_known_shapes = _KnownShapes()
 
 
 def _headroom(
