@@ -67,6 +67,11 @@ class ClusterCapacity:
         return pool if pool in self.pools else None
 
 
+def cluster_of(clusters: Sequence[ClusterCapacity], pool: str) -> ClusterCapacity | None:
+    """The cluster ``pool`` runs on (None: no cluster serves it)."""
+    return next((cluster for cluster in clusters if pool in cluster.pools), None)
+
+
 class BoundPodCache:
     """The embedded cluster's bound pods, read incrementally: each call reads only (id, node)
     of every bound pod, and the rest of a pod only when it is new; a pod read before is the

@@ -10,7 +10,7 @@ from typing import Any
 
 from corral.domain.configs.snapshot import Configs
 from corral.domain.views.pool_shapes import NodeUse, domain_shapes, shapes_json
-from corral.services.capacity import ClusterCapacity
+from corral.services.capacity import ClusterCapacity, cluster_of
 from corral.services.pool_usage import layout_of, node_gpus
 from corral.store.forecasts import ForecastStore
 
@@ -25,7 +25,7 @@ def pool_shapes(
     """The shapes answer of ``pool`` (a configured pool the caller may use)."""
     keys = state.pool(pool).topology_keys
     level, label = (keys[-1].key, keys[-1].label) if keys else ("", "")
-    cluster = next((c for c in clusters if pool in c.pools), None)
+    cluster = cluster_of(clusters, pool)
     if cluster is None:
         return shapes_json(pool, level, label, [], now)
     layout = layout_of(state, cluster.nodes, [pool])

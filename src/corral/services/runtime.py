@@ -30,6 +30,7 @@ from corral.services.capacity import (
     BoundPodCache,
     ClusterCapacity,
     backend_nodes,
+    cluster_of,
     read_capacity,
 )
 from corral.services.config_service import ConfigService, WriteMeta, WriteResult
@@ -191,11 +192,8 @@ class Runtime:
 
     def placements_now(self, state: Configs, plan: WorkflowPlan) -> list[GroupPlacement]:
         """Where ``plan``'s groups would be placed on its pool's cluster now (a dry run)."""
-        pool = plan.submitter.pool
-        for cluster in self.capacity(state):
-            if pool in cluster.pools:
-                return placements_now(state, plan, cluster, utc_now())
-        return []
+        cluster = cluster_of(self.capacity(state), plan.submitter.pool)
+        return [] if cluster is None else placements_now(state, plan, cluster, utc_now())
 
     def nodes_of(self, backend: str) -> tuple[Node, ...]:
         """The nodes the pools of ``backend`` run on (the submission's node checks)."""

@@ -30,13 +30,14 @@ from corral.domain.workflows.record import ALIVE, GROUP_SCHEDULING, QUEUED
 from corral.domain.workflows.statuses import WorkflowStatus
 from corral.errors import CorralError, ForbiddenError, NotFoundError, UserError
 from corral.services import sandbox
+from corral.services.capacity import cluster_of
 from corral.services.commands import check_template_reads, request_cancel
 from corral.services.placement_now import GroupPlacement
 from corral.services.pool_usage import pool_usage
 from corral.services.runtime import Runtime, utc_now
 from corral.web.dag import dag_svg
 from corral.web.page_context import PageContextDep
-from corral.web.topology_data import cluster_of, ghost_of, own_workflows, owner_names, pool_picture
+from corral.web.topology_data import ghost_of, own_workflows, owner_names, pool_picture
 from corral.web.topology_view import UNLABELLED, Level
 
 STATIC = Path(__file__).parent / "static"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from corral.domain.labels import SUBMITTED_BY, WORKFLOW_ID
@@ -22,10 +22,6 @@ from corral.web.topology_view import Level, TopologyPicture, picture
 
 #: Group statuses before its pods are bound.
 UNPLACED = frozenset({"SUBMITTING", "WAITING", "PROCESSING", "SCHEDULING"})
-
-
-def cluster_of(clusters: Sequence[ClusterCapacity], pool: str) -> ClusterCapacity | None:
-    return next((cluster for cluster in clusters if pool in cluster.pools), None)
 
 
 def pool_picture(
