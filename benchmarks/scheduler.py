@@ -24,7 +24,9 @@ scheduler's state instead (``scheduler/cache.py`` and ``cycle.py``: queues, fair
 shapes, preemption),
 one gang per pass: ``fill``, LOW ``gang8`` gangs until the cluster is full (no preemption: the
 baseline of the same run), then ``preempt``, HIGH ``gang8`` gangs that each must evict LOW gangs
-from one clique, until one cannot be placed. Reported: pods placed per second (time in ``add``
+from one clique, until one cannot be placed. Before ``preempt`` every LOW gang reports a
+checkpoint at a random moment since its start, so that victims are chosen by the work they
+would lose (docs/checkpoints.md). Reported: pods placed per second (time in ``add``
 + ``place_waiting``, evictions included), p50/p99 per gang, the GPUs evicted, and checks that
 every HIGH gang kept its required clique and evicted only LOW gangs.
 
@@ -418,6 +420,7 @@ def run_preemption(nodes: list[Node], seed: int) -> tuple[Result, Result]:
         return result, evicted, placed_gpus
 
     fill, _, _ = stream("LOW", 0)
+    _report_checkpoints(placements, priorities, clock, seed)
     preempt_result, evicted_gpus, high_gpus = stream("HIGH", 10**6)
     print(f"{len(nodes)} nodes x {GPUS_PER_NODE} GPUs, {len(nodes) // NODES_PER_CLIQUE} cliques")
     print(" policy streams through the embedded scheduler's state, one gang per pass")
@@ -430,6 +433,18 @@ def run_preemption(nodes: list[Node], seed: int) -> tuple[Result, Result]:
         f"without preemption ({with_preemption / without:.2f}x)"
     )
     return fill, preempt_result
+
+
+def _report_checkpoints(
+    placements: SchedulerCache, priorities: dict[str, str], clock: datetime, seed: int
+) -> None:
+    """Every LOW gang of the fill stream (bound at ``clock`` + its index seconds) reports a
+    checkpoint at a random moment between its start and the preempt stream's start."""
+    rng = random.Random(seed)
+    for key, priority in priorities.items():
+        if priority == "LOW":
+            started = int(key.split("-")[1])
+            placements.checkpoint(key, clock + timedelta(seconds=rng.uniform(started, 10**6)))
 
 
 def run_fault_storm(nodes: list[Node], seed: int, minutes: int) -> None:

@@ -12,6 +12,10 @@ After every pass:
 * a required clique holds: all pods of a bound gang share one clique, also after preemption;
 * preemption never evicts work of equal or higher priority, nor work younger than its minimum
   runtime, and reclaims only from a queue that was borrowing;
+* victims are chosen by the work they would lose once gangs report checkpoints: the chosen
+  set's lost GPU-seconds are never more than those of any other victim set the search placed
+  the preemptor with, and equal what its victims lose (GPUs x seconds since the later of their
+  start and last checkpoint);
 * a queue under its guarantee gets GPUs back within one pass: probed on a copy of the state, a
   HIGH/NORMAL gang of one-GPU pods without topology that its queue's guarantee and maximum
   allow is placed in one pass whenever the free GPUs, plus what borrowing queues hold in
@@ -35,6 +39,7 @@ from corral.scheduler import Queue
 from corral.scheduler.cache import SchedulerCache
 from corral.scheduler.cycle import place_waiting
 from corral.scheduler.fair_share import PRIORITY_RANK
+from corral.scheduler.preemption import Preemption
 
 T0 = datetime(2026, 11, 26, tzinfo=UTC)
 CLIQUE = "clique"
@@ -119,6 +124,7 @@ class Policy(RuleBasedStateMachine):
         self.gangs: dict[str, Gang] = {}
         self.bound: dict[str, dict[str, str]] = {}  # gang -> pod -> node
         self.bound_at: dict[str, datetime] = {}
+        self.checkpointed: dict[str, datetime] = {}
 
     @rule(batch=st.lists(gangs, min_size=1, max_size=5))
     def submit(self, batch: list[tuple[str, str, int, int, bool]]) -> None:
@@ -145,6 +151,7 @@ class Policy(RuleBasedStateMachine):
             gang = self.gangs[placed.group.key]
             used_at_most[gang.queue] += gang.total
         evicted = {e.group for e in result.evicted}
+        self._check_lost_work(result.preemptions)
         taken_by_queue: dict[str, int] = {}
         for eviction in result.evicted:
             event("reclaimed" if eviction.reclaimed else "preempted")
@@ -165,6 +172,7 @@ class Policy(RuleBasedStateMachine):
             else:
                 assert victim.queue == preemptor.queue
             del self.bound[victim.key]
+            self.checkpointed.pop(victim.key, None)
         for placed in result.placed:
             assert placed.group.key not in evicted
             self.bound[placed.group.key] = placed.placement.nodes()
@@ -178,6 +186,17 @@ class Policy(RuleBasedStateMachine):
         key = data.draw(st.sampled_from(sorted(self.bound)))
         assert self.placements.release(key)
         del self.bound[key]
+        self.checkpointed.pop(key, None)
+
+    @rule(data=st.data(), ago=st.sampled_from([0, 1, 2, 5]))
+    def report_a_checkpoint(self, data: st.DataObject, ago: int) -> None:
+        """A running gang commits a checkpoint ``ago`` seconds ago (not before its start)."""
+        if not self.bound:
+            return
+        key = data.draw(st.sampled_from(sorted(self.bound)))
+        at = max(self.now - timedelta(seconds=ago), self.bound_at[key])
+        self.placements.checkpoint(key, at)
+        self.checkpointed[key] = max(at, self.checkpointed.get(key, at))
 
     @rule(queue=st.sampled_from(sorted(QUEUES)), pods=st.integers(1, 12))
     def probe_the_guarantee(self, queue: str, pods: int) -> None:
@@ -218,6 +237,19 @@ class Policy(RuleBasedStateMachine):
         return own + sum(min(total, usage.borrowed(q)) for q, total in others.items())
 
     # -- checks -----------------------------------------------------------------------------
+
+    def _check_lost_work(self, preemptions: list[tuple[str, Preemption]]) -> None:
+        for _, chosen in preemptions:
+            expected = 0.0
+            if self.checkpointed:  # nothing is weighed until a gang reports a checkpoint
+                for victim in chosen.victims:
+                    mark = max(self.bound_at[victim.key], self.checkpointed.get(victim.key, T0))
+                    expected += victim.gpus * (self.now - mark).total_seconds()
+            assert chosen.lost_gpu_seconds == expected
+            assert all(chosen.lost_gpu_seconds <= other for other in chosen.alternatives)
+            event("preemption weighed lost work" if self.checkpointed else "nothing weighed")
+            if chosen.alternatives:
+                event("preemption chose among placed victim sets")
 
     def _check_gang(self, gang: Gang, nodes: dict[str, str]) -> None:
         assert sorted(nodes) == [f"{gang.key}-{i}" for i in range(gang.pods)]

@@ -36,7 +36,7 @@ from corral.domain.platform.nodes import Node
 from corral.domain.topology.fabric import NO_FABRIC_RULE, FabricRule
 from corral.scheduler import Binding, ClusterSnapshot, Placement, Queue, QueueUsage
 from corral.scheduler.podgroup import GroupError, PodSet, read_pod_group, shape_of
-from corral.scheduler.preemption import PREEMPTIBLE, Running
+from corral.scheduler.preemption import PREEMPTIBLE, LostWork, Running, lost_work
 from corral.scheduler.records import (
     NEVER,
     BoundPodOnNode,
@@ -92,6 +92,9 @@ class SchedulerCache:
         self._victims: dict[str, Running] = {}
         self._victims_on: dict[int, dict[str, Running]] = {}
         self._bind_order = itertools.count()
+        #: Per bound group, when it last reported a committed checkpoint (what an eviction
+        #: would lose is counted from it: ``preemption.lost_work``).
+        self.checkpoints: dict[str, datetime] = {}
         self.waiting: dict[str, WaitingGroup] = {}
         self._shapes: dict[str, Shape] = {}
         #: Per shape: its waiting groups as a heap of (order, group uuid); entries of groups no
@@ -203,6 +206,7 @@ class SchedulerCache:
         if group is None:
             return False
         self._drop_victim(group_uuid)
+        self.checkpoints.pop(group_uuid, None)
         for binding in group.bindings:
             self._groups_on.get(binding.node, set()).discard(group_uuid)
         for snapshot in self._snapshots.values():
@@ -215,6 +219,13 @@ class SchedulerCache:
             self.usage.refund(group.queue, group.charged, preemptible=group.preemptible)
         self.generation += 1
         return True
+
+    def checkpoint(self, group_uuid: str, at: datetime) -> None:
+        """Record that bound group ``group_uuid`` committed a checkpoint at ``at`` (the latest
+        of its reports counts; a group not bound is ignored)."""
+        if group_uuid in self._groups:
+            before = self.checkpoints.get(group_uuid)
+            self.checkpoints[group_uuid] = at if before is None else max(before, at)
 
     def bound_groups(self) -> Iterator[tuple[str, tuple[Binding, ...], str, bool]]:
         """Each bound group: its key, bindings, queue, and whether it is preemptible."""
@@ -400,6 +411,13 @@ class Candidates:
                 yield victim
             else:
                 self.protected_until.append(until)
+
+    def lost_work(self) -> LostWork:
+        """What each victim would lose if evicted now; None when no group has reported a
+        checkpoint (the choice is then by GPUs, priority and age alone)."""
+        if self._now is None:
+            return None
+        return lost_work(self._now, self._cache.checkpoints)
 
     def on_node(self, node: int) -> list[Running]:
         cache = self._cache

@@ -132,6 +132,7 @@ class _Cycle:
             group.priority,
             self.cache.usage,
             candidates,
+            candidates.lost_work(),
         )
         if found is None and candidates.protected_until:
             shape.retry_at = min(candidates.protected_until)
@@ -139,6 +140,7 @@ class _Cycle:
 
     def _evict_for(self, group: WaitingGroup, preemption: Preemption) -> Placement:
         """Release the victims, bind ``group`` where the simulation put it."""
+        self.result.preemptions.append((group.key, preemption))
         for victim in preemption.victims:
             self.cache.release(victim.key)
             self.result.evicted.append(

@@ -13,7 +13,12 @@ When a group of HIGH or NORMAL priority does not fit, running gangs may be evict
   level is a candidate region, and only victims with pods in the region are chosen for it, so
   the region the preemptor needs is the one freed (KAI cannot: KAI #1591);
 * **cost**: the region whose victims cost least wins — fewest GPUs evicted, then the lowest
-  priority, then the youngest (the victims' oldest member started last).
+  priority, then the youngest (the victims' oldest member started last). Once any running
+  gang has reported a checkpoint, the work the victims would lose ranks first: GPUs x seconds
+  since each one's last checkpoint, or since its start (docs/checkpoints.md); within a region
+  the victims losing least per GPU are taken first, and no region is skipped for its GPUs or
+  ages (its work lost is not known before it is counted). With no checkpoint reported
+  anywhere the choice is the one above, unchanged.
 
 The search counts first and places later. Regions come from two sources in turn — those of the
 most preferred victims (youngest first) and those with the most free GPUs (fewest to evict) —
@@ -31,6 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Protocol
 
 from corral.scheduler.fair_share import PRIORITY_RANK
@@ -63,6 +69,26 @@ class Running:
         return PRIORITY_RANK.get(self.priority, 1)
 
 
+#: The GPU-seconds a victim would lose if evicted now; None: nothing is weighed (no gang has
+#: reported a checkpoint).
+LostWork = Callable[[Running], float] | None
+
+
+def lost_work(now: datetime, checkpoints: Mapping[str, datetime]) -> LostWork:
+    """GPUs x seconds since the later of a victim's start and its last checkpoint (by group
+    key); None when no checkpoint was reported (``since[0]`` is the start, or None)."""
+    if not checkpoints:
+        return None
+
+    def lost(victim: Running) -> float:
+        start = victim.since[0] if isinstance(victim.since, tuple) else None
+        marks = [m for m in (start, checkpoints.get(victim.key)) if m is not None]
+        seconds = (now - max(marks)).total_seconds() if marks else 0.0
+        return victim.gpus * max(seconds, 0.0)
+
+    return lost
+
+
 @dataclass(frozen=True)
 class Preemption:
     """Where the preemptor goes once ``victims`` are evicted."""
@@ -70,6 +96,10 @@ class Preemption:
     placement: Placement
     victims: tuple[Running, ...]
     region: str  # the id of the domain freed ("cluster" without a required level)
+    #: The GPU-seconds the victims lose (0 when nothing is weighed), and those of every other
+    #: victim set the search placed the preemptor with.
+    lost_gpu_seconds: float = 0.0
+    alternatives: tuple[float, ...] = ()
 
     @property
     def evicted_gpus(self) -> int:
@@ -86,9 +116,7 @@ class _Estimate:
     #: placement needs more than the count says (nodes too fragmented).
     spare: tuple[tuple[Running, int], ...]
     in_region: dict[Running, int]
-
-    def cost(self) -> tuple[int, int, Any, str]:
-        return _cost(self.victims, self.region)
+    cost: Cost
 
 
 @dataclass(frozen=True)
@@ -96,17 +124,21 @@ class _Candidate:
     victims: tuple[Running, ...]
     placement: Placement
     region: Domain
-
-    def cost(self) -> tuple[int, int, Any, str]:
-        return _cost(self.victims, self.region)
+    cost: Cost
 
 
-def _cost(victims: Sequence[Running], region: Domain) -> tuple[int, int, Any, str]:
-    """Fewest GPUs, then lowest priority (highest rank), then youngest (the set's oldest
-    member started last), then region id."""
+#: Least work lost, fewest GPUs, lowest priority (highest rank), youngest, region id.
+Cost = tuple[float, int, int, Any, str]
+
+
+def _cost(victims: Sequence[Running], region: Domain, lost: LostWork) -> Cost:
+    """The least work lost (0 when nothing is weighed), then the fewest GPUs, then the
+    lowest priority, then the youngest (the set's oldest member started last), then the
+    region id."""
     gpus = sum(victim.gpus for victim in victims)
     oldest = min(victim.since for victim in victims)
-    return (gpus, -min(v.rank for v in victims), _Later(oldest), region.id)
+    work = sum(lost(victim) for victim in victims) if lost else 0.0
+    return (work, gpus, -min(v.rank for v in victims), _Later(oldest), region.id)
 
 
 class _Later:
@@ -148,26 +180,33 @@ def preempt(
     priority: str,
     usage: QueueUsage,
     victims: Victims,
+    lost: LostWork = None,
 ) -> Preemption | None:
     """Victims whose eviction lets ``root`` (of ``queue`` and ``priority``) be placed, and
     where it then goes; None when no allowed victims would do (see the module docstring).
-    The snapshot is left as it was.
+    ``lost`` weighs the work each victim would lose. The snapshot is left as it was.
     """
     rank = PRIORITY_RANK.get(priority, 1)
     if rank >= PRIORITY_RANK[PREEMPTIBLE]:
         return None  # LOW work evicts nothing: it would be equal or higher
     if usage.refusal(queue, root.total.gpu, freed=usage.used.get(queue, 0)):
         return None  # over its guarantee (or maximum) even if its queue were empty
-    search = _Search(snapshot, root, queue, rank, usage, victims.on_node)
+    search = _Search(snapshot, root, queue, rank, usage, victims.on_node, lost)
     regions = search.regions_of_victims(victims.unprotected())
     for region in _alternate(regions, search.roomiest_regions()):
         if len(search.estimates) >= ENOUGH_ESTIMATES or search.tried >= MOST_REGIONS_COUNTED:
             break
         search.estimate(region)
-    best = search.place_cheapest()
+    best, others = search.place_cheapest()
     if best is None:
         return None
-    return Preemption(best.placement, best.victims, best.region.id)
+    return Preemption(
+        best.placement,
+        best.victims,
+        best.region.id,
+        best.cost[0],
+        tuple(other.cost[0] for other in others),
+    )
 
 
 #: A search counts victims in regions until this many regions have enough of them, or this
@@ -202,8 +241,10 @@ class _Search:
         rank: int,
         usage: QueueUsage,
         on_node: Callable[[int], Iterable[Running]],
+        lost: LostWork,
     ) -> None:
         self.snapshot = snapshot
+        self.lost = lost
         self.root = root
         self.queue = queue
         self.rank = rank
@@ -228,8 +269,11 @@ class _Search:
     def _may_improve_with(self, victim: Running) -> bool:
         """Whether a region whose most preferred victim is ``victim`` could cost no more than
         the best so far on priority and age (it may still win on GPUs: see
-        :meth:`roomiest_regions`)."""
+        :meth:`roomiest_regions`). Always, when work lost is weighed: it ranks first, and is
+        not known before a region is counted."""
         assert self.best is not None
+        if self.lost is not None:
+            return True
         best_rank = min(v.rank for v in self.best.victims)
         if victim.rank != best_rank:
             return victim.rank > best_rank
@@ -268,13 +312,17 @@ class _Search:
         index = self.snapshot.by_free_gpu[self.level]
         for free in sorted(index, reverse=True):
             for region in sorted(index[free], key=lambda d: d.id):
-                if self.best is not None and free <= self.need - self._best_gpus():
+                if self._beaten_by_count(free, ties=True):
                     return
                 yield region
 
-    def _best_gpus(self) -> int:
-        assert self.best is not None
-        return sum(victim.gpus for victim in self.best.victims)
+    def _beaten_by_count(self, free: int, *, ties: bool = False) -> bool:
+        """Whether a region with ``free`` GPUs must evict more GPUs than the best so far (or
+        as many, with ``ties``). Never when work lost is weighed: it ranks before GPUs."""
+        if self.best is None or self.lost is not None:
+            return False
+        least = self.need - free
+        return least >= self.best.cost[1] if ties else least > self.best.cost[1]
 
     # -- counting ---------------------------------------------------------------------------
 
@@ -284,7 +332,7 @@ class _Search:
         if region in self.seen:
             return
         self.seen.add(region)
-        if self.best is not None and max(0, self.need - region.free_gpu) > self._best_gpus():
+        if self._beaten_by_count(region.free_gpu):
             return  # it would evict more than the best even at its best
         self.tried += 1
         victims = self._victims_in(region)
@@ -302,14 +350,22 @@ class _Search:
                 break
         else:
             return  # even every allowed victim of the region would not free enough
-        for victim in sorted(chosen, key=lambda v: -v.gpus):
+        for victim in sorted(chosen, key=self._dearest):
             if len(chosen) > 1 and region.free_gpu + freed - in_region[victim] >= self.need:
                 chosen.remove(victim)
                 freed -= in_region[victim]
-        found = _Estimate(region, tuple(chosen), tuple(rest), in_region)
+        found = _Estimate(region, tuple(chosen), tuple(rest), in_region, self._cost(chosen, region))
         self.estimates.append(found)
-        if self.best is None or found.cost() < self.best.cost():
+        if self.best is None or found.cost < self.best.cost:
             self.best = found
+
+    def _cost(self, victims: Sequence[Running], region: Domain) -> Cost:
+        return _cost(victims, region, self.lost)
+
+    def _dearest(self, victim: Running) -> tuple[float, int]:
+        """Sorts the victims a count may give back: the most work lost first (when weighed),
+        then the most GPUs."""
+        return (-self.lost(victim) if self.lost else 0.0, -victim.gpus)
 
     def _may_take(self, victim: Running, taken: dict[str, int]) -> bool:
         """Whether reclaim may take ``victim`` after ``taken`` (GPUs per queue): only while
@@ -334,21 +390,30 @@ class _Search:
                     freed[victim] = sum(
                         b.demand.gpu for b in victim.bindings if index.get(b.node) in inside
                     )
-        return sorted(freed.items(), key=lambda item: (-item[0].rank, _Later(item[0].since)))
+        return sorted(freed.items(), key=lambda item: self._preference(item[0]))
+
+    def _preference(self, victim: Running) -> tuple[int, float, _Later]:
+        """Most preferred victim first: the lowest priority, the least work lost per GPU
+        (when weighed), the youngest."""
+        per_gpu = self.lost(victim) / max(victim.gpus, 1) if self.lost else 0.0
+        return (-victim.rank, per_gpu, _Later(victim.since))
 
     # -- placing ----------------------------------------------------------------------------
 
-    def place_cheapest(self) -> _Candidate | None:
+    def place_cheapest(self) -> tuple[_Candidate | None, list[_Candidate]]:
         """Simulate the cheapest estimates first; stop once no estimate left is cheaper than a
-        placement found."""
-        best: _Candidate | None = None
-        for estimate in sorted(self.estimates, key=_Estimate.cost):
-            if best is not None and not estimate.cost() < best.cost():
+        placement found. The cheapest placement, and the others found."""
+        placed: list[_Candidate] = []
+        for estimate in sorted(self.estimates, key=lambda e: e.cost):
+            if placed and not estimate.cost < min(c.cost for c in placed):
                 break
             found = self._place(estimate)
-            if found is not None and (best is None or found.cost() < best.cost()):
-                best = found
-        return best
+            if found is not None:
+                placed.append(found)
+        if not placed:
+            return None, []
+        best = min(placed, key=lambda c: c.cost)
+        return best, [c for c in placed if c is not best]
 
     def _place(self, estimate: _Estimate) -> _Candidate | None:
         """The estimate's victims, and more of the region's when the nodes are too
@@ -367,7 +432,9 @@ class _Search:
                 continue
             chosen.append(more[0])
             placement = self._placement_without(chosen, estimate.region)
-        return _Candidate(tuple(chosen), placement, estimate.region)
+        return _Candidate(
+            tuple(chosen), placement, estimate.region, self._cost(chosen, estimate.region)
+        )
 
     def _placement_without(self, victims: Sequence[Running], region: Domain) -> Placement | None:
         """The preemptor's placement in ``region`` once ``victims`` are gone (simulated), or

@@ -12,6 +12,7 @@ from corral.domain.topology.fabric import NO_FABRIC_RULE, FabricRule
 from corral.scheduler import Placement
 from corral.scheduler.fair_share import PRIORITY_RANK
 from corral.scheduler.podgroup import PodSet
+from corral.scheduler.preemption import Preemption
 from corral.scheduler.resources import Demand
 
 #: ``Shape.failed_at`` of a shape whose PodGroup cannot be read: never tried.
@@ -100,6 +101,9 @@ class PassResult:
     placed: list[Placed] = field(default_factory=list)
     #: Gangs evicted for groups placed in this pass (before those placements).
     evicted: list[Evicted] = field(default_factory=list)
+    #: Each preemption made (the preemptor's key): its victims and the work they lose, and
+    #: what the other victim sets it weighed would have lost.
+    preemptions: list[tuple[str, Preemption]] = field(default_factory=list)
     #: Shapes whose reason changed in this pass.
     reasons: list[Shape] = field(default_factory=list)
     tries: int = 0
