@@ -42,6 +42,8 @@ NOT_REACHED = {
     ("POST", "/api/workflow/{workflow_id}/cancel"),
     ("GET", "/api/workflow/{workflow_id}/logs"),
     ("GET", "/api/workflow/{workflow_id}/explain"),
+    # its access: tests/services/lifecycle/test_checkpoint_preemption.py
+    ("POST", "/api/workflow/{workflow_id}/task/{task_name}/checkpoint"),
     # node:Update is checked on the pools the node serves, once the node is found
     # (tests/services/lifecycle/test_node_health.py)
     ("POST", "/api/nodes/{node}/cordon"),
@@ -60,6 +62,7 @@ SAMPLE = {
     "role": "r1",
     "revision": "1",
     "node": "n1",
+    "task_name": "t0",
 }
 BODIES: dict[tuple[str, str], Any] = {
     ("POST", "/api/configs/history/rollback"): {"config_type": "POOL", "revision": 1},

@@ -16,6 +16,7 @@ from corral.api import (
     queue_routes,
     resource_routes,
     system_routes,
+    task_routes,
     user_routes,
     workflow_routes,
 )
@@ -65,6 +66,7 @@ def create_app(
         pool_routes,
         resource_routes,
         workflow_routes,
+        task_routes,
         queue_routes,
         user_routes,
         node_routes,

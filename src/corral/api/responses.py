@@ -361,6 +361,14 @@ class Canceled(Answer):
     message: str
 
 
+class CheckpointRecorded(Answer):
+    workflow_id: str
+    task: str
+    at: str
+    step: int | None
+    description: str | None
+
+
 class GroupReason(Answer):
     name: str
     status: str

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import itertools
+from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -95,6 +96,8 @@ class SchedulerCache:
         #: Per bound group, when it last reported a committed checkpoint (what an eviction
         #: would lose is counted from it: ``preemption.lost_work``).
         self.checkpoints: dict[str, datetime] = {}
+        #: The keys of ``checkpoints``, latest first (None: to be sorted again after a report).
+        self._freshest: deque[str] | None = None
         self.waiting: dict[str, WaitingGroup] = {}
         self._shapes: dict[str, Shape] = {}
         #: Per shape: its waiting groups as a heap of (order, group uuid); entries of groups no
@@ -226,6 +229,17 @@ class SchedulerCache:
         if group_uuid in self._groups:
             before = self.checkpoints.get(group_uuid)
             self.checkpoints[group_uuid] = at if before is None else max(before, at)
+            self._freshest = None
+
+    def freshest(self) -> deque[str]:
+        """The groups that reported checkpoints, the latest first (sorted again only after
+        a report; released ones are dropped from the head, where evictions take them)."""
+        if self._freshest is None:
+            marks = self.checkpoints
+            self._freshest = deque(sorted(marks, key=marks.__getitem__, reverse=True))
+        while self._freshest and self._freshest[0] not in self.checkpoints:
+            self._freshest.popleft()
+        return self._freshest
 
     def bound_groups(self) -> Iterator[tuple[str, tuple[Binding, ...], str, bool]]:
         """Each bound group: its key, bindings, queue, and whether it is preemptible."""
@@ -418,6 +432,16 @@ class Candidates:
         if self._now is None:
             return None
         return lost_work(self._now, self._cache.checkpoints)
+
+    def freshest(self) -> Iterator[Running]:
+        """The candidates that reported checkpoints, the latest first."""
+        cache = self._cache
+        for key in cache.freshest():
+            victim = cache._victims.get(key)
+            if victim is None or key in self._placed_now:
+                continue
+            if cache.protected_until(victim, self._now) is None:
+                yield victim
 
     def on_node(self, node: int) -> list[Running]:
         cache = self._cache

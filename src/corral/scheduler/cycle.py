@@ -133,6 +133,7 @@ class _Cycle:
             self.cache.usage,
             candidates,
             candidates.lost_work(),
+            candidates.freshest(),
         )
         if found is None and candidates.protected_until:
             shape.retry_at = min(candidates.protected_until)

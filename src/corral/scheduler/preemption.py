@@ -1,4 +1,5 @@
-"""Preemption and reclaim that respect topology (docs/scheduler.md#preemption-and-reclaim).
+"""Preemption and reclaim that respect topology
+(docs/scheduler.md#queues-priorities-and-preemption).
 
 When a group of HIGH or NORMAL priority does not fit, running gangs may be evicted for it:
 
@@ -16,8 +17,9 @@ When a group of HIGH or NORMAL priority does not fit, running gangs may be evict
   priority, then the youngest (the victims' oldest member started last). Once any running
   gang has reported a checkpoint, the work the victims would lose ranks first: GPUs x seconds
   since each one's last checkpoint, or since its start (docs/checkpoints.md); within a region
-  the victims losing least per GPU are taken first, and no region is skipped for its GPUs or
-  ages (its work lost is not known before it is counted). With no checkpoint reported
+  the victims losing least per GPU are taken first, the regions of the victims with the latest
+  checkpoints are searched besides the others, and no region is skipped for its GPUs or ages
+  (its work lost is not known before it is counted). With no checkpoint reported
   anywhere the choice is the one above, unchanged.
 
 The search counts first and places later. Regions come from two sources in turn — those of the
@@ -181,10 +183,13 @@ def preempt(
     usage: QueueUsage,
     victims: Victims,
     lost: LostWork = None,
+    freshest: Iterable[Running] = (),
 ) -> Preemption | None:
     """Victims whose eviction lets ``root`` (of ``queue`` and ``priority``) be placed, and
     where it then goes; None when no allowed victims would do (see the module docstring).
-    ``lost`` weighs the work each victim would lose. The snapshot is left as it was.
+    ``lost`` weighs the work each victim would lose; the regions of ``freshest`` (the
+    victims with the latest checkpoints first) are then searched too. The snapshot is left
+    as it was.
     """
     rank = PRIORITY_RANK.get(priority, 1)
     if rank >= PRIORITY_RANK[PREEMPTIBLE]:
@@ -192,8 +197,10 @@ def preempt(
     if usage.refusal(queue, root.total.gpu, freed=usage.used.get(queue, 0)):
         return None  # over its guarantee (or maximum) even if its queue were empty
     search = _Search(snapshot, root, queue, rank, usage, victims.on_node, lost)
-    regions = search.regions_of_victims(victims.unprotected())
-    for region in _alternate(regions, search.roomiest_regions()):
+    sources = [search.regions_of_victims(victims.unprotected()), search.roomiest_regions()]
+    if lost is not None:
+        sources.append(search.regions_of_victims(freshest))
+    for region in _alternate(*sources):
         if len(search.estimates) >= ENOUGH_ESTIMATES or search.tried >= MOST_REGIONS_COUNTED:
             break
         search.estimate(region)
@@ -216,9 +223,9 @@ ENOUGH_ESTIMATES = 4
 MOST_REGIONS_COUNTED = 64
 
 
-def _alternate(first: Iterator[Domain], second: Iterator[Domain]) -> Iterator[Domain]:
-    """One region of each source in turn, until both are empty."""
-    sources = [first, second]
+def _alternate(*given: Iterator[Domain]) -> Iterator[Domain]:
+    """One region of each source in turn, until all are empty."""
+    sources = list(given)
     while sources:
         for source in list(sources):
             found = next(source, None)

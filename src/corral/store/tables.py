@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     Column,
     DateTime,
@@ -268,6 +269,10 @@ workflow_tasks = Table(
     Column("message", Text, nullable=True),
     #: The task's own exitActions: [[action, [[low, high], ...]], ...].
     Column("exit_actions", JSON, nullable=True),
+    #: Its last committed checkpoint as it reported it (docs/checkpoints.md).
+    Column("checkpoint_at", DateTime(timezone=True), nullable=True),
+    Column("checkpoint_step", BigInteger, nullable=True),
+    Column("checkpoint_note", Text, nullable=True),
     Index("ix_workflow_tasks_group", "group_uuid"),
     # Room on each page for a task's status updates to stay HOT (migration 0007).
     postgresql_with={"fillfactor": 50},

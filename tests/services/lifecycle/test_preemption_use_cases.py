@@ -33,11 +33,13 @@ def explain(world: World, workflow_id: str) -> dict[str, str]:
     return {group["name"]: group["reason"] for group in body["groups"]}
 
 
-def fill_every_clique(world: World, pool: str = "nvl72") -> list[str]:
-    """One LOW workflow of 18 trays per clique, submitted a tick apart (the last is youngest)."""
+def fill_every_clique(world: World, pool: str = "nvl72", seconds: float = 1000) -> list[str]:
+    """One LOW workflow of 18 trays per clique, submitted a tick apart (the last is youngest),
+    each task running ``seconds``."""
     fillers = []
     for index in range(CLIQUES):
-        fillers.append(world.submit(clique_job(f"low{index}", TRAYS), pool=pool, priority="LOW"))
+        job = clique_job(f"low{index}", TRAYS, seconds=seconds)
+        fillers.append(world.submit(job, pool=pool, priority="LOW"))
         world.controller.tick()
         world.clock.advance(1)
     world.run_until(lambda: all(world.workflow(w).status == "RUNNING" for w in fillers))

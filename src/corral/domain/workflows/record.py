@@ -102,6 +102,8 @@ class StoredTask:
     ended_at: datetime | None = None
     message: str | None = None
     exit_actions: tuple[ExitAction, ...] = ()
+    #: Its last committed checkpoint, as it reported it (None: never).
+    checkpoint_at: datetime | None = None
 
 
 @dataclass(frozen=True)

@@ -213,6 +213,7 @@ class LifecycleController:
             bound_at={uuid: at for uuid, (_, at) in bound_groups.items() if at is not None},
             min_runtime=min_runtimes(state),
         )
+        note_checkpoints(placements, alive)
         working = WorkingSet(state, epoch, placements, ManifestCache(self.workflows.manifests))
         working.bound.update({uuid: owner for uuid, (owner, _) in bound_groups.items()})
         for workflow in alive:
@@ -246,6 +247,16 @@ class LifecycleController:
                 backend.sync_scheduler_objects(desired)
             except BackendError as err:
                 log.warning("queue sync failed", backend=backend.name, error=err.message)
+
+
+def note_checkpoints(placements: SchedulerCache, alive: Sequence[StoredWorkflow]) -> None:
+    """Each bound group's latest checkpoint, of any of its tasks, for preemption to weigh
+    (docs/checkpoints.md)."""
+    for workflow in alive:
+        for group in workflow.groups:
+            marks = [task.checkpoint_at for task in group.tasks if task.checkpoint_at]
+            if marks:
+                placements.checkpoint(group.uuid, max(marks))
 
 
 class _Tick:
@@ -286,6 +297,7 @@ class _Tick:
             return
         ids = list(dict.fromkeys(entry.workflow_id for entry in entries))
         fresh = self.controller.workflows.controller_view(ids)
+        note_checkpoints(self.working.placements, fresh)  # a task reported one
         for workflow in fresh:
             self.working.keep(workflow)
             self.working.dirty.add(workflow.workflow_id)

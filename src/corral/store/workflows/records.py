@@ -106,6 +106,7 @@ def group_record(row: Any, tasks: Sequence[Any], shared: Mapping[str, SharedReas
                     ExitAction(action, tuple((low, high) for low, high in ranges))
                     for action, ranges in t["exit_actions"] or ()
                 ),
+                checkpoint_at=utc(t["checkpoint_at"]),
             )
             for t in tasks
         ],

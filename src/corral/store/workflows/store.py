@@ -49,6 +49,7 @@ from corral.store.tables import (
     workflow_tasks,
     workflows,
 )
+from corral.store.workflows.checkpoints import Checkpoint, record_checkpoint
 from corral.store.workflows.inbox import CANCEL, SUBMITTED, mark_seen, read_inbox, tell_controller
 from corral.store.workflows.listings import WorkflowListings
 from corral.store.workflows.reads import controller_rows, read_workflow, waiting_reasons
@@ -286,6 +287,10 @@ class WorkflowStore(WorkflowListings):
             if done:
                 tell_controller(connection, workflow_id, CANCEL, self._clock())
         return bool(done)
+
+    def record_checkpoint(self, workflow_id: str, task_uuid: str, checkpoint: Checkpoint) -> bool:
+        """Record a running task's checkpoint (False: the task is not RUNNING)."""
+        return record_checkpoint(self._engine, workflow_id, task_uuid, checkpoint, self._clock())
 
     def commit(
         self,

@@ -1,0 +1,91 @@
+"""Victims chosen by the work they would lose, end to end (docs/checkpoints.md): checkpoints
+reported through ``POST /api/workflow/{id}/task/{task}/checkpoint``, read by the controller,
+weighed by the embedded scheduler's preemption; and the endpoint's answers to bad input and to
+callers who may not report."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from corral.services.runtime import utc_now
+from tests.conftest import Api
+from tests.services.lifecycle.test_preemption_use_cases import (
+    CLIQUES,
+    clique_job,
+    cliques_of,
+    fill_every_clique,
+    unlimited,
+)
+from tests.services.lifecycle_world import World
+
+
+def report(world: World, workflow_id: str, task: str, **body: object) -> tuple[int, object]:
+    return world.api.call("POST", f"/api/workflow/{workflow_id}/task/{task}/checkpoint", json=body)
+
+
+def test_a_high_gang_evicts_the_gang_that_checkpointed_a_minute_ago(world: World) -> None:
+    """Five LOW clique gangs started two hours ago; the oldest checkpointed a minute ago, the
+    others 50 minutes ago. Without checkpoints the youngest would go (as in
+    test_preemption_use_cases); with them, the one that loses least does."""
+    now = utc_now()
+    world.clock.now = now - timedelta(hours=2)
+    unlimited(world, "nvl72")
+    fillers = fill_every_clique(world, seconds=4 * 3600)
+    world.clock.now = now
+    fresh = fillers[0]
+    for filler in fillers:
+        ago = timedelta(minutes=1 if filler == fresh else 50)
+        status, body = report(world, filler, "t0", at=(now - ago).isoformat(), step=1000)
+        assert status == 200, body
+        assert body == {
+            "workflow_id": filler,
+            "task": "t0",
+            "at": (now - ago).isoformat(),
+            "step": 1000,
+            "description": None,
+        }
+    freed = cliques_of(world, fresh)
+    urgent = world.submit(clique_job("urgent", 16), priority="HIGH")
+    world.run_until(lambda: world.workflow(urgent).status == "RUNNING")
+    assert cliques_of(world, urgent) == freed
+    assert world.workflow(fresh).status == "FAILED_PREEMPTED"
+    assert [world.workflow(w).status for w in fillers[1:]] == ["RUNNING"] * (CLIQUES - 1)
+
+
+def test_bad_reports_are_refused_with_what_to_do(world: World) -> None:
+    job = world.submit(clique_job("job", 1))
+    world.run_until(lambda: world.workflow(job).status == "RUNNING")
+    future = datetime.now(UTC) + timedelta(hours=1)
+    status, body = report(world, job, "t0", at=future.isoformat())
+    assert status == 400, body
+    assert "Field 'at'" in body["message"] and "is in the future" in body["message"]
+    status, body = report(world, job, "nope")
+    assert (status, body["message"]) == (404, f"Task nope not found in workflow {job}.")
+    status, body = report(world, job, "t0", step=-1)
+    assert status == 400 and "step" in body["message"], body
+    status, body = report(world, job, "t0", extra=1)
+    assert status == 400 and "extra" in body["message"], body
+    status, body = report(world, "no-such-workflow", "t0")
+    assert status == 404, body
+    status, body = world.api.call("POST", f"/api/workflow/{job}/cancel")
+    assert status == 200, body
+    world.run_until(lambda: world.workflow(job).status == "FAILED_CANCELED")
+    status, body = report(world, job, "t0")
+    assert status == 400, body
+    assert body["message"] == (
+        f"Task t0 of {job} is FAILED_CANCELED, not RUNNING: only a running task reports "
+        "checkpoints."
+    )
+
+
+def test_only_the_owner_and_admins_may_report(world: World) -> None:
+    job = world.submit(clique_job("job", 1))
+    world.run_until(lambda: world.workflow(job).status == "RUNNING")
+    runtime = world.api.runtime
+    other = runtime.tokens.create(name="other", username="mallory", roles=["osmo-user"])
+    stranger = Api(world.api.client, other, runtime)
+    status, body = stranger.call("POST", f"/api/workflow/{job}/task/t0/checkpoint", json={})
+    assert (status, body["message"]) == (404, f"Workflow {job} not found.")
+    status, body = report(world, job, "t0")  # the admin (who also submitted it)
+    assert status == 200, body
+    assert world.workflow(job).groups[0].tasks[0].checkpoint_at is not None
