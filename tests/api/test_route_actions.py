@@ -44,6 +44,8 @@ NOT_REACHED = {
     ("GET", "/api/workflow/{workflow_id}/explain"),
     # its access: tests/services/lifecycle/test_checkpoint_preemption.py
     ("POST", "/api/workflow/{workflow_id}/task/{task_name}/checkpoint"),
+    ("GET", "/api/workflow/{workflow_id}/task/{task_name}/notice"),
+    ("POST", "/api/workflow/{workflow_id}/task/{task_name}/ready"),
     # node:Update is checked on the pools the node serves, once the node is found
     # (tests/services/lifecycle/test_node_health.py)
     ("POST", "/api/nodes/{node}/cordon"),

@@ -369,6 +369,28 @@ class CheckpointRecorded(Answer):
     description: str | None
 
 
+class NoticeView(Answer):
+    given_at: str
+    deadline: str
+    seconds_left: float
+    reason: str
+
+
+class TaskNotice(Answer):
+    workflow_id: str
+    task: str
+    status: str
+    notice: NoticeView | None
+    ready_at: str | None
+    checkpoint_at: str | None
+
+
+class TaskReady(Answer):
+    workflow_id: str
+    task: str
+    ready_at: str
+
+
 class GroupReason(Answer):
     name: str
     status: str

@@ -1,5 +1,6 @@
-"""``POST /api/workflow/{id}/task/{task}/checkpoint``: a task's committed checkpoint
-(docs/checkpoints.md), reported by the workflow's owner or an admin for it."""
+"""A task's side of a stop (docs/checkpoints.md), for the workflow's owner or an admin:
+``POST .../task/{task}/checkpoint`` (a committed checkpoint), ``GET .../task/{task}/notice``
+(the notice of a coming stop) and ``POST .../task/{task}/ready`` (ready to stop)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,17 @@ from fastapi import APIRouter
 from pydantic import Field
 
 from corral.api import responses as R
+from corral.api.auth import Authorizer, Principal
 from corral.api.deps import AuthorizerDep, Caller, WorkflowsDep
 from corral.api.schemas import StrictBody
-from corral.errors import NotFoundError
-from corral.services.checkpoints import Checkpoint, report_checkpoint
+from corral.domain.workflows.record import StoredWorkflow
+from corral.services.checkpoints import (
+    Checkpoint,
+    notice_view,
+    owned_workflow,
+    report_checkpoint,
+    report_ready,
+)
 from corral.services.runtime import utc_now
 
 router = APIRouter(tags=["tasks"])
@@ -42,9 +50,7 @@ def checkpoint(
     """Record that a running task committed a checkpoint: preemption then counts the work the
     task's group would lose from it. The workflow's owner or an admin (404 to anyone else);
     400 for a time in the future or a task that is not running."""
-    workflow = store.get(workflow_id)
-    if caller.username != workflow.submitted_by and not authorizer.is_admin(caller):
-        raise NotFoundError(f"Workflow {workflow_id} not found.")
+    workflow = _owned(authorizer, store, caller, workflow_id)
     report = report or CheckpointReport()
     now = utc_now()
     at = report.at or now
@@ -59,3 +65,40 @@ def checkpoint(
         "step": report.step,
         "description": report.description,
     }
+
+
+@router.get("/api/workflow/{workflow_id}/task/{task_name}/notice", response_model=R.TaskNotice)
+def notice(
+    authorizer: AuthorizerDep,
+    store: WorkflowsDep,
+    caller: Caller,
+    workflow_id: str,
+    task_name: str,
+) -> dict[str, Any]:
+    """The notice of the task's coming stop (``notice`` null while there is none): when it
+    was given, its deadline, the seconds left and why; and whether the task said it was ready.
+    A task polls it (docs/checkpoints.md#the-notice). The workflow's owner or an admin."""
+    workflow = _owned(authorizer, store, caller, workflow_id)
+    return notice_view(workflow, task_name, utc_now())
+
+
+@router.post("/api/workflow/{workflow_id}/task/{task_name}/ready", response_model=R.TaskReady)
+def ready(
+    authorizer: AuthorizerDep,
+    store: WorkflowsDep,
+    caller: Caller,
+    workflow_id: str,
+    task_name: str,
+) -> dict[str, Any]:
+    """After a notice: the task is ready to stop (its checkpoint is safe). The gang stops once
+    every task is ready, before the deadline. 409 without a notice, or once the task stopped.
+    The workflow's owner or an admin."""
+    workflow = _owned(authorizer, store, caller, workflow_id)
+    at = report_ready(store, workflow, task_name)
+    return {"workflow_id": workflow_id, "task": task_name, "ready_at": at.isoformat()}
+
+
+def _owned(
+    authorizer: Authorizer, store: Any, caller: Principal, workflow_id: str
+) -> StoredWorkflow:
+    return owned_workflow(store, caller.username, authorizer.is_admin(caller), workflow_id)

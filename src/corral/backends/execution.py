@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from corral.domain.formats.durations import parse_duration
 from corral.domain.labels import CONTROL_CONTAINER
+from corral.domain.workflows.notices import Acknowledgement, Notice
 
 DURATION_ENV = "CORRAL_SIMULATED_DURATION"
 EXIT_CODE_ENV = "CORRAL_SIMULATED_EXIT_CODE"
@@ -63,6 +64,13 @@ class TaskExecutor(Protocol):
     def logs(self, run: TaskRun) -> str:
         """What the attempt printed so far."""
 
+    def notify(self, run: TaskRun, notice: Notice) -> None:
+        """Tell the attempt its stop is coming (docs/checkpoints.md#the-notice); idempotent."""
+
+    def acknowledgement(self, run: TaskRun) -> Acknowledgement | None:
+        """What the attempt said through the executor (ready to stop, a checkpoint); None when
+        nothing, or when it can say it only through the API."""
+
 
 def log_tail(data: bytes) -> str:
     """The last ``LOG_TAIL_BYTES`` of a log as text, with a note line when it was cut."""
@@ -110,6 +118,13 @@ class SimulatedExecution:
 
     def stop(self, run: TaskRun, grace_seconds: float | None = None) -> None:
         del run, grace_seconds
+
+    def notify(self, run: TaskRun, notice: Notice) -> None:
+        del run, notice  # a simulated task runs on to its end or its stop
+
+    def acknowledgement(self, run: TaskRun) -> Acknowledgement | None:
+        del run
+        return None
 
     def logs(self, run: TaskRun) -> str:
         duration, code = self._plan(run)

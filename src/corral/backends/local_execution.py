@@ -24,11 +24,12 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 from corral.backends.execution import BACKEND_ERROR, LOG_TAIL_BYTES, Exit, TaskRun
 from corral.backends.local_processes import INHERITED, process_spec
+from corral.backends.task_reports import CHECKPOINT, NOTICE, READY, write_atomic
 from corral.backends.task_runner import (
     EXIT_CODE,
     LOCK,
@@ -40,9 +41,14 @@ from corral.backends.task_runner import (
     WORK,
     spec_to_json,
     try_lock,
-    write_atomic,
 )
 from corral.backends.task_sandbox import Confinement
+from corral.domain.workflows.notices import (
+    REPORT_BYTES,
+    Acknowledgement,
+    Notice,
+    checkpoint_from_json,
+)
 
 RUNNER_DIED = "the task's runner process ended without an exit code"
 #: What the runner keeps of the server's environment (which may hold the database's URL):
@@ -131,6 +137,27 @@ class LocalProcessExecution:
                 return  # no runner (died, or not spawned yet): poll tells what happened
             time.sleep(_TICK)
 
+    def notify(self, run: TaskRun, notice: Notice) -> None:
+        """Write the notice for the runner, which delivers it to the task with its signal."""
+        attempt = self.attempt_dir(run)
+        if not (attempt / SPEC).exists() or (attempt / EXIT_CODE).exists():
+            return
+        if not (attempt / NOTICE).exists():
+            write_atomic(attempt / NOTICE, notice.to_json())
+
+    def acknowledgement(self, run: TaskRun) -> Acknowledgement | None:
+        """What the runner relayed of the task's reports."""
+        attempt = self.attempt_dir(run)
+        ready = _read(attempt / READY)
+        checkpoint = _read(attempt / CHECKPOINT)
+        if ready is None and checkpoint is None:
+            return None
+        now = datetime.now(UTC)
+        return Acknowledgement(
+            _moment(ready) if ready is not None else None,
+            checkpoint_from_json(checkpoint, now) if checkpoint is not None else None,
+        )
+
     def logs(self, run: TaskRun) -> str:
         """The task's output so far: the last ``LOG_TAIL_BYTES`` of it, with a note if cut."""
         path = self.attempt_dir(run) / LOG
@@ -185,6 +212,22 @@ def _signal_runner(attempt: Path) -> None:
         return
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
+
+
+def _read(path: Path) -> str | None:
+    """A file the runner wrote (bounded: the runner checked it, the bound is a seat belt)."""
+    try:
+        with path.open(encoding="utf-8") as found:
+            return found.read(REPORT_BYTES)
+    except FileNotFoundError:
+        return None
+
+
+def _moment(text: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(text.strip())
+    except ValueError:
+        return None
 
 
 def _exit_of(attempt: Path) -> Exit | None:

@@ -25,6 +25,7 @@ from typing import IO, Any
 
 from corral.backends import landlock
 from corral.backends.execution import task_container
+from corral.backends.task_reports import CONTROL_ENV, make_control_dir
 from corral.backends.task_sandbox import UNCONFINED, Confinement
 
 #: What a task sees of the server's environment: enough to find programs, nothing else.
@@ -81,8 +82,14 @@ class LocalProcess:
         self._log: IO[bytes] = spec.log_path.open("ab")
         self._start_failure: int | None = None
         self._process: subprocess.Popen[bytes] | None = None
-        env = {**spec.env, "HOME": str(self.home), "TMPDIR": str(self.home)}
         user = confinement.user
+        control = make_control_dir(self.home, (user.uid, user.gid) if user else None)
+        env = {
+            **spec.env,
+            "HOME": str(self.home),
+            "TMPDIR": str(self.home),
+            CONTROL_ENV: str(control),
+        }
         try:
             self._process = subprocess.Popen(
                 spec.argv,
@@ -105,6 +112,12 @@ class LocalProcess:
     @property
     def pid(self) -> int | None:
         return self._process.pid if self._process else None
+
+    def signal(self, sent: signal.Signals) -> None:
+        """Send ``sent`` to the task's whole session (a notice)."""
+        if self._process is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self._process.pid, sent)
 
     def poll(self) -> int | None:
         """The exit code once the process ended, else None."""

@@ -31,13 +31,11 @@ server (no zombies there) and runs in a session of its own.
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import json
 import os
 import signal
 import sys
-import tempfile
 import time
 from pathlib import Path
 from types import FrameType
@@ -45,6 +43,8 @@ from types import FrameType
 from corral.backends import task_network
 from corral.backends.execution import BACKEND_ERROR
 from corral.backends.local_processes import LocalProcess, ProcessSpec
+from corral.backends.task_relay import Relay
+from corral.backends.task_reports import write_atomic
 from corral.backends.task_sandbox import Confinement, TaskUser
 
 SPEC = "spec.json"
@@ -64,19 +64,6 @@ STOP_GRACE_SECONDS = 5.0
 CLAIM_SECONDS = 0.5
 _TICK = 0.05
 STOPPED = 128 + signal.SIGTERM
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that readers see the old content or all of the new one."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def try_lock(path: Path) -> int | None:
@@ -161,10 +148,15 @@ def _run(spec: ProcessSpec, attempt: Path, stopping: _Stopping) -> int:
             return BACKEND_ERROR
     process = LocalProcess(spec)
     write_atomic(attempt / HOME, f"{process.home}\n")
-    while (code := process.wait(_TICK)) is None:
-        if stopping.requested or (attempt / STOP).exists():
-            return process.stop(_grace(attempt))
-    return code
+    relay = Relay(attempt, process)
+    try:
+        while (code := process.wait(_TICK)) is None:
+            if stopping.requested or (attempt / STOP).exists():
+                return process.stop(_grace(attempt))
+            relay.step()
+        return code
+    finally:
+        relay.close()
 
 
 def _no_network_namespace(err: OSError) -> str:

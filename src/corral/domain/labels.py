@@ -26,6 +26,11 @@ PRIORITY = "osmo.priority"
 #: Selects every scheduler object corral made for one backend namespace (cleanup of orphans).
 NAMESPACE = "osmo.namespace"
 
+# ------------------------------------------------------------------------- corral's own
+#: On a task pod given notice of its stop: the notice's JSON (docs/checkpoints.md#the-notice),
+#: for a sidecar or the control container to relay. Set before the pod is deleted.
+STOP_NOTICE = "corral.dev/stop-notice"
+
 # ----------------------------------------------------------------------------------------- KAI
 QUEUE = "kai.scheduler/queue"
 #: The queue label of KAI before v0.6.0; OSMO still writes both.

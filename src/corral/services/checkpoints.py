@@ -1,18 +1,79 @@
-"""A task reports a committed checkpoint (docs/checkpoints.md): ``POST
-/api/workflow/{id}/task/{task}/checkpoint`` and ``corral task checkpoint``. Its time is what a
-preemption weighs: the work a victim would lose is counted from it."""
+"""What a task tells corral and hears from it through the API (docs/checkpoints.md): its
+committed checkpoints (``POST .../checkpoint``: preemption counts the work a victim would lose
+from them), the notice of its stop (``GET .../notice``), and that it is ready to stop
+(``POST .../ready``)."""
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
-from corral.domain.workflows.record import StoredTask, StoredWorkflow
+from corral.domain.workflows.notices import Checkpoint
+from corral.domain.workflows.record import StoredGroup, StoredTask, StoredWorkflow
 from corral.domain.workflows.statuses import TaskStatus
-from corral.errors import NotFoundError, UserError
+from corral.errors import ConflictError, NotFoundError, UserError
 from corral.store.workflows import WorkflowStore
-from corral.store.workflows.checkpoints import Checkpoint
 
-__all__ = ["Checkpoint", "report_checkpoint"]
+__all__ = ["Checkpoint", "notice_view", "owned_workflow", "report_checkpoint", "report_ready"]
+
+
+def owned_workflow(
+    store: WorkflowStore, username: str, admin: bool, workflow_id: str
+) -> StoredWorkflow:
+    """The workflow, if ``username`` submitted it or is an ``admin``; else 404 (as for an
+    unknown one: a task's reports are its owner's business)."""
+    workflow = store.get(workflow_id)
+    if username != workflow.submitted_by and not admin:
+        raise NotFoundError(f"Workflow {workflow_id} not found.")
+    return workflow
+
+
+def task_of(workflow: StoredWorkflow, task_name: str) -> tuple[StoredGroup, StoredTask]:
+    """The task named ``task_name`` and its group; 404 when there is none."""
+    for group in workflow.groups:
+        for task in group.tasks:
+            if task.name == task_name:
+                return group, task
+    raise NotFoundError(f"Task {task_name} not found in workflow {workflow.workflow_id}.")
+
+
+def notice_view(workflow: StoredWorkflow, task_name: str, now: datetime) -> dict[str, Any]:
+    """The task's notice as the API answers it (``notice`` null while there is none)."""
+    group, task = task_of(workflow, task_name)
+    notice = None
+    if group.notice_at is not None and group.notice_deadline is not None:
+        left = (group.notice_deadline - now).total_seconds()
+        notice = {
+            "given_at": group.notice_at.isoformat(),
+            "deadline": group.notice_deadline.isoformat(),
+            "seconds_left": round(max(left, 0.0), 3),
+            "reason": f"Preempted by {group.preempted_by}." if group.preempted_by else "Preempted.",
+        }
+    return {
+        "workflow_id": workflow.workflow_id,
+        "task": task_name,
+        "status": task.status,
+        "notice": notice,
+        "ready_at": task.ready_at.isoformat() if task.ready_at else None,
+        "checkpoint_at": task.checkpoint_at.isoformat() if task.checkpoint_at else None,
+    }
+
+
+def report_ready(store: WorkflowStore, workflow: StoredWorkflow, task_name: str) -> datetime:
+    """Record that the task is ready to stop; when (its first "ready" counts). 409 when its
+    group has no notice, or the task no longer runs."""
+    group, task = task_of(workflow, task_name)
+    if group.notice_deadline is None:
+        raise ConflictError(
+            f"Task {task_name} of {workflow.workflow_id} has no notice of a stop: nothing "
+            "waits for it to be ready. Report checkpoints instead (POST .../checkpoint)."
+        )
+    at = store.record_ready(workflow.workflow_id, task.uuid)
+    if at is None:
+        raise ConflictError(
+            f"Task {task_name} of {workflow.workflow_id} is no longer running: it stopped already."
+        )
+    return at
 
 
 def report_checkpoint(

@@ -178,6 +178,10 @@ workflow_groups = Table(
     Column("fault", Text, nullable=True),
     #: Set with ``evict`` by a drain: the grace period its tasks get to stop.
     Column("stop_grace_s", Float, nullable=True),
+    #: Set with ``evict`` when its tasks were given notice of the stop, and its deadline
+    #: (docs/checkpoints.md#the-notice).
+    Column("notice_at", DateTime(timezone=True), nullable=True),
+    Column("notice_deadline", DateTime(timezone=True), nullable=True),
     Index("ix_workflow_groups_workflow", "workflow_id"),
     Index("ix_workflow_groups_status", "status"),
 )
@@ -195,6 +199,25 @@ preemptions = Table(
     Column("by_workflow", String(128), nullable=False),
     Column("reclaimed", Boolean, nullable=False),
     Index("ix_preemptions_at", "at"),
+)
+
+#: One row per gang stopped by a preemption, a reclaim or a drain (docs/checkpoints.md): GPUs x
+#: seconds since its checkpoints, whether every task said it was ready, and the seconds from
+#: its notice to its stop.
+eviction_stops = Table(
+    "eviction_stops",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("at", DateTime(timezone=True), nullable=False),
+    Column("pool", String(256), nullable=False),
+    Column("workflow_id", String(128), nullable=False),
+    Column("group_uuid", String(32), nullable=False),
+    Column("cause", String(16), nullable=False),  # preempted, reclaimed, drained
+    Column("gpus", Integer, nullable=False),
+    Column("lost_gpu_seconds", Float, nullable=False),
+    Column("acknowledged", Boolean, nullable=False),
+    Column("stop_seconds", Float, nullable=False),
+    Index("ix_eviction_stops_at", "at"),
 )
 
 #: One row per group a node fault ended or requeued: the GPU-seconds of work it lost.
@@ -273,6 +296,8 @@ workflow_tasks = Table(
     Column("checkpoint_at", DateTime(timezone=True), nullable=True),
     Column("checkpoint_step", BigInteger, nullable=True),
     Column("checkpoint_note", Text, nullable=True),
+    #: When it said it was ready to stop, after a notice.
+    Column("ready_at", DateTime(timezone=True), nullable=True),
     Index("ix_workflow_tasks_group", "group_uuid"),
     # Room on each page for a task's status updates to stay HOT (migration 0007).
     postgresql_with={"fillfactor": 50},

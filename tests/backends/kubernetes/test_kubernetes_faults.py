@@ -7,7 +7,7 @@ import time
 from collections import Counter
 
 from corral.backends.kubernetes.backend import KubernetesBackend
-from corral.services.lifecycle.step import MAX_CREATE_ATTEMPTS
+from corral.services.lifecycle.creation_errors import MAX_CREATE_ATTEMPTS
 from corral.services.runtime import open_runtime
 from tests.backends.kubernetes.kube_world import BACKEND, NAMESPACE, KubeWorld
 

@@ -560,6 +560,16 @@ REGISTERED: list[tuple[str, str, ResolvedAction]] = [
     ),
     (
         "POST",
+        "/api/workflow/w1/task/t0/checkpoint",
+        ResolvedAction("workflow:Update", "pool/*", "/api/workflow/*/task/*/checkpoint", "w1"),
+    ),
+    (
+        "POST",
+        "/api/workflow/w1/task/t0/ready",
+        ResolvedAction("workflow:Update", "pool/*", "/api/workflow/*/task/*/ready", "w1"),
+    ),
+    (
+        "POST",
         "/api/workflow/w1/exec",
         ResolvedAction("workflow:Exec", "pool/*", "/api/workflow/*/exec", "w1"),
     ),

@@ -48,6 +48,7 @@ def test_a_high_gang_evicts_the_gang_that_checkpointed_a_minute_ago(world: World
     urgent = world.submit(clique_job("urgent", 16), priority="HIGH")
     world.run_until(lambda: world.workflow(urgent).status == "RUNNING")
     assert cliques_of(world, urgent) == freed
+    world.run_until(lambda: world.workflow(fresh).status != "RUNNING")
     assert world.workflow(fresh).status == "FAILED_PREEMPTED"
     assert [world.workflow(w).status for w in fillers[1:]] == ["RUNNING"] * (CLIQUES - 1)
 

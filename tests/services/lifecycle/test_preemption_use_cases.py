@@ -60,6 +60,8 @@ def test_a_high_clique_gang_evicts_the_low_work_of_exactly_one_clique(world: Wor
     urgent = world.submit(clique_job("urgent", 16), priority="HIGH")
     world.run_until(lambda: world.workflow(urgent).status == "RUNNING")
     assert cliques_of(world, urgent) == freed
+    # the victim stops once its notice (the pool's grace period, 30 s) ends
+    world.run_until(lambda: world.workflow(victim).status != "RUNNING")
     by = f"{urgent} (HIGH priority in queue nvl72)"
     evicted = world.workflow(victim)
     assert evicted.status == "FAILED_PREEMPTED"
@@ -112,6 +114,7 @@ def test_a_pool_below_its_guarantee_reclaims_what_a_pool_sharing_its_nodes_borro
     fillers = fill_every_clique(world, pool="borrower")
     job = world.submit(clique_job("mine", 16))  # NORMAL, within nvl72's guarantee of 64
     world.run_until(lambda: world.workflow(job).status == "RUNNING")
+    world.run_until(lambda: any(world.workflow(w).status != "RUNNING" for w in fillers))
     (victim,) = [w for w in fillers if world.workflow(w).status == "FAILED_PREEMPTED"]
     assert victim == fillers[-1]
     assert explain(world, victim) == {
@@ -131,8 +134,9 @@ def test_a_preempted_gang_goes_back_to_the_queue_when_the_pool_reschedules_it(
     assert status == 200, body
     fillers = fill_every_clique(world)
     victim = fillers[-1]
-    urgent = world.submit(clique_job("urgent", 16, seconds=20), priority="HIGH")
+    urgent = world.submit(clique_job("urgent", 16, seconds=60), priority="HIGH")
     world.run_until(lambda: world.workflow(urgent).status == "RUNNING")
+    world.run_until(lambda: world.workflow(victim).groups[0].status != "RUNNING")
     requeued = world.workflow(victim)
     assert requeued.status in ("PENDING", "WAITING", "RUNNING")
     group = requeued.groups[0]
@@ -156,6 +160,7 @@ def test_young_work_is_protected_by_the_pools_minimum_runtime(world: World) -> N
     assert [world.workflow(w).status for w in fillers] == ["RUNNING"] * CLIQUES
     ticks = world.run_until(lambda: world.workflow(urgent).status == "RUNNING", step=10)
     assert 4 <= ticks <= 12  # two minutes after the youngest started, not before
+    world.run_until(lambda: world.workflow(fillers[-1]).status != "RUNNING")
     assert world.workflow(fillers[-1]).status == "FAILED_PREEMPTED"
 
 

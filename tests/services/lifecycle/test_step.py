@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 from corral.backends.execution import Exit, TaskRun
 from corral.backends.port import BackendError, ClusterBackend, Rule
 from corral.domain.configs.snapshot import Configs
 from corral.domain.configs.types import ConfigType
+from corral.domain.workflows.notices import Acknowledgement, Notice
 from corral.domain.workflows.record import StoredGroup, StoredTask, StoredWorkflow
 from corral.services.lifecycle.step import WorkflowStep
 from corral.services.lifecycle.tick_report import TickReport
@@ -28,6 +29,7 @@ class Cluster:
     calls: list[str] = field(default_factory=list)
     exits: dict[str, Exit] = field(default_factory=dict)
     refuse: BackendError | None = None
+    said: dict[str, Acknowledgement] = field(default_factory=dict)
     name: str = "default"
     schedules_itself: bool = False
     keeps_logs: bool = True
@@ -45,6 +47,14 @@ class Cluster:
 
     def logs(self, run: TaskRun) -> str:
         return ""
+
+    def notify(self, run: TaskRun, notice: Notice) -> None:
+        seconds = (notice.deadline - notice.given_at).total_seconds()
+        self.calls.append(f"notify {run.task_uuid} ({seconds:g} s, {notice.signal})")
+
+    def acknowledgement(self, run: TaskRun) -> Acknowledgement | None:
+        self.calls.append(f"ask {run.task_uuid}")
+        return self.said.get(run.task_uuid)
 
     def missing_rules(self, kinds: Sequence[Sequence[str]], namespace: str) -> list[Rule]:
         return []
@@ -102,9 +112,17 @@ def workflow(*groups: StoredGroup) -> StoredWorkflow:
     )
 
 
-def step(cluster: Cluster, controller: Controller, stored: StoredWorkflow) -> WorkflowStep:
+def step(
+    cluster: Cluster, controller: Controller, stored: StoredWorkflow, now: datetime = NOW
+) -> WorkflowStep:
     backend = cast(ClusterBackend, cluster)
-    return WorkflowStep(controller, stored, CONFIGS, TickReport(), backend, cluster, NOW)
+    return WorkflowStep(controller, stored, CONFIGS, TickReport(), backend, cluster, now)
+
+
+def noticed(stored: StoredGroup, step: WorkflowStep) -> StoredGroup:
+    """``stored`` as the step that gave its notice left it."""
+    values = step.changes.groups[stored.uuid]
+    return replace(stored, notice_at=values["notice_at"], notice_deadline=values["notice_deadline"])
 
 
 def test_deciding_only_reads_and_applying_follows_decision_order() -> None:
@@ -167,7 +185,7 @@ def test_a_failing_start_reaches_the_controller() -> None:
         raise AssertionError("the start error must reach the tick")
 
 
-def test_an_evicted_group_stops_with_the_grace_period_and_ends_preempted() -> None:
+def test_an_evicted_group_gets_notice_then_stops_at_its_deadline_and_ends_preempted() -> None:
     by = "urgent-1 (HIGH priority in queue p)"
     evicted = replace(
         group("a", "RUNNING", [task("lead", "RUNNING", lead=True), task("b", "RUNNING")]),
@@ -179,7 +197,31 @@ def test_an_evicted_group_stops_with_the_grace_period_and_ends_preempted() -> No
     taken.decide()
     assert cluster.calls == []  # nothing polled: the eviction decides
     taken.apply()
-    assert cluster.calls == ["stop lead-uuid (grace 30 s)", "stop b-uuid (grace 30 s)"]
+    # the notice is the grace period (the pool sets no notice of its own)
+    assert cluster.calls == ["notify lead-uuid (30 s, SIGUSR1)", "notify b-uuid (30 s, SIGUSR1)"]
+    assert taken.changes.groups["a-uuid"] == {
+        "notice_at": NOW,
+        "notice_deadline": NOW + timedelta(seconds=30),
+    }
+    assert taken.changes.tasks == {}
+    evicted = noticed(evicted, taken)
+    cluster.calls.clear()
+    before = step(cluster, Controller(), workflow(evicted), NOW + timedelta(seconds=29))
+    before.decide()
+    before.apply()
+    assert (before.changes.tasks, before.changes.groups) == ({}, {})  # one second left
+    cluster.calls.clear()
+    taken = step(cluster, Controller(), workflow(evicted), NOW + timedelta(seconds=30))
+    taken.decide()
+    taken.apply()
+    assert cluster.calls == [
+        "ask lead-uuid",
+        "poll lead-uuid",
+        "ask b-uuid",
+        "poll b-uuid",
+        "stop lead-uuid (grace 0 s)",
+        "stop b-uuid (grace 0 s)",
+    ]
     changes = taken.changes
     for name in ("lead", "b"):
         assert {
@@ -192,6 +234,53 @@ def test_an_evicted_group_stops_with_the_grace_period_and_ends_preempted() -> No
     assert changes.groups["a-uuid"]["status"] == "FAILED_PREEMPTED"
     assert changes.groups["a-uuid"]["evict"] is False
     assert changes.workflows["w-1"]["status"] == "FAILED_PREEMPTED"
+    assert changes.eviction_stops == [
+        {
+            "at": NOW + timedelta(seconds=30),
+            "pool": "p",
+            "workflow_id": "w-1",
+            "group_uuid": "a-uuid",
+            "cause": "preempted",
+            "gpus": 0,
+            "lost_gpu_seconds": 0.0,
+            "acknowledged": False,
+            "stop_seconds": 30.0,
+        }
+    ]
+
+
+def test_a_noticed_group_stops_once_every_task_is_ready() -> None:
+    evicted = replace(
+        group("a", "RUNNING", [task("lead", "RUNNING", lead=True), task("b", "RUNNING")]),
+        evict=True,
+        notice_at=NOW,
+        notice_deadline=NOW + timedelta(seconds=30),
+    )
+    later = NOW + timedelta(seconds=3)
+    cluster = Cluster(said={"lead-uuid": Acknowledgement(ready_at=later)})
+    waits = step(cluster, Controller(), workflow(evicted), later)
+    waits.decide()
+    assert "status" not in waits.changes.groups.get("a-uuid", {})  # b is not ready
+    cluster.exits["b-uuid"] = Exit(0)  # b saved and ended by itself: ready too
+    taken = step(cluster, Controller(), workflow(evicted), later)
+    taken.decide()
+    assert taken.changes.groups["a-uuid"]["status"] == "FAILED_PREEMPTED"
+    assert taken.changes.eviction_stops[0]["acknowledged"] is True
+    assert taken.changes.eviction_stops[0]["stop_seconds"] == 3.0
+
+
+def test_a_node_fault_stops_at_once_without_notice() -> None:
+    evicted = replace(
+        group("a", "RUNNING", [task("lead", "RUNNING", lead=True)]),
+        evict=True,
+        fault="node n1 failed at 2026-11-27 00:00:00 UTC: NotReady",
+    )
+    cluster = Cluster()
+    taken = step(cluster, Controller(), workflow(evicted))
+    taken.decide()
+    taken.apply()
+    assert cluster.calls == ["stop lead-uuid"]
+    assert taken.changes.eviction_stops == []
 
 
 def test_an_evicted_group_whose_tasks_all_reschedule_goes_back_to_the_queue() -> None:
@@ -215,11 +304,27 @@ def test_an_evicted_group_whose_tasks_all_reschedule_goes_back_to_the_queue() ->
     )
     taken.decide()
     taken.apply()
-    assert cluster.calls == ["stop lead-uuid (grace 30 s)", "stop b-uuid (grace 30 s)"]
+    assert cluster.calls == ["notify lead-uuid (30 s, SIGUSR1)", "notify b-uuid (30 s, SIGUSR1)"]
+    evicted = noticed(evicted, taken)
+    cluster.calls.clear()
+    later = NOW + timedelta(seconds=30)
+    taken = WorkflowStep(
+        Controller(), workflow(evicted), configs, TickReport(), backend, cluster, later
+    )
+    taken.decide()
+    taken.apply()
+    assert cluster.calls == [
+        "ask lead-uuid",
+        "poll lead-uuid",
+        "ask b-uuid",
+        "poll b-uuid",
+        "stop lead-uuid (grace 0 s)",
+        "stop b-uuid (grace 0 s)",
+    ]
     group_change = taken.changes.groups["a-uuid"]
     assert (group_change["status"], group_change["scheduling_at"], group_change["evict"]) == (
         "SCHEDULING",
-        NOW,
+        later,
         False,
     )
     for name in ("lead", "b"):

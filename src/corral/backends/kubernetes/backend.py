@@ -45,10 +45,12 @@ from corral.backends.port import (
 )
 from corral.domain.labels import GROUP_UUID as GROUP_LABEL
 from corral.domain.labels import NAMESPACE as NAMESPACE_LABEL
+from corral.domain.labels import STOP_NOTICE
 from corral.domain.labels import WORKFLOW_UUID as WORKFLOW_LABEL
 from corral.domain.platform.node_health import HEALTHY, Cordon, NodeHealth
 from corral.domain.platform.nodes import Node, Taint
 from corral.domain.topology.kai_objects import PRIORITY_CLASS_KIND, QUEUE_KIND, TOPOLOGY_KIND
+from corral.domain.workflows.notices import Acknowledgement, Notice
 
 log = structlog.get_logger("corral.kubernetes")
 
@@ -393,6 +395,21 @@ class KubernetesExecution:
     def logs(self, run: TaskRun) -> str:
         namespace, name = _pod_key(run)
         return log_tail(self.backend.api.pod_log(namespace, name).encode())
+
+    def notify(self, run: TaskRun, notice: Notice) -> None:
+        """Annotate the pod with the notice (before it is deleted at the stop)."""
+        namespace, name = _pod_key(run)
+        kind = self.backend.api.kind(*POD)
+        patch = {"metadata": {"annotations": {STOP_NOTICE: notice.to_json()}}}
+        try:
+            self.backend.api.merge_patch(kind, namespace, name, patch)
+        except KubeError as err:
+            if not err.not_found:  # a pod already gone needs no notice
+                raise
+
+    def acknowledgement(self, run: TaskRun) -> Acknowledgement | None:
+        del run  # a pod answers through the API (docs/checkpoints.md)
+        return None
 
 
 def _pod_key(run: TaskRun) -> tuple[str, str]:

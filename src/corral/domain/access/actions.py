@@ -121,9 +121,10 @@ REGISTRY: tuple[Endpoint, ...] = (
     _wf("workflow:Update", "/api/workflow/*", _UPDATE),
     _wf("workflow:Delete", "/api/workflow/*", ("DELETE",)),
     _wf("workflow:Cancel", "/api/workflow/*/cancel", ("POST",)),
-    # a task's checkpoint: whoever may read the workflow passes; the owner and admins only
-    # are then answered (docs/checkpoints.md)
-    _wf("workflow:Read", "/api/workflow/*/task/*/checkpoint", ("POST",)),
+    # a task's checkpoint and "ready" update its workflow's record (its notice, a GET, is
+    # workflow:Read above); the owner and admins only are then answered (docs/checkpoints.md)
+    _wf("workflow:Update", "/api/workflow/*/task/*/checkpoint", ("POST",)),
+    _wf("workflow:Update", "/api/workflow/*/task/*/ready", ("POST",)),
     _wf("workflow:Exec", "/api/workflow/*/exec", ("POST", "WEBSOCKET")),
     _wf("workflow:Exec", "/api/workflow/*/exec/*", ("POST", "WEBSOCKET")),
     _wf("workflow:Exec", "/api/router/exec/*/client/*", _ANY),

@@ -23,6 +23,7 @@ from corral.domain.formats.names import check_name
 from corral.domain.formats.unknown_fields import unknown_field
 from corral.domain.jinja.templating import check_jinja
 from corral.domain.schemas.partial import template_problem
+from corral.domain.workflows.notices import NOTICE_SIGNALS
 
 
 class FieldProblem(ValueError):
@@ -80,15 +81,33 @@ class Preemption(StrictModel):
     ``min_runtime``: work of the pool that has run less than this is never a victim of
     preemption or reclaim (KAI's ``preemptMinRuntime`` and ``reclaimMinRuntime`` of the pool's
     queue). ``grace_period``: an evicted task gets SIGTERM and this long to stop before it is
-    killed."""
+    killed. ``notice``: before a preemption, a reclaim or a drain stops a gang, its tasks get a
+    notice this long ahead (empty: the grace period; docs/checkpoints.md); ``notice_signal``
+    is sent to a local task with it ("" for none)."""
 
     min_runtime: str = "0s"
     grace_period: str = "30s"
+    notice: str = ""
+    notice_signal: str = "SIGUSR1"
 
-    @field_validator("min_runtime", "grace_period")
+    @field_validator("min_runtime", "grace_period", "notice")
     @classmethod
     def _durations(cls, value: str) -> str:
-        return check_duration(value)
+        return check_duration(value) if value else value
+
+    @field_validator("notice_signal")
+    @classmethod
+    def _signal(cls, value: str) -> str:
+        if value and value not in NOTICE_SIGNALS:
+            raise ValueError(
+                f"{value!r} is not a notice signal: use one of {', '.join(NOTICE_SIGNALS)}, "
+                'or "" for none'
+            )
+        return value
+
+    def notice_seconds(self) -> float:
+        """How long before a stop its notice comes (the grace period when not set)."""
+        return _seconds(self.notice) if self.notice else self.grace_seconds()
 
     def min_runtime_seconds(self) -> int:
         """``min_runtime`` in whole seconds, rounded up (KAI's queues take seconds)."""

@@ -48,6 +48,8 @@ class Changes:
     preemptions: list[dict[str, Any]] = field(default_factory=list)
     #: Rows of ``node_faults``: groups a failed node ended or requeued.
     node_faults: list[dict[str, Any]] = field(default_factory=list)
+    #: Rows of ``eviction_stops``: gangs a preemption, a reclaim or a drain stopped.
+    eviction_stops: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
@@ -60,6 +62,7 @@ class Changes:
             or self.inbox_done
             or self.preemptions
             or self.node_faults
+            or self.eviction_stops
         )
 
     def merge(self, other: Changes) -> None:
@@ -76,6 +79,7 @@ class Changes:
         self.inbox_done.extend(other.inbox_done)
         self.preemptions.extend(other.preemptions)
         self.node_faults.extend(other.node_faults)
+        self.eviction_stops.extend(other.eviction_stops)
 
     def workflow(self, workflow_id: str, **values: Any) -> None:
         self.workflows.setdefault(workflow_id, {}).update(values)
@@ -104,6 +108,10 @@ class StoredTask:
     exit_actions: tuple[ExitAction, ...] = ()
     #: Its last committed checkpoint, as it reported it (None: never).
     checkpoint_at: datetime | None = None
+    checkpoint_step: int | None = None
+    checkpoint_note: str | None = None
+    #: When it said it was ready to stop, after a notice (None: it did not).
+    ready_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -132,6 +140,9 @@ class StoredGroup:
     fault: str | None = None
     #: Set with ``evict`` by a drain: the grace period its tasks get to stop.
     stop_grace_s: float | None = None
+    #: Set with ``evict`` once its tasks were given notice of the stop, and its deadline.
+    notice_at: datetime | None = None
+    notice_deadline: datetime | None = None
 
 
 @dataclass(frozen=True)

@@ -54,8 +54,31 @@ def stops_due(placements: SchedulerCache, now: datetime) -> list[NodeStop]:
         if stop is None:
             continue
         for group in groups:
-            stops.setdefault(group, dataclasses.replace(stop, group=group))
+            found = stops.get(group)
+            if found is None or (found.fault is None and stop.fault is not None):
+                stops[group] = dataclasses.replace(stop, group=group)  # a fault wins: no notice
     return list(stops.values())
+
+
+def faults_under_notice(working: WorkingSet, now: datetime) -> list[NodeStop]:
+    """Groups under notice (their pods unbound, docs/checkpoints.md#the-notice) whose tasks
+    still run on a node that failed since: they stop at once."""
+    stops: list[NodeStop] = []
+    for group_uuid, workflow_id in list(working.noticed.items()):
+        workflow = working.workflows.get(workflow_id)
+        group = (
+            next((g for g in workflow.groups if g.uuid == group_uuid), None) if workflow else None
+        )
+        if group is None or not group.evict or group.fault or group.status not in HOLDS_NODES:
+            working.noticed.pop(group_uuid, None)
+            continue
+        for node in sorted({t.node for t in group.tasks if t.node}):
+            health = working.placements.unhealthy.get(node)
+            fault = fault_reason(health, now) if health is not None else None
+            if fault is not None:
+                stops.append(NodeStop(node, fault, group=group_uuid))
+                break
+    return stops
 
 
 def _stop_for(node: str, health: NodeHealth, now: datetime) -> NodeStop | None:
@@ -79,17 +102,20 @@ def stop_work_on_bad_nodes(controller: Controller, working: WorkingSet, now: dat
         for stop in stops_due(working.placements, now)
         if stop.group in working.bound  # a group of a task group (not a foreign pod)
     ]
-    if not stops:
+    noticed = faults_under_notice(working, now)
+    if not stops and not noticed:
         return
     owners = {stop.group: working.workflows[working.bound[stop.group]] for stop in stops}
+    owners.update({stop.group: working.workflows[working.noticed[stop.group]] for stop in noticed})
+    gpus = {stop.group: working.placements.gpus_of(stop.group) for stop in stops}
     changes = Changes()
-    mark_stops(stops, owners, working.placements.gpus_of, now, changes)
+    mark_stops([*stops, *noticed], owners, partial(_gpus, gpus), now, changes)
     groups = [stop.group for stop in stops]
     controller.commit(changes, also=controller.objects.unbinding(groups))
     for group in groups:
         working.placements.release(group)
         working.bound.pop(group, None)
-        workflow_id = owners[group].workflow_id
+    for workflow_id in {owner.workflow_id for owner in owners.values()}:
         working.keep(with_changes(working.workflows[workflow_id], changes))
         working.dirty.add(workflow_id)
 
@@ -180,6 +206,8 @@ def mark_stops(
     for stop in stops:
         workflow = owners[stop.group]
         if stop.fault is None:
+            if changes.groups.get(stop.group, {}).get("fault"):
+                continue  # a fault under the same group stops it at once: no notice
             changes.group(
                 stop.group,
                 evict=True,

@@ -16,7 +16,7 @@ safe.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import dataclasses
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -24,21 +24,34 @@ from typing import Any, Protocol
 import structlog
 
 from corral.backends.execution import TaskExecutor, TaskRun
-from corral.backends.port import BackendError, ClusterBackend, Rule, extra_rbac_rules_yaml
+from corral.backends.port import BackendError, ClusterBackend
 from corral.domain.configs.snapshot import Configs
 from corral.domain.workflows.exit_actions import exit_outcome, pool_exit_actions
 from corral.domain.workflows.group_order import GroupState, failed_downstream, ready_groups
+from corral.domain.workflows.notices import Notice
 from corral.domain.workflows.record import Changes, StoredGroup, StoredTask, StoredWorkflow, pod_of
 from corral.domain.workflows.statuses import TaskState, TaskStatus, group_status, workflow_status
+from corral.services.lifecycle.creation_errors import (
+    creation_failure,
+    permission_message,
+    priority_class_message,
+    priority_classes,
+)
 from corral.services.lifecycle.evictions import eviction_of
+from corral.services.lifecycle.notices import (
+    Answers,
+    answers,
+    eviction_stop,
+    keep_checkpoints,
+    notice_of,
+    relayed_checkpoint,
+    stop_due,
+)
 from corral.services.lifecycle.tick_report import TickReport
 
 log = structlog.get_logger("corral.lifecycle")
 
 UPSTREAM_FAILED_CODE = 3000
-#: Ticks in a row a transient error may stop a group's objects from being created before the
-#: group fails (a restart starts counting again).
-MAX_CREATE_ATTEMPTS = 5
 #: A task in one of these holds a node (and may have a process to stop).
 _RUNNING_STATES = (TaskStatus.INITIALIZING, TaskStatus.RUNNING)
 
@@ -68,11 +81,17 @@ class StopTask:
 
 
 @dataclass(frozen=True)
+class NotifyTask:
+    run: TaskRun
+    notice: Notice
+
+
+@dataclass(frozen=True)
 class CreateGroup:
     group: StoredGroup
 
 
-Effect = StartTask | StopTask | CreateGroup
+Effect = StartTask | StopTask | NotifyTask | CreateGroup
 
 
 class WorkflowStep:
@@ -97,6 +116,8 @@ class WorkflowStep:
         self.pool_actions = pool_exit_actions(pool.default_exit_actions if pool else {})
         self.in_maintenance = pool is not None and pool.enable_maintenance
         self.grace_seconds = pool.preemption.grace_seconds() if pool else 0.0
+        self.notice_seconds = pool.preemption.notice_seconds() if pool else 0.0
+        self.notice_signal = pool.preemption.notice_signal if pool else ""
         self.levels = tuple(key.label for key in pool.topology_keys) if pool else ()
         self.max_retry = configs.workflow.max_retry_per_task
         self.executor = executor
@@ -135,6 +156,8 @@ class WorkflowStep:
             elif isinstance(effect, StopTask):
                 # idempotent, also for a never-started attempt
                 self.executor.stop(effect.run, effect.grace_seconds)
+            elif isinstance(effect, NotifyTask):
+                self.executor.notify(effect.run, effect.notice)
             else:
                 self._apply_group(effect.group)
         self._aggregate()
@@ -218,13 +241,21 @@ class WorkflowStep:
         a node that failed under it: stop its tasks; each ends as its exit code says (3006
         preempted, 3001 backend error for a node fault: the task's exit actions, then the
         pool's). When every task would be RESCHEDULED, the group goes back to the queue
-        instead (its tasks' next attempts); otherwise every task ends."""
-        self.changes.group(group.uuid, evict=False)
+        instead (its tasks' next attempts); otherwise every task ends. Unless a node failed,
+        the tasks first get notice (``notices.py``), and stop at once when it ends."""
         if self.group_status[group.name] not in _RUNNING_STATES:
+            self.changes.group(group.uuid, evict=False)
             return  # it ended in this tick already
         eviction = eviction_of(
             group, self.pool_actions, max_retry=self.max_retry, pool_grace_s=self.grace_seconds
         )
+        if eviction.grace_s is not None:  # not a node fault
+            said = self._after_notice(group)
+            if said is None:
+                return  # noticed: it stops at the first of every task ready or the deadline
+            eviction = dataclasses.replace(eviction, grace_s=0.0)
+            self.changes.eviction_stops.append(eviction_stop(self.workflow, group, said, self.now))
+        self.changes.group(group.uuid, evict=False)
         outcomes = {task.uuid: eviction.outcome(task) for task in group.tasks}
         requeue = not self.backend.schedules_itself and all(
             outcome.status is TaskStatus.RESCHEDULED for outcome in outcomes.values()
@@ -256,6 +287,24 @@ class WorkflowStep:
             self._set_group(
                 group, group_status(states, ignore_non_lead_status=group.ignore_non_lead)
             )
+
+    def _after_notice(self, group: StoredGroup) -> Answers | None:
+        """The running tasks' answers once the group is to stop now; None while its notice
+        runs (given now, the first time)."""
+        runs = [
+            (task, self._run(task))
+            for task in group.tasks
+            if self.task_status[task.uuid] in _RUNNING_STATES
+        ]
+        if group.notice_deadline is None:
+            notice = notice_of(group, self.notice_seconds, self.notice_signal, self.now)
+            if runs and notice.deadline > self.now:
+                self.changes.group(group.uuid, notice_at=self.now, notice_deadline=notice.deadline)
+                self.effects.extend(NotifyTask(run, notice) for _, run in runs)
+                return None
+        said = answers(runs, self.executor, self.now)
+        keep_checkpoints(self.changes, said.checkpoints)
+        return said if stop_due(group, said, self.now) else None
 
     def _requeue_task(
         self, task: StoredTask, message: str, code: int, grace_s: float | None
@@ -318,6 +367,7 @@ class WorkflowStep:
         run = self._run(task)
         ended = self.executor.poll(run, self.now)
         if ended is None:
+            keep_checkpoints(self.changes, relayed_checkpoint(task, run, self.executor))
             return None
         outcome = exit_outcome(
             ended.code,
@@ -398,7 +448,7 @@ class WorkflowStep:
             absent = (
                 []
                 if missing
-                else self.backend.missing_priority_classes(_priority_classes(group.manifests))
+                else self.backend.missing_priority_classes(priority_classes(group.manifests))
             )
         except BackendError as err:
             self._creation_failed(group, err)
@@ -415,22 +465,11 @@ class WorkflowStep:
     def _creation_failed(self, group: StoredGroup, err: BackendError) -> None:
         """Retry a transient error on the next ticks; fail the group on any other, or when
         retries are used up (cleanup then deletes whatever was made)."""
-        attempts = self.controller.create_failures.get(group.uuid, 0) + 1
-        self.controller.create_failures[group.uuid] = attempts
-        log.warning(
-            "creating a group's objects failed",
-            group_uuid=group.uuid,
-            attempt=attempts,
-            transient=err.transient,
-            error=err.message,
-        )
-        if err.transient and attempts < MAX_CREATE_ATTEMPTS:
-            if self.group_status[group.name] is TaskStatus.SUBMITTING:
-                self._set_group(group, TaskStatus.WAITING)
-            return
-        tries = f" after {attempts} attempts" if err.transient else ""
-        message = f"The cluster refused the group's objects{tries}: {err.message}"
-        self._end_group(group, TaskStatus.FAILED_BACKEND_ERROR, message)
+        message = creation_failure(self.controller.create_failures, group.uuid, err)
+        if message is not None:
+            self._end_group(group, TaskStatus.FAILED_BACKEND_ERROR, message)
+        elif self.group_status[group.name] is TaskStatus.SUBMITTING:
+            self._set_group(group, TaskStatus.WAITING)
 
     # -- the workflow -----------------------------------------------------------------------
 
@@ -455,37 +494,3 @@ class WorkflowStep:
 
     def _group(self, name: str) -> StoredGroup:
         return next(g for g in self.workflow.groups if g.name == name)
-
-
-def permission_message(backend: str, namespace: str, missing: Sequence[Rule]) -> str:
-    """The error for missing RBAC permissions, with the rules to add
-    (docs/osmo-reference.md#osmos-rbac-rules-for-extra-kinds)."""
-    kinds = ", ".join(
-        f"{'/'.join(r.api_groups) or 'core'} {'/'.join(r.resources)}" for r in missing
-    )
-    return (
-        f"corral's service account on backend {backend} may not create, delete, list and "
-        f"patch {kinds} in namespace {namespace}. Add these rules to its Role "
-        f"(extraRBACRules; see docs/deploy.md#permissions):\n"
-        f"{extra_rbac_rules_yaml(missing)}"
-    )
-
-
-def priority_class_message(backend: str, missing: Sequence[str]) -> str:
-    """The error for PriorityClasses the cluster lacks (KAI would ignore the priority)."""
-    names = ", ".join(missing)
-    return (
-        f"PriorityClass {names} does not exist on backend {backend}: KAI would schedule the "
-        "group without its priority. Create corral's PriorityClasses: kubectl apply -f "
-        "deploy/kubernetes/base/priorityclasses.yaml (docs/deploy.md#priority-classes)."
-    )
-
-
-def _priority_classes(manifests: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The PriorityClasses the group's PodGroup and Pods name."""
-    names = [
-        str(manifest.get("spec", {}).get("priorityClassName") or "")
-        for manifest in manifests
-        if manifest["kind"] in ("PodGroup", "Pod")
-    ]
-    return sorted({name for name in names if name})

@@ -111,6 +111,9 @@ class WorkingSet:
     owners: dict[str, str] = field(default_factory=dict)
     #: Group uuid -> the workflow of a group corral's scheduler bound (a possible victim).
     bound: dict[str, str] = field(default_factory=dict)
+    #: Group uuid -> the workflow of a group under notice of its stop (a node failing under
+    #: it stops it at once).
+    noticed: dict[str, str] = field(default_factory=dict)
     #: Groups that started waiting for corral's scheduler, and their shape (to be written).
     new_shapes: dict[str, str] = field(default_factory=dict)
     _timers: list[tuple[datetime, str]] = field(default_factory=list)

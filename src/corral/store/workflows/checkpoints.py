@@ -1,30 +1,24 @@
-"""A task's checkpoint report (docs/checkpoints.md): written on its row, only while it runs,
-with a row of the controller's inbox that has the controller read the workflow again (the
-scheduler weighs a victim's lost work from it)."""
+"""A task's checkpoint report and its "ready to stop" (docs/checkpoints.md): written on its
+row, only while it runs, with a row of the controller's inbox that has the controller read the
+workflow again (the scheduler weighs a victim's lost work from the checkpoint; a noticed gang
+stops once every task is ready)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import Engine, select
 
+from corral.domain.workflows.notices import Checkpoint
 from corral.domain.workflows.statuses import TaskStatus
 from corral.store.database import writing
 from corral.store.tables import workflow_groups, workflow_tasks
 from corral.store.workflows.inbox import tell_controller
+from corral.store.workflows.records import utc
 
-#: What the inbox says of a workflow one of whose tasks reported a checkpoint.
-CHECKPOINT = "checkpoint"
-
-
-@dataclass(frozen=True)
-class Checkpoint:
-    """A committed checkpoint: when, and optionally at which step, with what description."""
-
-    at: datetime
-    step: int | None = None
-    description: str | None = None
+#: What the inbox says of a workflow one of whose tasks reported a checkpoint, or that it is
+#: ready to stop.
+CHECKPOINT, READY = "checkpoint", "ready"
 
 
 def record_checkpoint(
@@ -50,3 +44,30 @@ def record_checkpoint(
         if done:
             tell_controller(connection, workflow_id, CHECKPOINT, now)
     return bool(done)
+
+
+def record_ready(
+    engine: Engine, workflow_id: str, task_uuid: str, now: datetime
+) -> datetime | None:
+    """Mark the RUNNING task ready to stop (a first "ready" counts: a later one changes
+    nothing) and tell the controller; when it was marked, or None if it no longer runs."""
+    with writing(engine) as connection:
+        in_workflow = select(workflow_groups.c.group_uuid).where(
+            workflow_groups.c.workflow_id == workflow_id
+        )
+        row = connection.execute(
+            select(workflow_tasks.c.status, workflow_tasks.c.ready_at)
+            .where(workflow_tasks.c.task_uuid == task_uuid)
+            .where(workflow_tasks.c.group_uuid.in_(in_workflow))
+        ).first()
+        if row is None or row.status != TaskStatus.RUNNING.value:
+            return None
+        if row.ready_at is not None:
+            return utc(row.ready_at)
+        connection.execute(
+            workflow_tasks.update()
+            .where(workflow_tasks.c.task_uuid == task_uuid)
+            .values(ready_at=now)
+        )
+        tell_controller(connection, workflow_id, READY, now)
+    return now

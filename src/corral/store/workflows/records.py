@@ -88,6 +88,8 @@ def group_record(row: Any, tasks: Sequence[Any], shared: Mapping[str, SharedReas
         preempted_by=row["preempted_by"],
         fault=row["fault"],
         stop_grace_s=row["stop_grace_s"],
+        notice_at=utc(row["notice_at"]),
+        notice_deadline=utc(row["notice_deadline"]),
         tasks=[
             StoredTask(
                 name=t["name"],
@@ -107,6 +109,9 @@ def group_record(row: Any, tasks: Sequence[Any], shared: Mapping[str, SharedReas
                     for action, ranges in t["exit_actions"] or ()
                 ),
                 checkpoint_at=utc(t["checkpoint_at"]),
+                checkpoint_step=t["checkpoint_step"],
+                checkpoint_note=t["checkpoint_note"],
+                ready_at=utc(t["ready_at"]),
             )
             for t in tasks
         ],

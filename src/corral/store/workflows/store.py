@@ -28,6 +28,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import IntegrityError
 
+from corral.domain.workflows.notices import Checkpoint
 from corral.domain.workflows.plan import WorkflowPlan
 from corral.domain.workflows.record import (
     ALIVE,
@@ -40,6 +41,7 @@ from corral.errors import ConflictError, NotFoundError
 from corral.store.bulk import insert_rows
 from corral.store.database import autocommit, writing
 from corral.store.tables import (
+    eviction_stops,
     idempotency_keys,
     node_faults,
     pending_shapes,
@@ -49,7 +51,7 @@ from corral.store.tables import (
     workflow_tasks,
     workflows,
 )
-from corral.store.workflows.checkpoints import Checkpoint, record_checkpoint
+from corral.store.workflows.checkpoints import record_checkpoint, record_ready
 from corral.store.workflows.inbox import CANCEL, SUBMITTED, mark_seen, read_inbox, tell_controller
 from corral.store.workflows.listings import WorkflowListings
 from corral.store.workflows.reads import controller_rows, read_workflow, waiting_reasons
@@ -292,6 +294,10 @@ class WorkflowStore(WorkflowListings):
         """Record a running task's checkpoint (False: the task is not RUNNING)."""
         return record_checkpoint(self._engine, workflow_id, task_uuid, checkpoint, self._clock())
 
+    def record_ready(self, workflow_id: str, task_uuid: str) -> datetime | None:
+        """Mark a running task ready to stop; when (None: it no longer runs)."""
+        return record_ready(self._engine, workflow_id, task_uuid, self._clock())
+
     def commit(
         self,
         changes: Changes,
@@ -318,6 +324,8 @@ class WorkflowStore(WorkflowListings):
                 connection.execute(insert(preemptions), changes.preemptions)
             if changes.node_faults:
                 connection.execute(insert(node_faults), changes.node_faults)
+            if changes.eviction_stops:
+                connection.execute(insert(eviction_stops), changes.eviction_stops)
             if also is not None:
                 also(connection)
 

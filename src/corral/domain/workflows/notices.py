@@ -1,0 +1,121 @@
+"""A stop's notice and what a task answers (docs/checkpoints.md): its committed checkpoints
+and that it is ready to stop. Plain values, read from JSON a task or a runner wrote: every
+reader is bounded and refuses what is not of the right shape."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+#: The most bytes of a task's report that are read (a checkpoint's JSON, a ready file).
+REPORT_BYTES = 4096
+#: The longest description a checkpoint keeps.
+DESCRIPTION_CHARS = 1000
+#: The largest step a checkpoint keeps: within what a JSON number holds exactly.
+LARGEST_STEP = 2**53
+#: Signals a pool may send a local task with its notice: those a training loop can catch
+#: (never SIGKILL or SIGSTOP, which cannot be).
+NOTICE_SIGNALS = ("SIGUSR1", "SIGUSR2", "SIGHUP", "SIGINT", "SIGTERM")
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A committed checkpoint: when, and optionally at which step, with what description."""
+
+    at: datetime
+    step: int | None = None
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class Notice:
+    """A stop is coming: by ``deadline`` at the latest, for ``reason``; ``signal`` is sent to
+    a local task with it ("" for none)."""
+
+    given_at: datetime
+    deadline: datetime
+    reason: str
+    signal: str = ""
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "given_at": self.given_at.isoformat(),
+                "deadline": self.deadline.isoformat(),
+                "seconds": round((self.deadline - self.given_at).total_seconds(), 3),
+                "reason": self.reason,
+                "signal": self.signal,
+            }
+        )
+
+    @staticmethod
+    def from_json(text: str) -> Notice | None:
+        """The notice, or None if ``text`` is not one."""
+        data = _object(text)
+        if data is None:
+            return None
+        given, deadline = _time(data.get("given_at")), _time(data.get("deadline"))
+        reason, signal = data.get("reason"), data.get("signal", "")
+        if given is None or deadline is None or not isinstance(reason, str):
+            return None
+        return Notice(given, deadline, reason, signal if isinstance(signal, str) else "")
+
+
+@dataclass(frozen=True)
+class Acknowledgement:
+    """What an attempt said: when it was ready to stop (None: not yet), and its latest
+    checkpoint (None: none reported this way)."""
+
+    ready_at: datetime | None = None
+    checkpoint: Checkpoint | None = None
+
+
+def checkpoint_from_json(text: str, now: datetime) -> Checkpoint | None:
+    """A task's checkpoint report ``{"at"?, "step"?, "description"?}`` (``at`` defaults to
+    ``now``; a time in the future becomes ``now``), or None if it is not one."""
+    data = _object(text) if text.strip() else {}
+    if data is None:
+        return None
+    at = _time(data.get("at")) if "at" in data else now
+    step, description = data.get("step"), data.get("description")
+    if at is None or (step is not None and not _is_step(step)):
+        return None
+    if description is not None and not isinstance(description, str):
+        return None
+    return Checkpoint(min(at, now), step, description[:DESCRIPTION_CHARS] if description else None)
+
+
+def checkpoint_to_json(checkpoint: Checkpoint) -> str:
+    return json.dumps(
+        {
+            "at": checkpoint.at.isoformat(),
+            "step": checkpoint.step,
+            "description": checkpoint.description,
+        }
+    )
+
+
+def _is_step(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= LARGEST_STEP
+
+
+def _object(text: str) -> dict[str, Any] | None:
+    if len(text) > REPORT_BYTES:
+        return None
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _time(value: Any) -> datetime | None:
+    if not isinstance(value, str) or len(value) > 64:
+        return None
+    try:
+        found = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return found if found.tzinfo is not None else found.replace(tzinfo=UTC)

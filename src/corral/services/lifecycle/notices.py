@@ -1,0 +1,124 @@
+"""The notice before a preemption, a reclaim or a drain stops a gang (docs/checkpoints.md#the-
+notice), and what the stop cost.
+
+An evicted group (its pods unbound by the scheduler) is not stopped at once. Its first step
+gives each running task a notice with a deadline (the pool's ``preemption.notice``, or the
+drain's grace period); later steps stop the gang at the first of: every task ready to stop (it
+said so through the API, or a local task through its control directory), or the deadline.
+Each stop is recorded: the GPU-seconds lost since the gang's latest checkpoint (or its start),
+whether every task acknowledged, and the seconds from the notice to the stop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from corral.backends.execution import TaskExecutor, TaskRun
+from corral.domain.workflows.notices import Acknowledgement, Checkpoint, Notice
+from corral.domain.workflows.record import Changes, StoredGroup, StoredTask, StoredWorkflow, pod_of
+from corral.scheduler.resources import pod_demand
+
+
+@dataclass(frozen=True)
+class Answers:
+    """What the running tasks of a noticed group said: each one's ready time (None: not
+    ready) and newest checkpoint, by task uuid."""
+
+    ready: dict[str, datetime | None]
+    checkpoints: dict[str, Checkpoint]
+
+    @property
+    def all_ready(self) -> bool:
+        return bool(self.ready) and all(at is not None for at in self.ready.values())
+
+
+def notice_of(group: StoredGroup, pool_notice_s: float, signal: str, now: datetime) -> Notice:
+    """The notice ``group`` gets now: the drain's grace period for a drain, else the pool's."""
+    seconds = group.stop_grace_s if group.stop_grace_s is not None else pool_notice_s
+    reason = f"Preempted by {group.preempted_by}." if group.preempted_by else "Preempted."
+    return Notice(now, now + timedelta(seconds=seconds), reason, signal)
+
+
+def answers(
+    runs: Sequence[tuple[StoredTask, TaskRun]], executor: TaskExecutor, now: datetime
+) -> Answers:
+    """Each running task's answer: through the API (stored) or through the executor; a task
+    that ended since its notice is ready."""
+    ready: dict[str, datetime | None] = {}
+    checkpoints: dict[str, Checkpoint] = {}
+    for task, run in runs:
+        said = executor.acknowledgement(run) or Acknowledgement()
+        ended = now if executor.poll(run, now) is not None else None
+        ready[task.uuid] = task.ready_at or said.ready_at or ended
+        if said.checkpoint is not None and (
+            task.checkpoint_at is None or said.checkpoint.at > task.checkpoint_at
+        ):
+            checkpoints[task.uuid] = said.checkpoint
+    return Answers(ready, checkpoints)
+
+
+def relayed_checkpoint(
+    task: StoredTask, run: TaskRun, executor: TaskExecutor
+) -> dict[str, Checkpoint]:
+    """The task's checkpoint relayed by the executor (a local task's control directory), when
+    newer than the one stored, by task uuid."""
+    said = executor.acknowledgement(run)
+    found = said.checkpoint if said is not None else None
+    if found is None or (task.checkpoint_at is not None and found.at <= task.checkpoint_at):
+        return {}
+    return {task.uuid: found}
+
+
+def keep_checkpoints(changes: Changes, found: Mapping[str, Checkpoint]) -> None:
+    """Write the checkpoints ``found`` (by task uuid) on their tasks."""
+    for task_uuid, checkpoint in found.items():
+        changes.task(
+            task_uuid,
+            checkpoint_at=checkpoint.at,
+            checkpoint_step=checkpoint.step,
+            checkpoint_note=checkpoint.description,
+        )
+
+
+def stop_due(group: StoredGroup, said: Answers, now: datetime) -> bool:
+    """Whether a noticed group stops now: every task is ready, or the deadline came."""
+    deadline = group.notice_deadline
+    return said.all_ready or deadline is None or now >= deadline
+
+
+def eviction_stop(
+    workflow: StoredWorkflow, group: StoredGroup, said: Answers, now: datetime
+) -> dict[str, Any]:
+    """The ``eviction_stops`` row of ``group``, stopped now."""
+    marks = [t.checkpoint_at for t in group.tasks if t.checkpoint_at is not None]
+    marks.extend(checkpoint.at for checkpoint in said.checkpoints.values())
+    since = max([m for m in (group.started_at, *marks) if m is not None], default=now)
+    gpus = sum(
+        pod_demand(pod_of(workflow, task).get("spec") or {}).gpu
+        for task in group.tasks
+        if task.uuid in said.ready
+    )
+    noticed = group.notice_at or now
+    return {
+        "at": now,
+        "pool": workflow.pool,
+        "workflow_id": workflow.workflow_id,
+        "group_uuid": group.uuid,
+        "cause": eviction_cause(group),
+        "gpus": gpus,
+        "lost_gpu_seconds": gpus * max((now - since).total_seconds(), 0.0),
+        "acknowledged": said.all_ready,
+        "stop_seconds": max((now - noticed).total_seconds(), 0.0),
+    }
+
+
+def eviction_cause(group: StoredGroup) -> str:
+    """``drained`` (a drain sets the grace period), ``reclaimed`` or ``preempted``."""
+    if group.stop_grace_s is not None:
+        return "drained"
+    if (group.preempted_by or "").endswith("reclaimed its guarantee)"):
+        return "reclaimed"
+    return "preempted"
