@@ -1,0 +1,146 @@
+"""The notice before a stop, for real (docs/checkpoints.md#the-notice): ``corral server --demo``
+runs the training loop of docs/checkpoints.md as a local task on both databases, a drain
+gives it notice, and the stop comes when the task says it is ready, or at the deadline for a
+task that ignores the notice. What each stop cost is read from ``eviction_stops``."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from sqlalchemy import select
+
+from corral.store.database import make_engine
+from corral.store.tables import eviction_stops, workflow_groups
+from corral.store.workflows.records import utc
+from tests.cli.results import succeeded
+from tests.cli.test_workflow_run_cli import query, wait_for_end
+from tests.conftest import REPO, LiveServer, start_server
+
+EXAMPLE = re.search(
+    r"## A training loop that checkpoints on notice.*?```python\n(.*?)```",
+    (REPO / "docs" / "checkpoints.md").read_text(),
+    re.DOTALL,
+)
+assert EXAMPLE is not None
+TRAINING_LOOP = EXAMPLE.group(1)
+
+
+TASK = {"name": "t0", "image": "python"}
+
+
+@pytest.fixture
+def server(tmp_path: Path, database_url: str) -> Iterator[LiveServer]:
+    found = start_server(tmp_path, "--demo", "--tick-seconds", "0.05", database_url=database_url)
+    found.database_url = database_url  # type: ignore[attr-defined]
+    yield found
+    found.stop()
+
+
+def submit(server: LiveServer, tmp_path: Path, name: str, command: list[str]) -> str:
+    spec = {
+        "workflow": {
+            "name": name,
+            "resources": {"default": {"gpu": 1}},
+            "groups": [
+                {"name": "g", "tasks": [{"name": "t0", "image": "python", "command": command}]}
+            ],
+        }
+    }
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    succeeded(server.cli("workflow", "submit", str(path), "--pool", "default"))
+    return f"{name}-1"
+
+
+def running_node(server: LiveServer, workflow_id: str) -> str:
+    deadline = time.monotonic() + 60
+    while True:
+        found: Any = query(server, workflow_id)
+        (task,) = found["groups"][0]["tasks"]
+        if task["status"] == "RUNNING" and task["node"]:
+            return str(task["node"])
+        assert time.monotonic() < deadline, found
+        time.sleep(0.2)
+
+
+def stop_row(server: LiveServer, workflow_id: str) -> dict[str, Any]:
+    engine = make_engine(server.database_url)  # type: ignore[attr-defined]
+    try:
+        with engine.connect() as connection:
+            rows = (
+                connection.execute(
+                    select(eviction_stops).where(eviction_stops.c.workflow_id == workflow_id)
+                )
+                .mappings()
+                .all()
+            )
+            notices = connection.execute(
+                select(workflow_groups.c.notice_at, workflow_groups.c.notice_deadline).where(
+                    workflow_groups.c.workflow_id == workflow_id
+                )
+            ).all()
+    finally:
+        engine.dispose()
+    (row,) = rows
+    ((notice_at, deadline),) = notices
+    return {**row, "notice_at": _epoch(notice_at), "deadline": _epoch(deadline)}
+
+
+def _epoch(moment: datetime) -> float:
+    found = utc(moment)  # SQLite keeps no zone: corral writes UTC
+    assert found is not None
+    return found.timestamp()
+
+
+def logged(server: LiveServer, workflow_id: str, what: str) -> list[float]:
+    text = succeeded(server.cli("workflow", "logs", workflow_id))
+    return [float(m) for m in re.findall(rf"^{what} .*?at ([0-9.]+)", text, re.MULTILINE)]
+
+
+def test_a_task_that_acknowledges_is_stopped_within_a_second_of_it(
+    server: LiveServer, tmp_path: Path
+) -> None:
+    workflow_id = submit(server, tmp_path, "train", ["python3", "-c", TRAINING_LOOP])
+    node = running_node(server, workflow_id)
+    time.sleep(1)  # a few training steps
+    succeeded(server.cli("node", "drain", node, "--grace", "20s", "--reason", "test"))
+    ended = wait_for_end(server, workflow_id)
+    assert ended["status"] == "FAILED_PREEMPTED", ended
+    row = stop_row(server, workflow_id)
+    (ready,) = logged(server, workflow_id, "ready")
+    (noticed,) = logged(server, workflow_id, "notice")
+    saved = logged(server, workflow_id, "checkpoint")[-1]
+    stopped = _epoch(row["at"])
+    assert (row["cause"], row["gpus"], row["acknowledged"]) == ("drained", 1, True)
+    assert 0 <= stopped - ready <= 1.0, (stopped, ready)  # not at the 20 s deadline
+    assert 2.0 <= ready - noticed <= 3.0  # the loop saves for two seconds
+    assert noticed - row["notice_at"] <= 1.0  # the notice reached it at once
+    assert row["deadline"] - row["notice_at"] == pytest.approx(20.0)
+    assert row["lost_gpu_seconds"] == pytest.approx(1 * (stopped - saved), abs=1.0)
+
+
+def test_a_task_that_ignores_the_notice_is_stopped_at_the_deadline(
+    server: LiveServer, tmp_path: Path
+) -> None:
+    # it ignores the notice signal too (its default action would end it: ready at once)
+    workflow_id = submit(server, tmp_path, "deaf", ["sh", "-c", "trap '' USR1; sleep 600"])
+    node = running_node(server, workflow_id)
+    started = time.time()
+    succeeded(server.cli("node", "drain", node, "--grace", "4s", "--reason", "test"))
+    ended = wait_for_end(server, workflow_id)
+    assert ended["status"] == "FAILED_PREEMPTED", ended
+    row = stop_row(server, workflow_id)
+    stopped = _epoch(row["at"])
+    assert (row["cause"], row["acknowledged"]) == ("drained", False)
+    assert stopped - row["notice_at"] >= 4.0  # the whole notice, before the stop
+    assert stopped - row["deadline"] <= 1.0  # and not much more
+    assert row["stop_seconds"] == pytest.approx(stopped - row["notice_at"], abs=0.01)
+    # never checkpointed: everything since its start is lost
+    assert row["lost_gpu_seconds"] >= stopped - started
