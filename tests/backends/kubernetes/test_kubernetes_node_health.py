@@ -6,6 +6,7 @@ patches the real Node, and a missing permission is named."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -188,7 +189,12 @@ def test_drain_patches_the_node_and_stops_what_runs_there(kube_world: KubeWorld)
     assert node["spec"]["unschedulable"] is True
     assert node["metadata"]["annotations"]["corral.dev/drain-grace-seconds"] == "5"
     wait_until(lambda: closed(w, tray) == "drained by admin: 'PSU swap'", timeout_s=5.0)
+    w.run_cycles(lambda: w.workflow(workflow_id).groups[0].notice_deadline is not None)
+    deadline = w.workflow(workflow_id).groups[0].notice_deadline
+    assert _pod_of(w, workflow_id) is not None  # under notice: not deleted before its deadline
     w.run_cycles(lambda: w.workflow(workflow_id).status not in ("PENDING", "RUNNING"))
+    assert deadline is not None and w.clock() >= deadline
+    assert _pod_of(w, workflow_id) is None
     ended = w.workflow(workflow_id).groups[0].tasks[0]
     assert (ended.status, ended.exit_code) == ("FAILED_PREEMPTED", 3006)
     assert ended.message == f"Preempted by the drain of node {tray} by admin: 'PSU swap'."
@@ -208,3 +214,46 @@ def test_without_read_on_compute_domains_imex_status_is_not_a_source(
     printed = capsys.readouterr().out
     assert "corral may not list and watch computedomains: IMEX status is not read" in printed
     assert "resources: [computedomains]" in printed
+
+
+def _pod_of(w: KubeWorld, workflow_id: str) -> dict[str, Any] | None:
+    stored = w.workflow(workflow_id)
+    name = stored.groups[0].tasks[0].pod_name
+    return w.fake.get_object("v1", "Pod", stored.namespace, name)
+
+
+def test_a_drain_annotates_the_pod_with_its_notice_and_deletes_it_once_ready(
+    kube_world: KubeWorld,
+) -> None:
+    """docs/checkpoints.md#the-notice: the notice is on the pod before the pod is deleted; the
+    deletion waits for the task's "ready" (or the deadline: the test above)."""
+    w = kube_world
+    workflow_id = w.submit(workflow_yaml([{"name": "g", "tasks": [task("t", seconds=3600)]}]))
+    w.run_cycles(lambda: w.workflow(workflow_id).groups[0].status == "RUNNING")
+    tray = w.workflow(workflow_id).groups[0].tasks[0].node
+    status, body = w.api.call(
+        "POST", f"/api/nodes/{tray}/drain", json={"reason": "PSU swap", "grace_seconds": 60}
+    )
+    assert status == 200, body
+    w.run_cycles(lambda: w.workflow(workflow_id).groups[0].notice_deadline is not None)
+    started = w.clock()
+    pod = _pod_of(w, workflow_id)
+    assert pod is not None
+    notice = json.loads(pod["metadata"]["annotations"]["corral.dev/stop-notice"])
+    assert (notice["seconds"], notice["signal"]) == (60.0, "SIGUSR1")
+    assert notice["reason"] == f"Preempted by the drain of node {tray} by admin: 'PSU swap'."
+    for _ in range(3):
+        w.cycle()
+    assert _pod_of(w, workflow_id) is not None  # it waits for the task
+    status, body = w.api.call("GET", f"/api/workflow/{workflow_id}/task/t/notice")
+    assert status == 200, body
+    assert body["notice"]["deadline"] == notice["deadline"] and body["ready_at"] is None
+    status, body = w.api.call("POST", f"/api/workflow/{workflow_id}/task/t/ready")
+    assert status == 200, body
+    w.run_cycles(lambda: w.workflow(workflow_id).status not in ("PENDING", "RUNNING"))
+    assert (w.clock() - started).total_seconds() < 60  # before the deadline
+    assert _pod_of(w, workflow_id) is None
+    ended = w.workflow(workflow_id).groups[0].tasks[0]
+    assert (ended.status, ended.exit_code) == ("FAILED_PREEMPTED", 3006)
+    status, body = w.api.call("POST", f"/api/workflow/{workflow_id}/task/t/ready")
+    assert status == 409, body  # it stopped already
