@@ -5,7 +5,11 @@ task that ignores the notice. What each stop cost is read from ``eviction_stops`
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from datetime import datetime
@@ -144,3 +148,51 @@ def test_a_task_that_ignores_the_notice_is_stopped_at_the_deadline(
     assert row["stop_seconds"] == pytest.approx(stopped - row["notice_at"], abs=0.01)
     # never checkpointed: everything since its start is lost
     assert row["lost_gpu_seconds"] >= stopped - started
+
+
+def test_corral_task_inside_a_local_task_writes_its_control_directory(tmp_path: Path) -> None:
+    env = {**os.environ, "CORRAL_CONTROL_DIR": str(tmp_path)}
+    for args, expected in (
+        (("checkpoint", "--step", "5", "--description", "epoch 1"), "checkpoint written to"),
+        (("ready",), "ready written to"),
+        (("notice",), "no notice"),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "corral", "task", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert done.stdout.startswith(expected), done
+    assert json.loads((tmp_path / "checkpoint").read_text()) == {
+        "step": 5,
+        "description": "epoch 1",
+    }
+    assert (tmp_path / "ready").read_text() == ""
+
+
+def test_corral_task_through_the_api(server: LiveServer, tmp_path: Path) -> None:
+    workflow_id = submit(server, tmp_path, "api", ["sh", "-c", "trap '' USR1; sleep 600"])
+    node = running_node(server, workflow_id)
+    assert succeeded(server.cli("task", "notice", workflow_id, "t0")) == (
+        f"{workflow_id} task t0: no notice\n"
+    )
+    refused = server.cli("task", "ready", workflow_id, "t0")
+    assert refused.returncode != 0 and "has no notice of a stop" in refused.stderr, refused
+    said = succeeded(server.cli("task", "checkpoint", workflow_id, "t0", "--step", "7"))
+    assert said.startswith(f"checkpoint of {workflow_id} task t0 at ")
+    succeeded(server.cli("node", "drain", node, "--grace", "60s", "--reason", "test"))
+    deadline = time.monotonic() + 30
+    while "no notice" in succeeded(server.cli("task", "notice", workflow_id, "t0")):
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    found = json.loads(
+        succeeded(server.cli("task", "notice", workflow_id, "t0", "--format", "json"))
+    )
+    assert found["checkpoint_at"] is not None and found["notice"]["seconds_left"] > 50
+    assert "ready at" in succeeded(server.cli("task", "ready", workflow_id, "t0"))
+    ended = wait_for_end(server, workflow_id)
+    assert ended["status"] == "FAILED_PREEMPTED"
+    row = stop_row(server, workflow_id)
+    assert row["acknowledged"] is True and row["stop_seconds"] < 30

@@ -13,6 +13,7 @@ from corral.cli import (
     queue_cmd,
     resource_cmd,
     shapes_cmd,
+    task_cmd,
     user_cmd,
     workflow_cmd,
 )
@@ -32,6 +33,7 @@ app.add_typer(node_cmd.app, name="node")
 pool_cmd.app.command("shapes")(shapes_cmd.shapes)
 app.add_typer(pool_cmd.app, name="pool")
 app.add_typer(resource_cmd.app, name="resource")
+app.add_typer(task_cmd.app, name="task")
 app.add_typer(user_cmd.app, name="user")
 app.add_typer(user_cmd.profile_app, name="profile")
 app.add_typer(workflow_cmd.app, name="workflow")

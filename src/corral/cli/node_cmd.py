@@ -40,14 +40,16 @@ def drain(
     grace: Annotated[
         str,
         typer.Option(
-            "--grace", help="How long each task gets to stop: 30s, 5m or ISO 8601 (PT5M)."
+            "--grace",
+            help="How long before its stop each task gets notice: 30s, 5m or ISO 8601 (PT5M).",
         ),
     ] = "30s",
     reason: ReasonOption = "",
     output: FormatOption = OutputFormat.text,
 ) -> None:
     """Cordon NODE and stop what runs there, whole gangs, as a preemption would: each task
-    gets --grace to stop, then its exit actions requeue or end it. `uncordon` ends the drain."""
+    gets a notice --grace ahead (docs/checkpoints.md), then its exit actions requeue or end
+    it. `uncordon` ends the drain."""
     try:
         seconds = parse_duration(grace).total_seconds()
     except ValueError as err:
