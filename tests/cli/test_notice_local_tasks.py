@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import yaml
 from sqlalchemy import select
@@ -128,6 +129,14 @@ def test_a_task_that_acknowledges_is_stopped_within_a_second_of_it(
     assert noticed - row["notice_at"] <= 1.0  # the notice reached it at once
     assert row["deadline"] - row["notice_at"] == pytest.approx(20.0)
     assert row["lost_gpu_seconds"] == pytest.approx(1 * (stopped - saved), abs=1.0)
+    explained = succeeded(server.cli("workflow", "explain", workflow_id))
+    assert (
+        f"lost {row['lost_gpu_seconds'] / 3600:.2f} GPU-h since its last checkpoint; stopped "
+        f"{row['stop_seconds']:.1f} s after its notice (every task was ready)"
+    ) in explained, explained
+    metrics = httpx.get(f"{server.url}/metrics").text
+    assert 'corral_eviction_stops{cause="drained",pool="default"} 1.0' in metrics
+    assert 'corral_eviction_stops_acknowledged{cause="drained",pool="default"} 1.0' in metrics
 
 
 def test_a_task_that_ignores_the_notice_is_stopped_at_the_deadline(

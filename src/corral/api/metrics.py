@@ -48,6 +48,34 @@ class Metrics:
             registry=self.registry,
         )
 
+        self.eviction_gangs = Gauge(
+            "corral_eviction_stops",
+            "Gangs a preemption, a reclaim or a drain stopped, since the database was made",
+            ["pool", "cause"],
+            registry=self.registry,
+        )
+        self.eviction_gpu_seconds = Gauge(
+            "corral_eviction_gpu_seconds_lost",
+            "GPU-seconds of work those stops lost: each gang's GPUs times the seconds from its "
+            "latest checkpoint (or its start) to its stop",
+            ["pool", "cause"],
+            registry=self.registry,
+        )
+        self.eviction_acknowledged = Gauge(
+            "corral_eviction_stops_acknowledged",
+            "Of those stops, the ones whose every task said it was ready before the deadline",
+            ["pool", "cause"],
+            registry=self.registry,
+        )
+
+    def set_eviction_losses(self, losses: dict[tuple[str, str], tuple[int, float, int]]) -> None:
+        """Per (pool, cause), (gangs, GPU-seconds lost, acknowledged) as
+        ``WorkflowStore.eviction_losses`` reads them."""
+        for (pool, cause), (gangs, lost, acknowledged) in losses.items():
+            self.eviction_gangs.labels(pool, cause).set(gangs)
+            self.eviction_gpu_seconds.labels(pool, cause).set(lost)
+            self.eviction_acknowledged.labels(pool, cause).set(acknowledged)
+
     def set_node_fault_losses(self, losses: dict[str, tuple[int, float]]) -> None:
         """Per pool, (groups, GPU-seconds) as ``WorkflowStore.node_fault_losses`` reads them."""
         for pool, (groups, gpu_seconds) in losses.items():

@@ -51,4 +51,5 @@ def openapi(caller: Caller, request: Request) -> dict[str, Any]:
 def prometheus(request: Request, workflows: WorkflowsDep) -> Response:
     metrics: Metrics = request.app.state.metrics
     metrics.set_node_fault_losses(workflows.node_fault_losses())
+    metrics.set_eviction_losses(workflows.eviction_losses())
     return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)

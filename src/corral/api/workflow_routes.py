@@ -293,6 +293,7 @@ def explain(
         utc_now(),
         pool_in_maintenance=pool is not None and pool.enable_maintenance,
         forecasts=forecasts.of_workflow(workflow.workflow_id),
+        stops=store.stop_costs(workflow.workflow_id),
     )
     return {
         "workflow_id": found.workflow_id,

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Protocol, TypeVar
 
 from corral.domain.views.start_forecast import GroupForecast, forecast_text
+from corral.domain.views.stop_cost import StopCost
 from corral.domain.workflows.statuses import TaskStatus, WorkflowStatus
 
 
@@ -115,24 +116,33 @@ def explain_workflow(
     *,
     pool_in_maintenance: bool = False,
     forecasts: Mapping[str, GroupForecast] | None = None,
+    stops: Mapping[str, StopCost] | None = None,
 ) -> WorkflowExplanation:
-    """One line per group; ``pool_in_maintenance`` is noted on groups that wait to start, and
-    a waiting group's forecast (by group uuid) is added to its line."""
+    """One line per group; ``pool_in_maintenance`` is noted on groups that wait to start, a
+    waiting group's forecast (by group uuid) is added to its line, and so is what its latest
+    stop by a preemption, a reclaim or a drain cost (``stops``, by group uuid)."""
     by_name = {group.name: group for group in workflow.groups}
     groups = tuple(
         GroupExplanation(
             group.name,
             group.status,
-            _with_forecast(
-                _group_reason(workflow, group, by_name, now, pool_in_maintenance),
-                group,
-                (forecasts or {}).get(group.uuid),
-                now,
+            _with_stop(
+                _with_forecast(
+                    _group_reason(workflow, group, by_name, now, pool_in_maintenance),
+                    group,
+                    (forecasts or {}).get(group.uuid),
+                    now,
+                ),
+                (stops or {}).get(group.uuid),
             ),
         )
         for group in workflow.groups
     )
     return WorkflowExplanation(workflow.workflow_id, workflow.status, _summary(workflow), groups)
+
+
+def _with_stop(reason: str, stop: StopCost | None) -> str:
+    return reason if stop is None else f"{reason}; {stop.text()}"
 
 
 def _with_forecast(

@@ -7,10 +7,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine, func, or_, select
+from sqlalchemy import Engine, case, func, or_, select
 
+from corral.domain.views.stop_cost import StopCost
 from corral.domain.workflows.record import ALIVE, QUEUED
 from corral.store.tables import (
+    eviction_stops,
     node_faults,
     preemptions,
     task_logs,
@@ -46,6 +48,41 @@ class WorkflowListings:
                 ).group_by(node_faults.c.pool)
             ).all()
         return {row[0]: (int(row[1]), float(row[2] or 0.0)) for row in rows}
+
+    def eviction_losses(self) -> dict[tuple[str, str], tuple[int, float, int]]:
+        """Per (pool, cause), the gangs preemption, reclaim or drains stopped, the GPU-seconds
+        they lost since their checkpoints, and how many acknowledged their notice (since the
+        database was made; docs/checkpoints.md)."""
+        table = eviction_stops
+        with self._engine.connect() as connection:
+            rows = connection.execute(
+                select(
+                    table.c.pool,
+                    table.c.cause,
+                    func.count(),
+                    func.sum(table.c.lost_gpu_seconds),
+                    func.sum(case((table.c.acknowledged, 1), else_=0)),
+                ).group_by(table.c.pool, table.c.cause)
+            ).all()
+        return {
+            (row[0], row[1]): (int(row[2]), float(row[3] or 0.0), int(row[4] or 0)) for row in rows
+        }
+
+    def stop_costs(self, workflow_id: str) -> dict[str, StopCost]:
+        """By group uuid, what the workflow's latest stop of each group cost."""
+        table = eviction_stops
+        with self._engine.connect() as connection:
+            rows = connection.execute(
+                select(
+                    table.c.group_uuid,
+                    table.c.lost_gpu_seconds,
+                    table.c.acknowledged,
+                    table.c.stop_seconds,
+                )
+                .where(table.c.workflow_id == workflow_id)
+                .order_by(table.c.id)
+            ).all()
+        return {row[0]: StopCost(float(row[1]), bool(row[2]), float(row[3])) for row in rows}
 
     def completed_runtimes(self, pool: str, limit: int = 2000) -> list[tuple[str, str, float]]:
         """The runtimes of the pool's groups that completed, the latest ``limit`` first:
