@@ -100,6 +100,10 @@ async def preempted_of(request: Request) -> Callable[[], Mapping[str, int]]:
     return _runtime(request).recently_preempted
 
 
+async def lost_of(request: Request) -> Callable[[], Mapping[str, float]]:
+    return _runtime(request).recently_lost
+
+
 async def task_logs_of(request: Request) -> TaskLogs:
     return _runtime(request).task_logs
 
@@ -126,6 +130,7 @@ UsersDep = Annotated[UserStore, Depends(users_of)]
 TokensDep = Annotated[TokenStore, Depends(tokens_of)]
 CapacityDep = Annotated[Callable[[Configs], list[ClusterCapacity]], Depends(capacity_of)]
 PreemptedDep = Annotated[Callable[[], Mapping[str, int]], Depends(preempted_of)]
+LostDep = Annotated[Callable[[], Mapping[str, float]], Depends(lost_of)]
 WriteHookDep = Annotated[WriteHook, Depends(write_hook_of)]
 NodesDep = Annotated[NodeService, Depends(nodes_of)]
 TaskLogsDep = Annotated[TaskLogs, Depends(task_logs_of)]

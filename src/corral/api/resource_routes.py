@@ -17,7 +17,14 @@ from fastapi import APIRouter, Query
 
 from corral.api import responses as R
 from corral.api.auth import Authorizer, Principal
-from corral.api.deps import AuthorizerDep, Caller, CapacityDep, ConfigsDep, PreemptedDep
+from corral.api.deps import (
+    AuthorizerDep,
+    Caller,
+    CapacityDep,
+    ConfigsDep,
+    LostDep,
+    PreemptedDep,
+)
 from corral.domain.configs.models import Pool
 from corral.domain.views.osmo_resources import osmo_entry
 from corral.domain.views.pool_quota import (
@@ -95,6 +102,7 @@ def resources(
     authorizer: AuthorizerDep,
     capacity: CapacityDep,
     preempted: PreemptedDep,
+    lost: LostDep,
     service: ConfigsDep,
     caller: Caller,
     pools: Names = [],  # noqa: B006 - FastAPI query list
@@ -145,9 +153,12 @@ def resources(
         **resources_json([found for found, _ in listed]),
         "resources": [entry for _, entry in listed],
     }
-    recent = preempted()
+    recent, losses = preempted(), lost()
     answer["pool_queues"] = [
-        queue_figures(name, configured[name], used[name], recent.get(name, 0)) for name in names
+        queue_figures(
+            name, configured[name], used[name], recent.get(name, 0), losses.get(name, 0.0)
+        )
+        for name in names
     ]
     return answer
 

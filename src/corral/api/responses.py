@@ -190,6 +190,8 @@ class PoolQueueFigures(Answer):
     used: int
     borrowed: int
     preempted: int
+    #: GPU-hours the gangs preempted in 24 h lost since their checkpoints.
+    lost_gpu_hours: float
 
 
 class ResourceList(Answer):

@@ -80,7 +80,7 @@ def list_resources(
 
 def queue_line(queue: Mapping[str, Any]) -> str:
     """A pool's GPU queue under the table: ``nvl72: GPUs guaranteed 64, maximum 72; 80 in
-    use, 16 borrowed above the guarantee, 72 preempted in the last 24 h``."""
+    use, 16 borrowed above the guarantee, 72 preempted in the last 24 h (0.50 GPU-h lost)``."""
 
     def limit(value: int) -> str:
         return "none" if value < 0 else str(value)
@@ -89,7 +89,13 @@ def queue_line(queue: Mapping[str, Any]) -> str:
         f"{queue['pool']}: GPUs guaranteed {limit(queue['guarantee'])}, maximum "
         f"{limit(queue['maximum'])}; {queue['used']} in use, {queue['borrowed']} borrowed above "
         f"the guarantee, {queue['preempted']} preempted in the last 24 h"
+        f"{_lost(queue.get('lost_gpu_hours', 0.0))}"
     )
+
+
+def _lost(gpu_hours: float) -> str:
+    """`` (0.50 GPU-h lost)``: what the preempted gangs lost since their checkpoints."""
+    return f" ({gpu_hours:.2f} GPU-h lost)" if gpu_hours else ""
 
 
 def resource_table(found: Mapping[str, Any], mode: Mode) -> list[str]:

@@ -190,6 +190,11 @@ class Runtime:
         hours."""
         return self.workflows.preempted_gpus(utc_now() - PREEMPTED_WINDOW)
 
+    def recently_lost(self) -> dict[str, float]:
+        """Per pool, the GPU-seconds its preempted or reclaimed gangs lost since their
+        checkpoints in the last 24 hours."""
+        return self.workflows.lost_to_preemption(utc_now() - PREEMPTED_WINDOW)
+
     def placements_now(self, state: Configs, plan: WorkflowPlan) -> list[GroupPlacement]:
         """Where ``plan``'s groups would be placed on its pool's cluster now (a dry run)."""
         cluster = cluster_of(self.capacity(state), plan.submitter.pool)

@@ -219,6 +219,7 @@ def pools(
         pools=[state.pool(name) for name in names],
         quotas=quotas,
         limits={name: gpu_quota(state.pool(name)) for name in names},
+        lost=runtime.recently_lost(),
         chosen=chosen,
         rendered=rendered,
         refused=refused,

@@ -68,7 +68,6 @@ def test_a_high_clique_gang_evicts_the_low_work_of_exactly_one_clique(world: Wor
     assert {(t.status, t.exit_code, t.message) for t in evicted.groups[0].tasks} == {
         ("FAILED_PREEMPTED", 3006, f"Preempted by {by}.")
     }
-    assert explain(world, victim) == {"g": f"preempted by {by}"}
     assert [world.workflow(w).status for w in fillers[:-1]] == ["RUNNING"] * (CLIQUES - 1)
     world.run_until(lambda: not _objects_of(world, victim))  # its objects are cleaned up
     status, quota = world.api.call("GET", "/api/pool_quota", params={"pools": ["nvl72"]})
@@ -83,6 +82,11 @@ def test_a_high_clique_gang_evicts_the_low_work_of_exactly_one_clique(world: Wor
     }
     status, listed = world.api.call("GET", "/api/resources", params={"pools": ["nvl72"]})
     assert status == 200, listed
+    # it never checkpointed: it lost all it ran, 72 GPUs from its start to its stop
+    ran = evicted.groups[0]
+    assert ran.started_at is not None and ran.ended_at is not None
+    lost = round(72 * (ran.ended_at - ran.started_at).total_seconds() / 3600, 2)
+    assert lost > 0
     assert listed["pool_queues"] == [
         {
             "pool": "nvl72",
@@ -91,8 +95,13 @@ def test_a_high_clique_gang_evicts_the_low_work_of_exactly_one_clique(world: Wor
             "used": 352,
             "borrowed": 288,
             "preempted": 72,
+            "lost_gpu_hours": lost,
         }
     ]
+    assert explain(world, victim)["g"] == (
+        f"preempted by {by}; lost {lost:.2f} GPU-h since its last checkpoint; stopped 30.0 s "
+        "after its notice (at its deadline)"
+    )
 
 
 def test_a_pool_below_its_guarantee_reclaims_what_a_pool_sharing_its_nodes_borrows(
@@ -117,9 +126,9 @@ def test_a_pool_below_its_guarantee_reclaims_what_a_pool_sharing_its_nodes_borro
     world.run_until(lambda: any(world.workflow(w).status != "RUNNING" for w in fillers))
     (victim,) = [w for w in fillers if world.workflow(w).status == "FAILED_PREEMPTED"]
     assert victim == fillers[-1]
-    assert explain(world, victim) == {
-        "g": f"preempted by {job} (queue nvl72 reclaimed its guarantee)"
-    }
+    reason = explain(world, victim)["g"]
+    assert reason.startswith(f"preempted by {job} (queue nvl72 reclaimed its guarantee); lost ")
+    assert reason.endswith("stopped 30.0 s after its notice (at its deadline)")  # as a preemption
     assert cliques_of(world, job) <= {world.node_labels(n)[CLIQUE] for n in world.gb200_nodes()}
 
 

@@ -312,9 +312,12 @@ def _total(found: list[NodeSet]) -> ResourceUsage:
     )
 
 
-def queue_figures(name: str, pool: Pool, used: int, preempted: int) -> dict[str, int | str]:
+def queue_figures(
+    name: str, pool: Pool, used: int, preempted: int, lost_gpu_seconds: float = 0.0
+) -> dict[str, int | float | str]:
     """A pool's queue in ``resource list``: its guarantee and maximum (-1: none), the GPUs its
-    running tasks use, of those borrowed above the guarantee, and preempted in 24 hours."""
+    running tasks use, of those borrowed above the guarantee, preempted in 24 hours, and the
+    GPU-hours those preempted gangs lost since their checkpoints."""
     quota = gpu_quota(pool)
     return {
         "pool": name,
@@ -323,6 +326,7 @@ def queue_figures(name: str, pool: Pool, used: int, preempted: int) -> dict[str,
         "used": used,
         "borrowed": borrowed_gpus(pool, used),
         "preempted": preempted,
+        "lost_gpu_hours": round(lost_gpu_seconds / 3600, 2),
     }
 
 

@@ -68,6 +68,18 @@ class WorkflowListings:
             (row[0], row[1]): (int(row[2]), float(row[3] or 0.0), int(row[4] or 0)) for row in rows
         }
 
+    def lost_to_preemption(self, since: datetime) -> dict[str, float]:
+        """Per pool, the GPU-seconds its gangs preempted or reclaimed since ``since`` lost
+        since their checkpoints (docs/checkpoints.md#what-a-stop-cost)."""
+        table = eviction_stops
+        with self._engine.connect() as connection:
+            rows = connection.execute(
+                select(table.c.pool, func.sum(table.c.lost_gpu_seconds))
+                .where(table.c.at >= since, table.c.cause != "drained")
+                .group_by(table.c.pool)
+            ).all()
+        return {row[0]: float(row[1] or 0.0) for row in rows}
+
     def stop_costs(self, workflow_id: str) -> dict[str, StopCost]:
         """By group uuid, what the workflow's latest stop of each group cost."""
         table = eviction_stops
