@@ -30,6 +30,8 @@ NAMESPACE = "osmo.namespace"
 #: On a task pod given notice of its stop: the notice's JSON (docs/checkpoints.md#the-notice),
 #: for a sidecar or the control container to relay. Set before the pod is deleted.
 STOP_NOTICE = "corral.dev/stop-notice"
+#: On a task pod whose task sets ``stopNotice``: the most notice it wants, in seconds.
+STOP_NOTICE_SECONDS = "corral.dev/stop-notice-seconds"
 
 # ----------------------------------------------------------------------------------------- KAI
 QUEUE = "kai.scheduler/queue"

@@ -107,3 +107,24 @@ def test_a_pod_whose_node_affinity_the_api_server_would_refuse_is_refused(
         "DoesNotExist, Gt, Lt, not 'Near'. Check the pool's pod and group templates (corral "
         "pool render) or the task's values."
     )
+
+
+def test_a_tasks_stop_notice_is_an_annotation_of_its_pod(state: dict[ConfigType, Any]) -> None:
+    text = (
+        "workflow:\n  name: short\n  tasks:\n"
+        "  - {name: quick, image: busybox, command: [sleep, '60'], stopNotice: 5s}\n"
+        "  - {name: plain, image: busybox, command: [sleep, '60']}\n"
+    )
+    spec = parse_workflow_spec(text, source="short.yaml")
+    ids = (f"{n:016x}" * 2 for n in itertools.count(1))
+    found = plan_workflow(
+        state, spec, Submitter("short-1", "f" * 32, "alice", "default"), NODES, lambda: next(ids)
+    )
+    pods = {
+        m["metadata"]["labels"]["osmo.task_name"]: m["metadata"].get("annotations") or {}
+        for group in found.groups
+        for m in group.manifests
+        if m["kind"] == "Pod"
+    }
+    assert pods["quick"]["corral.dev/stop-notice-seconds"] == "5"
+    assert "corral.dev/stop-notice-seconds" not in pods["plain"]

@@ -135,7 +135,7 @@ REJECTIONS = [
         "workflow.yaml:7:5: workflow.tasks[0].colour: unknown field 'colour'; the fields here are "
         "name, image, command, args, lead, environment, credentials, inputs, outputs, files, "
         "volumeMounts, privileged, hostNetwork, resource, exitActions, checkpoint, "
-        "downloadType, cacheSize, kpis.",
+        "downloadType, cacheSize, kpis, stopNotice.",
     ),
     (
         "workflow:\n  name: w\n  tasks:\n  - name: t\n    image: x\n    command: [a]\n"
@@ -299,6 +299,17 @@ REJECTIONS = [
         "    downloadType: mount\n",
         'workflow.yaml:7:5: workflow.tasks[0].downloadType: downloadType must be "download" or '
         "left out.",
+    ),
+    (
+        "workflow:\n  name: w\n  tasks:\n  - name: t\n    image: x\n    command: [a]\n"
+        "    stopNotice: -5\n",
+        "workflow.yaml:7:5: workflow.tasks[0].stopNotice: a duration cannot be negative (-5).",
+    ),
+    (
+        "workflow:\n  name: w\n  tasks:\n  - name: t\n    image: x\n    command: [a]\n"
+        "    stopNotice: soon\n",
+        "workflow.yaml:7:5: workflow.tasks[0].stopNotice: Cannot recognize duration: soon. Only "
+        "support ISO 8601 (e.g. PT10S) or xd, xh, xm, xs, xms, xus.",
     ),
     (
         "workflow:\n  name: w\n  tasks:\n  - name: t\n    image: x\n    command: [a]\n"

@@ -339,3 +339,19 @@ def test_an_evicted_group_whose_tasks_all_reschedule_goes_back_to_the_queue() ->
             "Preempted by x-1 (queue p reclaimed its guarantee). Exit Action: RESCHEDULE the "
             "task for exit code 3006."
         )
+
+
+def test_a_tasks_stop_notice_shortens_its_gangs_notice_never_lengthens_it() -> None:
+    evicted = replace(
+        group("a", "RUNNING", [task("lead", "RUNNING", lead=True), task("b", "RUNNING")]),
+        evict=True,
+        preempted_by="urgent-1 (HIGH priority in queue p)",
+    )
+    for manifest, seconds in zip(evicted.manifests, ("5", "90"), strict=True):
+        manifest["metadata"]["annotations"] = {"corral.dev/stop-notice-seconds": seconds}
+    cluster = Cluster()
+    taken = step(cluster, Controller(), workflow(evicted))
+    taken.decide()
+    taken.apply()
+    # the pool's 30 s, shortened by lead's 5 s; b's 90 s does not lengthen it
+    assert cluster.calls == ["notify lead-uuid (5 s, SIGUSR1)", "notify b-uuid (5 s, SIGUSR1)"]

@@ -10,7 +10,7 @@ from typing import Any
 from corral.domain.configs.backend_models import Backend
 from corral.domain.configs.models import Pool
 from corral.domain.formats.kubernetes_names import label_value_problem
-from corral.domain.labels import GROUP_UUID, PLATFORM
+from corral.domain.labels import GROUP_UUID, PLATFORM, STOP_NOTICE_SECONDS
 from corral.domain.labels import POOL as POOL_LABEL
 from corral.domain.labels import PRIORITY as PRIORITY_LABEL
 from corral.domain.platform.manifests import (
@@ -149,6 +149,9 @@ class GroupRenderer:
         metadata = pod["metadata"]
         metadata["namespace"] = self.namespace
         metadata["labels"].update(self._pod_labels(task_identity))
+        if task.stop_notice is not None:  # read back when the gang gets notice
+            seconds = f"{task.stop_notice.total_seconds():g}"
+            metadata.setdefault("annotations", {})[STOP_NOTICE_SECONDS] = seconds
         self._mount_host_paths(pod, task)
         self._mount_files(pod, task, task_identity)
         if multi_task:

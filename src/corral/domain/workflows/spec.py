@@ -86,6 +86,9 @@ class TaskSpec:
     resource: str = "default"
     exit_actions: tuple[ExitAction, ...] = ()
     cache_size: str | None = None
+    #: corral only: at most this much notice before a preemption, a reclaim or a drain stops
+    #: the task (shorter than the pool's; docs/checkpoints.md#the-notice). None: the pool's.
+    stop_notice: timedelta | None = None
     #: Accepted but not interpreted here (``checkpoint``, ``downloadType``, ``kpis``), verbatim.
     extra: Mapping[str, Any] = field(default_factory=dict)
 

@@ -81,6 +81,11 @@ def parse_task(reader: Reader, raw: Any, path: Path) -> TaskSpec:
             reader, name, body.get("exitActions"), (*path, "exitActions")
         ),
         cache_size=_parse_cache_size(reader, body.get("cacheSize"), (*path, "cacheSize")),
+        stop_notice=(
+            None
+            if body.get("stopNotice") is None
+            else duration(reader, body["stopNotice"], (*path, "stopNotice"))
+        ),
         extra=_parse_extra(reader, body, path),
     )
 

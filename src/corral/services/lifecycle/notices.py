@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from corral.backends.execution import TaskExecutor, TaskRun
+from corral.domain.labels import STOP_NOTICE_SECONDS
 from corral.domain.workflows.notices import Acknowledgement, Checkpoint, Notice
 from corral.domain.workflows.record import Changes, StoredGroup, StoredTask, StoredWorkflow, pod_of
 from corral.scheduler.resources import pod_demand
@@ -35,11 +36,26 @@ class Answers:
         return bool(self.ready) and all(at is not None for at in self.ready.values())
 
 
-def notice_of(group: StoredGroup, pool_notice_s: float, signal: str, now: datetime) -> Notice:
-    """The notice ``group`` gets now: the drain's grace period for a drain, else the pool's."""
+def notice_of(
+    workflow: StoredWorkflow, group: StoredGroup, pool_notice_s: float, signal: str, now: datetime
+) -> Notice:
+    """The notice ``group`` gets now: the drain's grace period for a drain, else the pool's,
+    shortened to the least ``stopNotice`` of its tasks."""
     seconds = group.stop_grace_s if group.stop_grace_s is not None else pool_notice_s
+    for task in group.tasks:
+        wanted = _wanted_notice(pod_of(workflow, task))
+        if wanted is not None:
+            seconds = min(seconds, wanted)
     reason = f"Preempted by {group.preempted_by}." if group.preempted_by else "Preempted."
     return Notice(now, now + timedelta(seconds=seconds), reason, signal)
+
+
+def _wanted_notice(pod: Mapping[str, Any]) -> float | None:
+    text = ((pod.get("metadata") or {}).get("annotations") or {}).get(STOP_NOTICE_SECONDS)
+    try:
+        return max(float(text), 0.0) if text is not None else None
+    except ValueError:
+        return None
 
 
 def answers(

@@ -297,7 +297,9 @@ class WorkflowStep:
             if self.task_status[task.uuid] in _RUNNING_STATES
         ]
         if group.notice_deadline is None:
-            notice = notice_of(group, self.notice_seconds, self.notice_signal, self.now)
+            notice = notice_of(
+                self.workflow, group, self.notice_seconds, self.notice_signal, self.now
+            )
             if runs and notice.deadline > self.now:
                 self.changes.group(group.uuid, notice_at=self.now, notice_deadline=notice.deadline)
                 self.effects.extend(NotifyTask(run, notice) for _, run in runs)
