@@ -25,7 +25,7 @@ from typing import IO, Any
 
 from corral.backends import landlock
 from corral.backends.execution import task_container
-from corral.backends.task_reports import CONTROL_ENV, make_control_dir
+from corral.backends.task_reports import CONTROL_ENV, make_control_dir, open_home
 from corral.backends.task_sandbox import UNCONFINED, Confinement
 
 #: What a task sees of the server's environment: enough to find programs, nothing else.
@@ -84,6 +84,8 @@ class LocalProcess:
         self._process: subprocess.Popen[bytes] | None = None
         user = confinement.user
         control = make_control_dir(self.home, (user.uid, user.gid) if user else None)
+        #: Opened before the task starts, which could then replace its home by a link.
+        self.home_fd = open_home(self.home)
         env = {
             **spec.env,
             "HOME": str(self.home),

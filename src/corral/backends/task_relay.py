@@ -18,7 +18,6 @@ from corral.backends.task_reports import (
     NOTICE,
     READY,
     deliver_notice,
-    open_home,
     read_report,
     write_atomic,
 )
@@ -40,7 +39,7 @@ class Relay:
     def __init__(self, attempt: Path, process: LocalProcess) -> None:
         self.attempt = attempt
         self.process = process
-        self.home = open_home(process.home)
+        self.home = process.home_fd
         self.delivered = False
         self.ready = (attempt / READY).exists()
         self.last_checkpoint: str | None = None

@@ -74,11 +74,12 @@ def deliver_notice(home_fd: int, text: str) -> bool:
     control = _open_control(home_fd)
     if control is None:
         return False
+    temporary = f".{NOTICE}.{os.getpid()}"
+    with contextlib.suppress(OSError):  # whatever the task put there (a FIFO would block)
+        os.unlink(temporary, dir_fd=control)
     try:
-        temporary = f".{NOTICE}.{os.getpid()}"
-        fd = os.open(
-            temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW, 0o644, dir_fd=control
-        )
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NONBLOCK | _NOFOLLOW
+        fd = os.open(temporary, flags, 0o644, dir_fd=control)
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             out.write(text)
         os.replace(temporary, NOTICE, src_dir_fd=control, dst_dir_fd=control)
