@@ -363,36 +363,6 @@ class Canceled(Answer):
     message: str
 
 
-class CheckpointRecorded(Answer):
-    workflow_id: str
-    task: str
-    at: str
-    step: int | None
-    description: str | None
-
-
-class NoticeView(Answer):
-    given_at: str
-    deadline: str
-    seconds_left: float
-    reason: str
-
-
-class TaskNotice(Answer):
-    workflow_id: str
-    task: str
-    status: str
-    notice: NoticeView | None
-    ready_at: str | None
-    checkpoint_at: str | None
-
-
-class TaskReady(Answer):
-    workflow_id: str
-    task: str
-    ready_at: str
-
-
 class GroupReason(Answer):
     name: str
     status: str

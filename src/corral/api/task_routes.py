@@ -10,7 +10,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter
 from pydantic import Field
 
-from corral.api import responses as R
+from corral.api import task_responses as R
 from corral.api.auth import Authorizer, Principal
 from corral.api.deps import AuthorizerDep, Caller, WorkflowsDep
 from corral.api.schemas import StrictBody

@@ -21,8 +21,8 @@ from corral.backends.task_reports import (
     read_report,
     write_atomic,
 )
+from corral.domain.formats.signals import NOTICE_SIGNALS
 from corral.domain.workflows.notices import (
-    NOTICE_SIGNALS,
     REPORT_BYTES,
     Notice,
     checkpoint_from_json,

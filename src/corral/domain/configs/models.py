@@ -20,10 +20,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from corral.domain.formats.durations import parse_duration
 from corral.domain.formats.kubernetes_names import label_key_problem
 from corral.domain.formats.names import check_name
+from corral.domain.formats.signals import NOTICE_SIGNALS
 from corral.domain.formats.unknown_fields import unknown_field
 from corral.domain.jinja.templating import check_jinja
 from corral.domain.schemas.partial import template_problem
-from corral.domain.workflows.notices import NOTICE_SIGNALS
 
 
 class FieldProblem(ValueError):

@@ -15,9 +15,6 @@ REPORT_BYTES = 4096
 DESCRIPTION_CHARS = 1000
 #: The largest step a checkpoint keeps: within what a JSON number holds exactly.
 LARGEST_STEP = 2**53
-#: Signals a pool may send a local task with its notice: those a training loop can catch
-#: (never SIGKILL or SIGSTOP, which cannot be).
-NOTICE_SIGNALS = ("SIGUSR1", "SIGUSR2", "SIGHUP", "SIGINT", "SIGTERM")
 
 
 @dataclass(frozen=True)
