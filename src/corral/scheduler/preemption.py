@@ -251,7 +251,7 @@ class _Search:
         lost: LostWork,
     ) -> None:
         self.snapshot = snapshot
-        self.lost = lost
+        self.lost = _remembered(lost)
         self.root = root
         self.queue = queue
         self.rank = rank
@@ -472,6 +472,21 @@ class _Search:
                 return False
             taken[victim.queue] = taken.get(victim.queue, 0) + victim.gpus
         return True
+
+
+def _remembered(lost: LostWork) -> LostWork:
+    """``lost``, worked out once per victim in a search (it is asked again by every sort)."""
+    if lost is None:
+        return None
+    known: dict[str, float] = {}
+
+    def remembered(victim: Running) -> float:
+        found = known.get(victim.key)
+        if found is None:
+            found = known[victim.key] = lost(victim)
+        return found
+
+    return remembered
 
 
 def _region_level(snapshot: ClusterSnapshot, root: PodSet) -> int | None:
