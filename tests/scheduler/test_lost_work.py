@@ -9,7 +9,8 @@ from datetime import timedelta
 import pytest
 
 from corral.scheduler import Queue
-from corral.scheduler.preemption import Running, lost_work
+from corral.scheduler.lost_work import lost_work
+from corral.scheduler.preemption import Running
 from corral.scheduler.resources import Demand
 from corral.scheduler.snapshot import Binding
 from tests.scheduler.test_cycle_preemption import T0, World, cluster

@@ -36,8 +36,9 @@ from corral.domain.platform.node_health import HEALTHY, NodeHealth, closed_reaso
 from corral.domain.platform.nodes import Node
 from corral.domain.topology.fabric import NO_FABRIC_RULE, FabricRule
 from corral.scheduler import Binding, ClusterSnapshot, Placement, Queue, QueueUsage
+from corral.scheduler.lost_work import LostWork, lost_work
 from corral.scheduler.podgroup import GroupError, PodSet, read_pod_group, shape_of
-from corral.scheduler.preemption import PREEMPTIBLE, LostWork, Running, lost_work
+from corral.scheduler.preemption import PREEMPTIBLE, Running
 from corral.scheduler.records import (
     NEVER,
     BoundPodOnNode,

@@ -38,11 +38,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Protocol
 
 from corral.scheduler.fair_share import PRIORITY_RANK
 from corral.scheduler.gang import Placement, place_within, relevant_levels
+from corral.scheduler.lost_work import LostWork, remembered
 from corral.scheduler.podgroup import PodSet
 from corral.scheduler.queues import QueueUsage
 from corral.scheduler.snapshot import Binding, ClusterSnapshot, Domain
@@ -69,26 +69,6 @@ class Running:
     @property
     def rank(self) -> int:
         return PRIORITY_RANK.get(self.priority, 1)
-
-
-#: The GPU-seconds a victim would lose if evicted now; None: nothing is weighed (no gang has
-#: reported a checkpoint).
-LostWork = Callable[[Running], float] | None
-
-
-def lost_work(now: datetime, checkpoints: Mapping[str, datetime]) -> LostWork:
-    """GPUs x seconds since the later of a victim's start and its last checkpoint (by group
-    key); None when no checkpoint was reported (``since[0]`` is the start, or None)."""
-    if not checkpoints:
-        return None
-
-    def lost(victim: Running) -> float:
-        start = victim.since[0] if isinstance(victim.since, tuple) else None
-        marks = [m for m in (start, checkpoints.get(victim.key)) if m is not None]
-        seconds = (now - max(marks)).total_seconds() if marks else 0.0
-        return victim.gpus * max(seconds, 0.0)
-
-    return lost
 
 
 @dataclass(frozen=True)
@@ -251,7 +231,7 @@ class _Search:
         lost: LostWork,
     ) -> None:
         self.snapshot = snapshot
-        self.lost = _remembered(lost)
+        self.lost = remembered(lost)
         self.root = root
         self.queue = queue
         self.rank = rank
@@ -472,21 +452,6 @@ class _Search:
                 return False
             taken[victim.queue] = taken.get(victim.queue, 0) + victim.gpus
         return True
-
-
-def _remembered(lost: LostWork) -> LostWork:
-    """``lost``, worked out once per victim in a search (it is asked again by every sort)."""
-    if lost is None:
-        return None
-    known: dict[str, float] = {}
-
-    def remembered(victim: Running) -> float:
-        found = known.get(victim.key)
-        if found is None:
-            found = known[victim.key] = lost(victim)
-        return found
-
-    return remembered
 
 
 def _region_level(snapshot: ClusterSnapshot, root: PodSet) -> int | None:
