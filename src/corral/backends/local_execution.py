@@ -48,6 +48,7 @@ from corral.domain.workflows.notices import (
     Acknowledgement,
     Notice,
     checkpoint_from_json,
+    read_time,
 )
 
 RUNNER_DIED = "the task's runner process ended without an exit code"
@@ -154,7 +155,7 @@ class LocalProcessExecution:
             return None
         now = datetime.now(UTC)
         return Acknowledgement(
-            _moment(ready) if ready is not None else None,
+            read_time(ready.strip()) if ready is not None else None,
             checkpoint_from_json(checkpoint, now) if checkpoint is not None else None,
         )
 
@@ -220,13 +221,6 @@ def _read(path: Path) -> str | None:
         with path.open(encoding="utf-8") as found:
             return found.read(REPORT_BYTES)
     except FileNotFoundError:
-        return None
-
-
-def _moment(text: str) -> datetime | None:
-    try:
-        return datetime.fromisoformat(text.strip())
-    except ValueError:
         return None
 
 

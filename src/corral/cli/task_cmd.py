@@ -9,17 +9,15 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote
 
 import typer
 
+from corral.backends.task_reports import CHECKPOINT, CONTROL_ENV, NOTICE, READY, write_atomic
 from corral.cli.client import Client
 from corral.cli.output import FormatOption, OutputFormat, echo, fail, handle_errors, print_json
-
-CONTROL_ENV = "CORRAL_CONTROL_DIR"  # backends/task_reports.py: kept apart from the server code
 
 app = typer.Typer(
     rich_markup_mode=None,
@@ -51,8 +49,10 @@ def checkpoint(
     body: dict[str, Any] = {"step": step, "description": description}
     control = _control_dir(workflow, task)
     if control is not None:
-        _write(control / "checkpoint", json.dumps({k: v for k, v in body.items() if v is not None}))
-        echo(f"checkpoint written to {control / 'checkpoint'}")
+        write_atomic(
+            control / CHECKPOINT, json.dumps({k: v for k, v in body.items() if v is not None})
+        )
+        echo(f"checkpoint written to {control / CHECKPOINT}")
         return
     answer = Client().request("POST", _path(workflow, task, "checkpoint"), json=body)
     if output is OutputFormat.json:
@@ -67,8 +67,8 @@ def ready(workflow: WorkflowArgument = None, task: TaskArgument = None) -> None:
     """After a notice: the task is ready to stop (its checkpoint is safe)."""
     control = _control_dir(workflow, task)
     if control is not None:
-        _write(control / "ready", "")
-        echo(f"ready written to {control / 'ready'}")
+        write_atomic(control / READY, "")
+        echo(f"ready written to {control / READY}")
         return
     answer = Client().request("POST", _path(workflow, task, "ready"))
     echo(f"{answer['workflow_id']} task {answer['task']} ready at {answer['ready_at']}")
@@ -84,7 +84,7 @@ def notice(
     """The notice of the task's coming stop, if any: its deadline and why."""
     control = _control_dir(workflow, task)
     if control is not None:
-        path = control / "notice"
+        path = control / NOTICE
         echo(path.read_text(encoding="utf-8") if path.exists() else "no notice")
         return
     answer = Client().request("GET", _path(workflow, task, "notice"))
@@ -119,11 +119,3 @@ def _control_dir(workflow: str | None, task: str | None) -> Path | None:
 def _path(workflow: str | None, task: str | None, what: str) -> str:
     assert workflow is not None and task is not None
     return f"/api/workflow/{quote(workflow, safe='')}/task/{quote(task, safe='')}/{what}"
-
-
-def _write(path: Path, text: str) -> None:
-    """Whole or not at all: the runner reads the file at any moment."""
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        out.write(text)
-    os.replace(temporary, path)

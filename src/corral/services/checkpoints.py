@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from corral.domain.workflows.notices import Checkpoint
+from corral.domain.workflows.notices import Checkpoint, stop_message
 from corral.domain.workflows.record import StoredGroup, StoredTask, StoredWorkflow
 from corral.domain.workflows.statuses import TaskStatus
 from corral.errors import ConflictError, NotFoundError, UserError
@@ -47,7 +47,7 @@ def notice_view(workflow: StoredWorkflow, task_name: str, now: datetime) -> dict
             "given_at": group.notice_at.isoformat(),
             "deadline": group.notice_deadline.isoformat(),
             "seconds_left": round(max(left, 0.0), 3),
-            "reason": f"Preempted by {group.preempted_by}." if group.preempted_by else "Preempted.",
+            "reason": stop_message(group.preempted_by),
         }
     return {
         "workflow_id": workflow.workflow_id,

@@ -17,6 +17,11 @@ DESCRIPTION_CHARS = 1000
 LARGEST_STEP = 2**53
 
 
+def stop_message(preempted_by: str | None) -> str:
+    """Why an evicted gang stops, as its tasks and its notice say it."""
+    return f"Preempted by {preempted_by}." if preempted_by else "Preempted."
+
+
 @dataclass(frozen=True)
 class Checkpoint:
     """A committed checkpoint: when, and optionally at which step, with what description."""
@@ -53,7 +58,7 @@ class Notice:
         data = _object(text)
         if data is None:
             return None
-        given, deadline = _time(data.get("given_at")), _time(data.get("deadline"))
+        given, deadline = read_time(data.get("given_at")), read_time(data.get("deadline"))
         reason, signal = data.get("reason"), data.get("signal", "")
         if given is None or deadline is None or not isinstance(reason, str):
             return None
@@ -75,7 +80,7 @@ def checkpoint_from_json(text: str, now: datetime) -> Checkpoint | None:
     data = _object(text) if text.strip() else {}
     if data is None:
         return None
-    at = _time(data.get("at")) if "at" in data else now
+    at = read_time(data.get("at")) if "at" in data else now
     step, description = data.get("step"), data.get("description")
     if at is None or (step is not None and not _is_step(step)):
         return None
@@ -108,7 +113,8 @@ def _object(text: str) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def _time(value: Any) -> datetime | None:
+def read_time(value: Any) -> datetime | None:
+    """An ISO 8601 time (UTC when it has no zone), or None if ``value`` is not one."""
     if not isinstance(value, str) or len(value) > 64:
         return None
     try:

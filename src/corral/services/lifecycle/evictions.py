@@ -11,6 +11,7 @@ from datetime import datetime
 import structlog
 
 from corral.domain.workflows.exit_actions import ExitOutcome, exit_outcome, fault_outcome
+from corral.domain.workflows.notices import stop_message
 from corral.domain.workflows.record import Changes, StoredGroup, StoredTask, StoredWorkflow
 from corral.domain.workflows.spec import ExitAction
 from corral.domain.workflows.statuses import TaskStatus
@@ -108,7 +109,7 @@ def eviction_of(
     return Eviction(
         PREEMPTED_CODE,
         TaskStatus.FAILED_PREEMPTED,
-        f"Preempted by {group.preempted_by}." if group.preempted_by else "Preempted.",
+        stop_message(group.preempted_by),
         group.stop_grace_s if group.stop_grace_s is not None else pool_grace_s,
         lambda task: exit_outcome(
             PREEMPTED_CODE,

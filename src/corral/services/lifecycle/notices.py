@@ -18,7 +18,7 @@ from typing import Any
 
 from corral.backends.execution import TaskExecutor, TaskRun
 from corral.domain.labels import STOP_NOTICE_SECONDS
-from corral.domain.workflows.notices import Acknowledgement, Checkpoint, Notice
+from corral.domain.workflows.notices import Acknowledgement, Checkpoint, Notice, stop_message
 from corral.domain.workflows.record import Changes, StoredGroup, StoredTask, StoredWorkflow, pod_of
 from corral.scheduler.resources import pod_demand
 
@@ -46,7 +46,7 @@ def notice_of(
         wanted = _wanted_notice(pod_of(workflow, task))
         if wanted is not None:
             seconds = min(seconds, wanted)
-    reason = f"Preempted by {group.preempted_by}." if group.preempted_by else "Preempted."
+    reason = stop_message(group.preempted_by)
     return Notice(now, now + timedelta(seconds=seconds), reason, signal)
 
 

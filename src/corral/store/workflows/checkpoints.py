@@ -6,8 +6,9 @@ stops once every task is ready)."""
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, and_, select
 
 from corral.domain.workflows.notices import Checkpoint
 from corral.domain.workflows.statuses import TaskStatus
@@ -21,19 +22,25 @@ from corral.store.workflows.records import utc
 CHECKPOINT, READY = "checkpoint", "ready"
 
 
+def _task_of(workflow_id: str, task_uuid: str) -> Any:
+    """The condition selecting the task ``task_uuid`` of workflow ``workflow_id``."""
+    in_workflow = select(workflow_groups.c.group_uuid).where(
+        workflow_groups.c.workflow_id == workflow_id
+    )
+    return and_(
+        workflow_tasks.c.task_uuid == task_uuid, workflow_tasks.c.group_uuid.in_(in_workflow)
+    )
+
+
 def record_checkpoint(
     engine: Engine, workflow_id: str, task_uuid: str, checkpoint: Checkpoint, now: datetime
 ) -> bool:
     """Write ``checkpoint`` on the task's row if the task is RUNNING (False otherwise), and tell
     the controller."""
     with writing(engine) as connection:
-        in_workflow = select(workflow_groups.c.group_uuid).where(
-            workflow_groups.c.workflow_id == workflow_id
-        )
         done = connection.execute(
             workflow_tasks.update()
-            .where(workflow_tasks.c.task_uuid == task_uuid)
-            .where(workflow_tasks.c.group_uuid.in_(in_workflow))
+            .where(_task_of(workflow_id, task_uuid))
             .where(workflow_tasks.c.status == TaskStatus.RUNNING.value)
             .values(
                 checkpoint_at=checkpoint.at,
@@ -52,13 +59,10 @@ def record_ready(
     """Mark the RUNNING task ready to stop (a first "ready" counts: a later one changes
     nothing) and tell the controller; when it was marked, or None if it no longer runs."""
     with writing(engine) as connection:
-        in_workflow = select(workflow_groups.c.group_uuid).where(
-            workflow_groups.c.workflow_id == workflow_id
-        )
         row = connection.execute(
-            select(workflow_tasks.c.status, workflow_tasks.c.ready_at)
-            .where(workflow_tasks.c.task_uuid == task_uuid)
-            .where(workflow_tasks.c.group_uuid.in_(in_workflow))
+            select(workflow_tasks.c.status, workflow_tasks.c.ready_at).where(
+                _task_of(workflow_id, task_uuid)
+            )
         ).first()
         if row is None or row.status != TaskStatus.RUNNING.value:
             return None
