@@ -21,6 +21,7 @@ import pytest
 import yaml
 from sqlalchemy import select
 
+from corral.services.task_tokens import TaskScope, TaskTokens
 from corral.store.database import make_engine
 from corral.store.tables import eviction_stops, workflow_groups
 from corral.store.workflows.records import utc
@@ -181,6 +182,20 @@ def test_corral_task_inside_a_local_task_writes_its_control_directory(tmp_path: 
     assert (tmp_path / "ready").read_text() == ""
 
 
+def own_token_env(server: LiveServer, tmp_path: Path, workflow_id: str) -> dict[str, str]:
+    """What a pod's container has: the task's own token in a file (minted here with the
+    server's key, as its controller mints it for a pod) and no login of its user."""
+    (task,) = query(server, workflow_id)["groups"][0]["tasks"]
+    key = (server.home / "data" / "session.key").read_bytes().strip()
+    token = TaskTokens(key).mint(TaskScope(workflow_id, "t0", task["uuid"]))
+    (tmp_path / "token").write_text(token)
+    (tmp_path / "no-login").mkdir()
+    return {
+        "CORRAL_TASK_TOKEN_FILE": str(tmp_path / "token"),
+        "CORRAL_CONFIG_DIR": str(tmp_path / "no-login"),
+    }
+
+
 def test_corral_task_through_the_api(server: LiveServer, tmp_path: Path) -> None:
     workflow_id = submit(server, tmp_path, "api", ["sh", "-c", "trap '' USR1; sleep 600"])
     node = running_node(server, workflow_id)
@@ -191,6 +206,9 @@ def test_corral_task_through_the_api(server: LiveServer, tmp_path: Path) -> None
     assert refused.returncode != 0 and "has no notice of a stop" in refused.stderr, refused
     said = succeeded(server.cli("task", "checkpoint", workflow_id, "t0", "--step", "7"))
     assert said.startswith(f"checkpoint of {workflow_id} task t0 at ")
+    as_the_task = own_token_env(server, tmp_path, workflow_id)
+    said = succeeded(server.cli("task", "checkpoint", "--step", "8", extra_env=as_the_task))
+    assert said.startswith(f"checkpoint of {workflow_id} task t0 at ")
     succeeded(server.cli("node", "drain", node, "--grace", "60s", "--reason", "test"))
     deadline = time.monotonic() + 30
     while "no notice" in succeeded(server.cli("task", "notice", workflow_id, "t0")):
@@ -200,8 +218,31 @@ def test_corral_task_through_the_api(server: LiveServer, tmp_path: Path) -> None
         succeeded(server.cli("task", "notice", workflow_id, "t0", "--format", "json"))
     )
     assert found["checkpoint_at"] is not None and found["notice"]["seconds_left"] > 50
-    assert "ready at" in succeeded(server.cli("task", "ready", workflow_id, "t0"))
+    assert "ready at" in succeeded(server.cli("task", "ready", extra_env=as_the_task))
     ended = wait_for_end(server, workflow_id)
     assert ended["status"] == "FAILED_PREEMPTED"
     row = stop_row(server, workflow_id)
     assert row["acknowledged"] is True and row["stop_seconds"] < 30
+
+
+def test_corral_task_in_a_pod_says_which_token_file_is_wrong(tmp_path: Path) -> None:
+    env = {**os.environ, "CORRAL_TASK_TOKEN_FILE": str(tmp_path / "token")}
+    env.pop("CORRAL_CONTROL_DIR", None)
+    path = tmp_path / "token"
+    expected = {
+        "not a token": f"error: {path} (CORRAL_TASK_TOKEN_FILE) holds no task token.\n",
+        None: f"error: Cannot read the task's token from {path} (CORRAL_TASK_TOKEN_FILE): "
+        f"[Errno 2] No such file or directory: '{path}'.\n",
+    }
+    for contents, message in expected.items():
+        if contents is not None:
+            (tmp_path / "token").write_text(contents)
+        else:
+            (tmp_path / "token").unlink()
+        done = subprocess.run(
+            [sys.executable, "-m", "corral", "task", "ready"],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        assert (done.returncode, done.stderr) == (1, message)

@@ -41,12 +41,13 @@ from corral.services.sessions import (
     SessionSigner,
     load_session_key,
 )
+from corral.services.task_tokens import TaskScope, TaskTokens, is_task_token, refused_path
 
 ADMIN_ROLE = "osmo-admin"
 ADMIN_ONLY = UNREGISTERED  # the action of requests OSMO's registry does not list
 
 RoleSource = Callable[[], Sequence[Role]]
-Method = Literal["token", "session", "oidc"]
+Method = Literal["token", "session", "oidc", "task"]
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,8 @@ class Principal:
     username: str
     roles: tuple[str, ...]
     method: Method = "token"
+    #: A task's own token: the one task it speaks for (``task_tokens.py``).
+    task: TaskScope | None = None
 
 
 @dataclass(frozen=True)
@@ -157,6 +160,7 @@ class Authorizer:
         self._revoked = revoked
         self._roles = roles
         self.sessions = SessionSigner(settings.session_key, settings.session_ttl)
+        self.task_tokens = TaskTokens(settings.session_key)
         self._oidc = OidcVerifier(settings.oidc, settings.jwks_fetch) if settings.oidc else None
         self._oidc_issuer = settings.oidc.issuer if settings.oidc else None
 
@@ -168,11 +172,28 @@ class Authorizer:
     # ----------------------------------------------------------------- authentication
 
     def authenticate(self, request: Request) -> Principal:
-        """Who is calling: an API token, a session token or a trusted issuer's token (401)."""
-        return self.authenticate_token(bearer_token(request))
+        """Who is calling: an API token, a session token, a trusted issuer's token (401), or
+        a task's own token on a task's endpoint (403 on any other)."""
+        token = bearer_token(request)
+        if is_task_token(token):
+            return self._task(token, request.scope["path"])
+        return self.authenticate_token(token)
+
+    def _task(self, token: str, path: str) -> Principal:
+        scope = self.task_tokens.verify(token)
+        refusal = refused_path(scope, path)
+        if refusal is not None:
+            raise ForbiddenError(refusal)
+        return Principal(scope.label, (), "task", scope)
 
     def authenticate_token(self, token: str) -> Principal:
-        """Who holds ``token``: an API token, a session token or a trusted issuer's (401)."""
+        """Who holds ``token``: an API token, a session token or a trusted issuer's (401). A
+        task's token is refused here: it is no login, and no exchange turns it into one."""
+        if is_task_token(token):
+            raise UnauthorizedError(
+                "A task's token is accepted only as the bearer token of that task's notice, "
+                "checkpoint and ready endpoints."
+            )
         if not token.startswith(TOKEN_PREFIX) and token.count(".") == 2:
             return self._signed(token)
         owner = self._tokens.owner(token)
@@ -228,7 +249,10 @@ class Authorizer:
     # ------------------------------------------------------------------ authorization
 
     def roles_of(self, principal: Principal) -> list[Role]:
-        """The roles a request of ``principal`` acts with (defined ones + ``osmo-default``)."""
+        """The roles a request of ``principal`` acts with (defined ones + ``osmo-default``); a
+        task's token acts with none."""
+        if principal.task is not None:
+            return []
         return roles_for_request(self._roles(), principal.roles)
 
     def decide(self, principal: Principal, action: str, resource: str | None = None) -> Decision:

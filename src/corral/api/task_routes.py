@@ -1,4 +1,5 @@
-"""A task's side of a stop (docs/checkpoints.md), for the workflow's owner or an admin:
+"""A task's side of a stop (docs/checkpoints.md), for the task itself (its own token), the
+workflow's owner or an admin:
 ``POST .../task/{task}/checkpoint`` (a committed checkpoint), ``GET .../task/{task}/notice``
 (the notice of a coming stop) and ``POST .../task/{task}/ready`` (ready to stop)."""
 
@@ -18,6 +19,7 @@ from corral.domain.workflows.record import StoredWorkflow
 from corral.services.checkpoints import (
     Checkpoint,
     notice_view,
+    own_task_workflow,
     owned_workflow,
     report_checkpoint,
     report_ready,
@@ -50,7 +52,7 @@ def checkpoint(
     """Record that a running task committed a checkpoint: preemption then counts the work the
     task's group would lose from it. The workflow's owner or an admin (404 to anyone else);
     400 for a time in the future or a task that is not running."""
-    workflow = _owned(authorizer, store, caller, workflow_id)
+    workflow = _owned(authorizer, store, caller, workflow_id, task_name)
     report = report or CheckpointReport()
     now = utc_now()
     at = report.at or now
@@ -78,7 +80,7 @@ def notice(
     """The notice of the task's coming stop (``notice`` null while there is none): when it
     was given, its deadline, the seconds left and why; and whether the task said it was ready.
     A task polls it (docs/checkpoints.md#the-notice). The workflow's owner or an admin."""
-    workflow = _owned(authorizer, store, caller, workflow_id)
+    workflow = _owned(authorizer, store, caller, workflow_id, task_name)
     return notice_view(workflow, task_name, utc_now())
 
 
@@ -93,12 +95,14 @@ def ready(
     """After a notice: the task is ready to stop (its checkpoint is safe). The gang stops once
     every task is ready, before the deadline. 409 without a notice, or once the task stopped.
     The workflow's owner or an admin."""
-    workflow = _owned(authorizer, store, caller, workflow_id)
+    workflow = _owned(authorizer, store, caller, workflow_id, task_name)
     at = report_ready(store, workflow, task_name)
     return {"workflow_id": workflow_id, "task": task_name, "ready_at": at.isoformat()}
 
 
 def _owned(
-    authorizer: Authorizer, store: Any, caller: Principal, workflow_id: str
+    authorizer: Authorizer, store: Any, caller: Principal, workflow_id: str, task_name: str
 ) -> StoredWorkflow:
+    if caller.task is not None:
+        return own_task_workflow(store, caller.task, workflow_id, task_name)
     return owned_workflow(store, caller.username, authorizer.is_admin(caller), workflow_id)

@@ -29,8 +29,14 @@ class EmbeddedBackend:
     def apply(self, manifest: Mapping[str, Any], namespace: str) -> None:
         self._objects.apply(self.name, manifest, namespace)
 
-    def apply_all(self, manifests: Sequence[Mapping[str, Any]], namespace: str) -> None:
-        """Staged: written with the controller's next commit."""
+    def apply_all(
+        self,
+        manifests: Sequence[Mapping[str, Any]],
+        namespace: str,
+        task_tokens: Mapping[str, str] | None = None,
+    ) -> None:
+        """Staged: written with the controller's next commit. ``task_tokens`` are not used: the
+        objects are stored, and a local task speaks through its control directory instead."""
         self._objects.stage_apply(self.name, manifests, namespace)
 
     def delete_groups(self, groups: Sequence[GroupObjects]) -> list[str]:

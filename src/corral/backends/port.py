@@ -107,8 +107,15 @@ class ClusterBackend(Protocol):
     def apply(self, manifest: Mapping[str, Any], namespace: str) -> None:
         """Create the object unless it exists; returns once the cluster accepted it."""
 
-    def apply_all(self, manifests: Sequence[Mapping[str, Any]], namespace: str) -> None:
-        """:meth:`apply` each object, in order (an error stops at that object)."""
+    def apply_all(
+        self,
+        manifests: Sequence[Mapping[str, Any]],
+        namespace: str,
+        task_tokens: Mapping[str, str] | None = None,
+    ) -> None:
+        """:meth:`apply` each object, in order (an error stops at that object). ``task_tokens``
+        (task uuid -> the task's own token) go to the pods where the backend can deliver them
+        without storing them (docs/checkpoints.md#a-tasks-own-token)."""
 
     def delete_collection(
         self, api_version: str, kind: str, namespace: str, labels: Mapping[str, str]

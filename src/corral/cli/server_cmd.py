@@ -111,7 +111,7 @@ def _start_controller(runtime: Runtime, settings: ControllerSettings) -> Callabl
     thread = threading.Thread(
         target=run_controller,
         args=(
-            controller_of(runtime, settings.tick_seconds),
+            controller_of(runtime, settings.tick_seconds, Path(settings.data_dir)),
             leadership,
             settings.tick_seconds,
             stop,

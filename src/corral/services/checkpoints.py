@@ -12,9 +12,17 @@ from corral.domain.workflows.notices import Checkpoint, stop_message
 from corral.domain.workflows.record import StoredGroup, StoredTask, StoredWorkflow
 from corral.domain.workflows.statuses import TaskStatus
 from corral.errors import ConflictError, NotFoundError, UserError
+from corral.services.task_tokens import TaskScope
 from corral.store.workflows import WorkflowStore
 
-__all__ = ["Checkpoint", "notice_view", "owned_workflow", "report_checkpoint", "report_ready"]
+__all__ = [
+    "Checkpoint",
+    "notice_view",
+    "own_task_workflow",
+    "owned_workflow",
+    "report_checkpoint",
+    "report_ready",
+]
 
 
 def owned_workflow(
@@ -25,6 +33,21 @@ def owned_workflow(
     workflow = store.get(workflow_id)
     if username != workflow.submitted_by and not admin:
         raise NotFoundError(f"Workflow {workflow_id} not found.")
+    return workflow
+
+
+def own_task_workflow(
+    store: WorkflowStore, scope: TaskScope, workflow_id: str, task_name: str
+) -> StoredWorkflow:
+    """The workflow, if a task token for ``scope`` may speak for its task ``task_name``: the
+    token's own task, in its current attempt's workflow; else 404, as for anyone else."""
+    missing = NotFoundError(f"Workflow {workflow_id} not found.")
+    if (scope.workflow_id, scope.task_name) != (workflow_id, task_name):
+        raise missing
+    workflow = store.get(workflow_id)
+    _, task = task_of(workflow, task_name)
+    if task.uuid != scope.task_uuid:
+        raise missing
     return workflow
 
 

@@ -40,6 +40,7 @@ from corral.services.lifecycle.leadership import Leadership
 from corral.services.nodes import KubernetesNodes, NodeService
 from corral.services.placement_now import GroupPlacement, placements_now
 from corral.services.submission import SubmissionService
+from corral.services.task_tokens import TaskTokens
 from corral.store.config_store import ConfigStore
 from corral.store.database import make_engine, migrate
 from corral.store.forecasts import ForecastStore
@@ -129,11 +130,16 @@ class Runtime:
         return self.executor(workflow.backend).logs(run)
 
     def lifecycle(
-        self, clock: Clock = utc_now, *, forecast_every: float | None = None
+        self,
+        clock: Clock = utc_now,
+        *,
+        forecast_every: float | None = None,
+        task_tokens: TaskTokens | None = None,
     ) -> LifecycleController:
         """The controller that runs this runtime's workflows on the embedded cluster; with
         ``forecast_every``, it also keeps the waiting groups' start-time forecasts fresh,
-        forecasting at most every so many seconds."""
+        forecasting at most every so many seconds; with ``task_tokens``, it gives each task
+        its own token."""
         return LifecycleController(
             workflows=self.workflows,
             objects=self.objects,
@@ -151,6 +157,7 @@ class Runtime:
                 if forecast_every is not None
                 else None
             ),
+            task_tokens=task_tokens,
         )
 
     def join_leadership(self, ttl_seconds: float, holder: str | None = None) -> Leadership:

@@ -17,6 +17,7 @@ from corral.domain.workflows.notices import Acknowledgement, Notice
 from corral.domain.workflows.record import StoredGroup, StoredTask, StoredWorkflow
 from corral.services.lifecycle.step import WorkflowStep
 from corral.services.lifecycle.tick_report import TickReport
+from corral.services.task_tokens import TaskTokens
 
 NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
 CONFIGS = Configs({ConfigType.POOL: {"p": {"backend": "default"}}})
@@ -62,7 +63,12 @@ class Cluster:
     def missing_priority_classes(self, names: Sequence[str]) -> list[str]:
         return []
 
-    def apply_all(self, manifests: Sequence[Mapping[str, Any]], namespace: str) -> None:
+    def apply_all(
+        self,
+        manifests: Sequence[Mapping[str, Any]],
+        namespace: str,
+        task_tokens: Mapping[str, str] | None = None,
+    ) -> None:
         for manifest in manifests:
             self.calls.append(f"apply {manifest['metadata']['name']}")
             if self.refuse is not None:
@@ -72,6 +78,7 @@ class Cluster:
 @dataclass
 class Controller:
     create_failures: dict[str, int] = field(default_factory=dict)
+    task_tokens: TaskTokens | None = None
 
     def check_leading(self) -> None:
         pass

@@ -34,6 +34,7 @@ from corral.backends.kubernetes.rbac import (
     NODE_PATCH_RULE,
     group_template_rule,
 )
+from corral.backends.kubernetes.task_tokens import secret_name, token_secret, with_token
 from corral.backends.port import (
     BackendError,
     BoundPod,
@@ -46,6 +47,7 @@ from corral.backends.port import (
 from corral.domain.labels import GROUP_UUID as GROUP_LABEL
 from corral.domain.labels import NAMESPACE as NAMESPACE_LABEL
 from corral.domain.labels import STOP_NOTICE
+from corral.domain.labels import TASK_UUID as TASK_UUID_LABEL
 from corral.domain.labels import WORKFLOW_UUID as WORKFLOW_LABEL
 from corral.domain.platform.node_health import HEALTHY, Cordon, NodeHealth
 from corral.domain.platform.nodes import Node, Taint
@@ -138,9 +140,23 @@ class KubernetesBackend:
             manifest = _with_finalizer(manifest, CLEANUP_FINALIZER)
         self.api.apply(manifest, namespace)
 
-    def apply_all(self, manifests: Sequence[Mapping[str, Any]], namespace: str) -> None:
+    def apply_all(
+        self,
+        manifests: Sequence[Mapping[str, Any]],
+        namespace: str,
+        task_tokens: Mapping[str, str] | None = None,
+    ) -> None:
+        """Apply each object in order; with ``task_tokens`` (task uuid -> token), first the
+        group's token Secret, and each pod with its token mounted (``task_tokens.py``)."""
+        pods = [m for m in manifests if (m["apiVersion"], m["kind"]) == POD]
+        if task_tokens and pods:
+            labels = pods[0]["metadata"]["labels"]
+            group_uuid = labels[GROUP_LABEL]
+            secret = token_secret(group_uuid, labels[WORKFLOW_LABEL], namespace, task_tokens)
+            self.apply(secret, namespace)
         for manifest in manifests:
-            self.apply(manifest, namespace)
+            given = manifest in pods and _task_uuid(manifest) in (task_tokens or {})
+            self.apply(with_token(manifest) if given else manifest, namespace)
 
     def delete_groups(self, groups: Sequence[GroupObjects]) -> list[str]:
         """Each group's objects kind by kind (pods first), by the group's labels."""
@@ -150,6 +166,8 @@ class KubernetesBackend:
             try:
                 for api_version, kind in deletion_order(group.kinds):
                     self.delete_collection(api_version, kind, group.namespace, labels)
+                secrets = self.api.kind("v1", "Secret")
+                self.api.delete(secrets, group.namespace, secret_name(group.uuid))
             except BackendError as err:
                 log.warning("cleanup failed; retrying", group_uuid=group.uuid, error=err.message)
                 continue
@@ -415,6 +433,10 @@ class KubernetesExecution:
 def _pod_key(run: TaskRun) -> tuple[str, str]:
     metadata = run.pod["metadata"]
     return str(metadata.get("namespace") or ""), str(metadata["name"])
+
+
+def _task_uuid(pod: Mapping[str, Any]) -> str | None:
+    return (pod["metadata"].get("labels") or {}).get(TASK_UUID_LABEL)
 
 
 def _with_finalizer(manifest: Mapping[str, Any], finalizer: str) -> dict[str, Any]:

@@ -68,6 +68,7 @@ from corral.services.lifecycle.working_set import (
     WorkingSet,
     with_manifests,
 )
+from corral.services.task_tokens import TaskTokens
 from corral.store.database import StatementCounter
 from corral.store.workflows import WorkflowStore
 
@@ -98,8 +99,11 @@ class LifecycleController:
         leadership: Leadership | None = None,
         monotonic: Callable[[], float] = time.monotonic,
         forecaster: Forecaster | None = None,
+        task_tokens: TaskTokens | None = None,
     ) -> None:
         self.workflows = workflows
+        #: Mints each task's own token as its group is applied (None: tasks are given none).
+        self.task_tokens = task_tokens
         #: Keeps the waiting groups' start-time forecasts fresh (None: no forecasts).
         self.forecaster = forecaster
         #: When set, the controller acts only while it holds the lease, and every write is

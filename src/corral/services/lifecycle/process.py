@@ -36,6 +36,8 @@ from corral.services.lifecycle.controller import LifecycleController
 from corral.services.lifecycle.forecasting import TICKS_BETWEEN
 from corral.services.lifecycle.leadership import Leadership
 from corral.services.server_logs import LogLevel, configure_logging
+from corral.services.sessions import load_session_key
+from corral.services.task_tokens import TaskTokens
 from corral.store.lease import LostLease
 
 if TYPE_CHECKING:  # the runtime is opened in the child process: imported where it runs
@@ -201,10 +203,14 @@ def _stop_when_closed(stop: threading.Event) -> None:
     stop.set()
 
 
-def controller_of(runtime: Runtime, tick_seconds: float) -> LifecycleController:
+def controller_of(runtime: Runtime, tick_seconds: float, data_dir: Path) -> LifecycleController:
     """The server's controller: it keeps forecasts fresh, at most every
-    :data:`TICKS_BETWEEN` ticks."""
-    return runtime.lifecycle(forecast_every=TICKS_BETWEEN * tick_seconds)
+    :data:`TICKS_BETWEEN` ticks, and gives each task its own token, signed with the key of the
+    server's sessions (from the environment or ``data_dir``)."""
+    return runtime.lifecycle(
+        forecast_every=TICKS_BETWEEN * tick_seconds,
+        task_tokens=TaskTokens(load_session_key(data_dir)),
+    )
 
 
 def main() -> int:
@@ -231,7 +237,7 @@ def main() -> int:
     threading.Thread(target=_stop_when_closed, args=(stop,), daemon=True).start()
     try:
         run_controller(
-            controller_of(runtime, settings.tick_seconds),
+            controller_of(runtime, settings.tick_seconds, Path(settings.data_dir)),
             leadership,
             settings.tick_seconds,
             stop,

@@ -8,10 +8,9 @@ they were taken. Nothing on the cluster changes while deciding.
 
 :meth:`WorkflowStep.apply` applies the effects in that order, folds what creating each group
 answered into the decisions (scheduling, a retry, or a failure) and aggregates the workflow's
-status; the controller then writes the changes of every step of the tick in one transaction. A
-start or stop that fails drops the step's changes: the database still holds the step's start,
-and a later tick decides it again. Every effect is idempotent, so redoing one after a crash is
-safe.
+status; the controller then writes every step's changes in one transaction. A start or stop
+that fails drops the step's changes (a later tick decides it again). Every effect is
+idempotent, so redoing one after a crash is safe.
 """
 
 from __future__ import annotations
@@ -48,6 +47,7 @@ from corral.services.lifecycle.notices import (
     stop_due,
 )
 from corral.services.lifecycle.tick_report import TickReport
+from corral.services.task_tokens import TaskTokens, group_tokens
 
 log = structlog.get_logger("corral.lifecycle")
 
@@ -61,6 +61,7 @@ class Controller(Protocol):
 
     #: Group uuid -> ticks its objects failed to be created with a transient error.
     create_failures: dict[str, int]
+    task_tokens: TaskTokens | None  # mints the tasks' own tokens (None: none are given)
 
     def check_leading(self) -> None: ...
 
@@ -167,7 +168,8 @@ class WorkflowStep:
         it to the scheduler. An error in between re-applies: existing objects stay as they
         are."""
         try:
-            self.backend.apply_all(group.manifests, self.workflow.namespace)
+            tokens = group_tokens(self.controller.task_tokens, self.workflow.workflow_id, group)
+            self.backend.apply_all(group.manifests, self.workflow.namespace, tokens)
         except BackendError as err:
             self._creation_failed(group, err)
             return
