@@ -131,6 +131,19 @@ class Cluster:
             assert time.monotonic() < deadline, query(self.server, workflow_id)
             time.sleep(0.2)
 
+    def task_starts(self, workflow_id: str) -> list[datetime]:
+        engine = make_engine(self.database_url)
+        try:
+            with engine.connect() as connection:
+                found = connection.execute(
+                    select(workflow_tasks.c.started_at)
+                    .join(workflow_groups)
+                    .where(workflow_groups.c.workflow_id == workflow_id)
+                ).all()
+        finally:
+            engine.dispose()
+        return [_utc(started) for (started,) in found]
+
     def age(self, workflow_ids: list[str], by: timedelta) -> None:
         """Move the workflows' groups' and tasks' start times back by ``by``."""
         engine = make_engine(self.database_url)
@@ -208,6 +221,8 @@ def test_a_high_clique_gang_evicts_the_low_gang_that_checkpointed_a_minute_ago(
     assert (row["cause"], row["gpus"], row["acknowledged"]) == ("preempted", GANG_GPUS, True)
     measured = GANG_GPUS * (stopped - fresh_at).total_seconds()
     assert row["lost_gpu_seconds"] == pytest.approx(measured, abs=1.0)
+    # the HIGH gang's tasks started once the victim's had stopped: no GPU ran two tasks
+    assert min(cluster.task_starts(urgent)) >= stopped
     for workflow_id in (younger, urgent):  # leave no task running
         succeeded(cluster.server.cli("workflow", "cancel", workflow_id))
         wait_for_end(cluster.server, workflow_id)

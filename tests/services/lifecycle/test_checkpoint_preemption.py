@@ -90,3 +90,25 @@ def test_only_the_owner_and_admins_may_report(world: World) -> None:
     status, body = report(world, job, "t0")  # the admin (who also submitted it)
     assert status == 200, body
     assert world.workflow(job).groups[0].tasks[0].checkpoint_at is not None
+
+
+def test_the_preemptors_tasks_start_once_its_victims_stopped(world: World) -> None:
+    """On the embedded cluster the preemptor is bound at once, but its tasks start only when
+    the victims under notice (30 s, the pool's grace period) stopped: no GPU runs two tasks."""
+    world.clock.now = datetime.now(UTC)
+    unlimited(world, "nvl72")
+    victim = fill_every_clique(world)[-1]
+    urgent = world.submit(clique_job("urgent", 16), priority="HIGH")
+    world.run_until(lambda: world.workflow(urgent).groups[0].status == "INITIALIZING")
+    world.run_until(lambda: world.workflow(victim).groups[0].notice_deadline is not None)
+    noticed = world.workflow(victim).groups[0]
+    assert noticed.notice_deadline is not None and noticed.status == "RUNNING"
+    waiting = world.workflow(urgent).groups[0]
+    assert {(t.status, t.started_at) for t in waiting.tasks} == {("INITIALIZING", None)}
+    held = world.run_until(lambda: world.workflow(urgent).groups[0].status == "RUNNING")
+    assert held * 2.0 >= 28.0  # about the whole notice, in ticks of 2 s
+    stopped = world.workflow(victim).groups[0]
+    assert stopped.status == "FAILED_PREEMPTED" and stopped.ended_at is not None
+    started = [t.started_at for t in world.workflow(urgent).groups[0].tasks]
+    assert all(at is not None and at >= stopped.ended_at for at in started), started
+    assert noticed.notice_deadline <= stopped.ended_at

@@ -79,6 +79,7 @@ class Cluster:
 class Controller:
     create_failures: dict[str, int] = field(default_factory=dict)
     task_tokens: TaskTokens | None = None
+    nodes_under_notice: frozenset[tuple[str, str]] = frozenset()
 
     def check_leading(self) -> None:
         pass

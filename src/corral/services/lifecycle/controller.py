@@ -57,7 +57,11 @@ from corral.scheduler.records import BoundPodOnNode
 from corral.services.lifecycle.evictions import record_evictions
 from corral.services.lifecycle.forecasting import Forecaster
 from corral.services.lifecycle.leadership import Leadership
-from corral.services.lifecycle.node_faults import stop_work_on_bad_nodes, stop_work_on_kubernetes
+from corral.services.lifecycle.node_faults import (
+    nodes_under_notice,
+    stop_work_on_bad_nodes,
+    stop_work_on_kubernetes,
+)
 from corral.services.lifecycle.step import WorkflowStep
 from corral.services.lifecycle.tick_index import HOLDS_NODES, WorkingSetIndexer
 from corral.services.lifecycle.tick_report import TickReport
@@ -117,6 +121,8 @@ class LifecycleController:
         self._monotonic = monotonic
         #: Group uuid -> ticks its objects failed to be created with a transient error.
         self.create_failures: dict[str, int] = {}
+        #: (backend, node) where a task under notice still runs, this tick (node_faults.py).
+        self.nodes_under_notice: frozenset[tuple[str, str]] = frozenset()
         self._statements = StatementCounter(workflows.engine)
         self._working: WorkingSet | None = None
         self._checked_at = 0.0
@@ -284,6 +290,7 @@ class _Tick:
         """One tick; ``clusters``: the connected Kubernetes backends."""
         stop_work_on_bad_nodes(self.controller, self.working, self.now)
         stop_work_on_kubernetes(self.controller, self.working, clusters, self.now)
+        self.controller.nodes_under_notice = nodes_under_notice(self.working, self.index)
         changes = Changes()
         self._read_inbox(changes)
         stepped = self._step(changes)

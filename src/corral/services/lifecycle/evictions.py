@@ -46,6 +46,7 @@ def record_evictions(
             f"{preemptor.pool})"
         )
         changes.group(eviction.group, evict=True, preempted_by=by, fault=None, stop_grace_s=None)
+        working.noticed[eviction.group] = workflow.workflow_id  # its tasks run until notice ends
         changes.preemptions.append(
             {
                 "at": now,

@@ -11,7 +11,7 @@ the mark, and its workflow's step stops its tasks and ends or requeues it
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
@@ -20,13 +20,13 @@ from typing import Any, Protocol, runtime_checkable
 import structlog
 
 from corral.backends.embedded_objects import ClusterObjectStore
-from corral.backends.port import BoundPod
+from corral.backends.port import BackendError, BoundPod
 from corral.domain.labels import GROUP_UUID
 from corral.domain.platform.node_health import HEALTHY, NodeHealth, drain_of, fault_reason
 from corral.domain.platform.nodes import Node
-from corral.domain.workflows.record import Changes, StoredWorkflow, with_changes
+from corral.domain.workflows.record import Changes, StoredGroup, StoredWorkflow, with_changes
 from corral.scheduler.cache import SchedulerCache
-from corral.services.lifecycle.tick_index import HOLDS_NODES
+from corral.services.lifecycle.tick_index import HOLDS_NODES, WorkingSetIndexer
 from corral.services.lifecycle.working_set import WorkingSet
 
 log = structlog.get_logger("corral.lifecycle")
@@ -60,25 +60,59 @@ def stops_due(placements: SchedulerCache, now: datetime) -> list[NodeStop]:
     return list(stops.values())
 
 
-def faults_under_notice(working: WorkingSet, now: datetime) -> list[NodeStop]:
-    """Groups under notice (their pods unbound, docs/checkpoints.md#the-notice) whose tasks
-    still run on a node that failed since: they stop at once."""
-    stops: list[NodeStop] = []
+def _noticed_groups(working: WorkingSet) -> Iterator[tuple[StoredWorkflow, StoredGroup]]:
+    """The groups under notice whose tasks still run; a group no longer so is forgotten."""
     for group_uuid, workflow_id in list(working.noticed.items()):
         workflow = working.workflows.get(workflow_id)
         group = (
             next((g for g in workflow.groups if g.uuid == group_uuid), None) if workflow else None
         )
-        if group is None or not group.evict or group.fault or group.status not in HOLDS_NODES:
+        if (
+            workflow is None
+            or group is None
+            or not group.evict
+            or group.fault
+            or group.status not in HOLDS_NODES
+        ):
             working.noticed.pop(group_uuid, None)
             continue
+        yield workflow, group
+
+
+def faults_under_notice(working: WorkingSet, now: datetime) -> list[NodeStop]:
+    """Groups under notice (their pods unbound, docs/checkpoints.md#the-notice) whose tasks
+    still run on a node that failed since: they stop at once."""
+    stops: list[NodeStop] = []
+    for _, group in _noticed_groups(working):
         for node in sorted({t.node for t in group.tasks if t.node}):
             health = working.placements.unhealthy.get(node)
             fault = fault_reason(health, now) if health is not None else None
             if fault is not None:
-                stops.append(NodeStop(node, fault, group=group_uuid))
+                stops.append(NodeStop(node, fault, group=group.uuid))
                 break
     return stops
+
+
+def nodes_under_notice(working: WorkingSet, index: WorkingSetIndexer) -> frozenset[tuple[str, str]]:
+    """(backend, node) where a task of a group under notice still runs, on the clusters corral
+    schedules: a task bound there (its preemptor's) starts once that task stopped. A cluster's
+    own scheduler binds a pod only to room that is free."""
+    return frozenset(
+        (workflow.backend, task.node)
+        for workflow, group in _noticed_groups(working)
+        if not _self_placed(index, workflow.backend)
+        for task in group.tasks
+        if task.node and task.status in HOLDS_NODES
+    )
+
+
+def _self_placed(index: WorkingSetIndexer, backend: str) -> bool:
+    """Whether the cluster's own scheduler places ``backend``'s pods (one that cannot be
+    reached is left to its own step)."""
+    try:
+        return index.backend(backend)[0].schedules_itself
+    except (BackendError, LookupError):
+        return True
 
 
 def _stop_for(node: str, health: NodeHealth, now: datetime) -> NodeStop | None:

@@ -62,6 +62,7 @@ class Controller(Protocol):
     #: Group uuid -> ticks its objects failed to be created with a transient error.
     create_failures: dict[str, int]
     task_tokens: TaskTokens | None  # mints the tasks' own tokens (None: none are given)
+    nodes_under_notice: frozenset[tuple[str, str]]  # (backend, node): a victim still stops
 
     def check_leading(self) -> None: ...
 
@@ -354,6 +355,8 @@ class WorkflowStep:
         for task in group.tasks:
             status = self.task_status[task.uuid]
             if status is TaskStatus.INITIALIZING:
+                if (self.workflow.backend, task.node) in self.controller.nodes_under_notice:
+                    continue  # bound where a victim under notice still runs: start once it ends
                 self.effects.append(StartTask(self._run(task, self.now)))
                 self.task_status[task.uuid] = TaskStatus.RUNNING
                 self.changes.task(task.uuid, status="RUNNING", started_at=self.now)
@@ -449,11 +452,8 @@ class WorkflowStep:
         namespace = self.workflow.namespace
         try:
             missing = self.backend.missing_rules(group.resource_kinds, namespace)
-            absent = (
-                []
-                if missing
-                else self.backend.missing_priority_classes(priority_classes(group.manifests))
-            )
+            names = priority_classes(group.manifests)
+            absent = [] if missing else self.backend.missing_priority_classes(names)
         except BackendError as err:
             self._creation_failed(group, err)
             return

@@ -153,10 +153,11 @@ class WorkingSetIndexer:
                 wake.append(group.started_at + timedelta(seconds=workflow.exec_timeout_s))
             if status.group_finished:
                 continue
+            if group.evict:
+                working.noticed[group.uuid] = workflow_id  # its tasks still hold their nodes
             if group.evict and group.notice_deadline is not None:
                 wake.append(group.notice_deadline)  # its stop, at the latest
                 working.every_tick.add(workflow_id)  # a task may say it is ready
-                working.noticed[group.uuid] = workflow_id
             for task in group.tasks:
                 if task.status == TaskStatus.INITIALIZING.value:
                     working.dirty.add(workflow_id)

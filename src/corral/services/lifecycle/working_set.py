@@ -111,8 +111,9 @@ class WorkingSet:
     owners: dict[str, str] = field(default_factory=dict)
     #: Group uuid -> the workflow of a group corral's scheduler bound (a possible victim).
     bound: dict[str, str] = field(default_factory=dict)
-    #: Group uuid -> the workflow of a group under notice of its stop (a node failing under
-    #: it stops it at once).
+    #: Group uuid -> the workflow of a group evicted or under notice of its stop, whose tasks
+    #: still run: a node failing under it stops it at once, and a task bound to its nodes
+    #: starts once it stopped (``node_faults.py``).
     noticed: dict[str, str] = field(default_factory=dict)
     #: Groups that started waiting for corral's scheduler, and their shape (to be written).
     new_shapes: dict[str, str] = field(default_factory=dict)
