@@ -93,13 +93,19 @@ QUICK = Sizes(1, 2, 5, 60, 20.0, 100, (100, 200), 2.0, 5.0)
 
 
 def cluster_yaml(sizes: Sizes) -> str:
+    return gb200_cluster_yaml(sizes.zones, sizes.spines, sizes.racks, TRAYS_PER_RACK)
+
+
+def gb200_cluster_yaml(zones: int, spines: int, racks: int, trays: int) -> str:
+    """A cluster file of GB200 racks, one clique each: ``zones`` x ``spines`` per zone x
+    ``racks`` per spine x ``trays`` trays of 4 GPUs."""
     generator = {
         "prefix": "gb200",
-        "count": TRAYS_PER_RACK,
+        "count": trays,
         "levels": [
-            {"label": "topology.kubernetes.io/zone", "count": sizes.zones},
-            {"label": "topology.kubernetes.io/spine", "count": sizes.spines},
-            {"label": "topology.kubernetes.io/rack", "count": sizes.racks},
+            {"label": "topology.kubernetes.io/zone", "count": zones},
+            {"label": "topology.kubernetes.io/spine", "count": spines},
+            {"label": "topology.kubernetes.io/rack", "count": racks},
             {"label": "nvidia.com/gpu-clique", "count": 1},
         ],
         "labels": {

@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 import yaml
+from benchmarks.control_plane import gb200_cluster_yaml
 from sqlalchemy import select, update
 
 from corral.store.database import make_engine
@@ -28,34 +29,6 @@ from tests.cli.test_notice_local_tasks import stop_row
 from tests.cli.test_workflow_run_cli import query, wait_for_end
 from tests.conftest import LiveServer, start_server
 
-#: Two cliques (one rack each) of two GB200 trays with 4 GPUs.
-TWO_CLIQUES = {
-    "generate": [
-        {
-            "prefix": "gb200",
-            "count": 2,
-            "levels": [
-                {"label": "topology.kubernetes.io/zone", "values": ["zone-a"]},
-                {"label": "topology.kubernetes.io/spine", "count": 1},
-                {"label": "topology.kubernetes.io/rack", "count": 2},
-                {"label": "nvidia.com/gpu-clique", "count": 1},
-            ],
-            "labels": {
-                "kubernetes.io/arch": "arm64",
-                "kubernetes.io/os": "linux",
-                "nvidia.com/gpu.present": "true",
-                "nvidia.com/gpu.product": "NVIDIA-GB200",
-            },
-            "taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}],
-            "allocatable": {
-                "cpu": "144",
-                "memory": "850Gi",
-                "ephemeral-storage": "3Ti",
-                "nvidia.com/gpu": "4",
-            },
-        }
-    ]
-}
 #: Says it is ready as soon as it hears the notice (SIGUSR1).
 READY_ON_NOTICE = [
     "sh",
@@ -92,7 +65,8 @@ class Cluster:
         self.home = home
         self.database_url = database_url
         self.cluster = home / "two-cliques.yaml"
-        self.cluster.write_text(yaml.safe_dump(TWO_CLIQUES))
+        # two cliques (one rack each) of two GB200 trays with 4 GPUs
+        self.cluster.write_text(gb200_cluster_yaml(zones=1, spines=1, racks=2, trays=2))
         self.server = self._start()
 
     def _start(self) -> LiveServer:
@@ -146,31 +120,23 @@ class Cluster:
 
     def age(self, workflow_ids: list[str], by: timedelta) -> None:
         """Move the workflows' groups' and tasks' start times back by ``by``."""
+        groups = select(workflow_groups.c.group_uuid).where(
+            workflow_groups.c.workflow_id.in_(workflow_ids)
+        )
+        tasks = select(workflow_tasks.c.task_uuid).where(workflow_tasks.c.group_uuid.in_(groups))
         engine = make_engine(self.database_url)
         try:
             with engine.begin() as connection:
-                groups = connection.execute(
-                    select(workflow_groups.c.group_uuid, workflow_groups.c.started_at).where(
-                        workflow_groups.c.workflow_id.in_(workflow_ids)
-                    )
-                ).all()
-                for group_uuid, started in groups:
-                    connection.execute(
-                        update(workflow_groups)
-                        .where(workflow_groups.c.group_uuid == group_uuid)
-                        .values(started_at=_utc(started) - by)
-                    )
-                    tasks = connection.execute(
-                        select(workflow_tasks.c.task_uuid, workflow_tasks.c.started_at).where(
-                            workflow_tasks.c.group_uuid == group_uuid
+                for table, key, chosen in (
+                    (workflow_groups, workflow_groups.c.group_uuid, groups),
+                    (workflow_tasks, workflow_tasks.c.task_uuid, tasks),
+                ):
+                    found = select(key, table.c.started_at).where(key.in_(chosen))
+                    for uuid, started in connection.execute(found).all():
+                        moved = (
+                            update(table).where(key == uuid).values(started_at=_utc(started) - by)
                         )
-                    ).all()
-                    for task_uuid, task_started in tasks:
-                        connection.execute(
-                            update(workflow_tasks)
-                            .where(workflow_tasks.c.task_uuid == task_uuid)
-                            .values(started_at=_utc(task_started) - by)
-                        )
+                        connection.execute(moved)
         finally:
             engine.dispose()
 
