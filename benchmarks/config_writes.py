@@ -40,7 +40,8 @@ if __package__ in (None, ""):  # run as a script: python benchmarks/config_write
 
 from sqlalchemy import insert, update
 
-from benchmarks.control_plane import Http, Replica, databases, percentile
+from benchmarks.control_plane import databases, percentile
+from benchmarks.deployment import Http, Replica
 from corral.store.database import make_engine, migrate
 from corral.store.tables import config_items, config_revisions, config_write_lock
 

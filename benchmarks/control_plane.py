@@ -10,26 +10,32 @@ simulated execution. Workflows have 8 or 16 tasks of 2 GPUs, one task group with
 
 On SQLite one server runs (the embedded default); on PostgreSQL ``--replicas`` servers (2, as
 ``deploy/`` runs them) share the database: one leads the controller, all serve the API, and
-client *i* talks to replica *i* mod N (as a Service would spread them). For each database:
+client *i* talks to replica *i* mod N (as a Service would spread them). For each database, every
+figure is also given as a ratio against the bare database work of a workflow's life, measured in
+the same run (``bare_work.py``), so that runs on different machines compare:
 
-1. **baseline**: the same workload's rows (a workflow, its group with the objects a real
-   submission renders, its tasks) inserted with bare SQLAlchemy Core by ``--clients`` threads
-   into a fresh database of the same kind: p50/p99 per insert, so that the server's figures can
-   be read as a ratio, whatever the machine.
-2. **latency**: ``--clients`` HTTP clients submit short workflows (1 s each) paced at
-   ``--rate`` workflows per second in all: submit latency p50/p99 (16-task workflows and all).
-3. **throughput**: the clients submit ``--workflows`` short workflows as fast as they can:
-   workflows per second, and pods placed per second end to end (from the first submission to
-   the tick that bound the last submitted pod, from the leader's tick log).
+1. **baseline**: ``--clients`` threads do the bare work of whole lives as fast as they go: its
+   capacity in workflows/s, and its CPU per workflow (this process and PostgreSQL's).
+2. **throughput**: the clients submit ``--workflows`` short workflows (1 s each) as fast as they
+   can: workflows/s from the first submission to the first tick with nothing alive, as a
+   fraction of the bare capacity; CPU per workflow of every process (servers, controllers,
+   sandbox workers, PostgreSQL) as a multiple of the bare work's; and pods placed per second
+   (to the tick that bound the last pod, from the leader's tick log).
+3. **latency**: the clients submit paced at half the end-to-end capacity just measured (or
+   ``--rate``), so that latency is service time, not queueing: submit p99 as a multiple of the
+   bare insert's p99 at the same pace, by as many threads.
 4. **scale**: long-running workflows are submitted until ``--levels`` workflows are alive
    (most of them waiting: the cluster holds a few hundred); at each level, for
    ``--churn-seconds``, clients cancel the oldest workflows and submit new ones at
    ``--churn-rate`` each per second, and the ticks of that window are reported: p50/p99
-   duration and queries per tick (``corral server --log-level debug`` logs every tick).
+   duration and queries per tick (``corral server --log-level debug`` logs every tick), and
+   p99 at the last level as a multiple of p99 at the first.
 
 Finally the servers' CPU time and peak RSS (main processes and their sandbox workers). The
 clients are plain ``http.client`` connections with pre-encoded bodies, so that they take little
-of the machine the servers run on.
+of the machine the servers run on. ``--json`` prints one JSON object: per database,
+``throughput_fraction``, ``cpu_multiple``, ``latency_multiple`` and ``tick_growth`` beside the
+absolute figures (the report goes to standard error).
 """
 
 from __future__ import annotations
@@ -37,12 +43,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import http.client
 import json
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -51,18 +54,18 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import yaml
-from sqlalchemy import insert
 
-from corral.services.lifecycle.process import MODULE as CONTROLLER_MODULE
-from corral.store.database import make_engine, migrate, scratch_postgres_database, writing
-from corral.store.tables import workflow_groups, workflow_tasks, workflows
+if __package__ in (None, ""):  # run as a script: python benchmarks/control_plane.py
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.bare_work import Capacity, Shape, capacity, paced_inserts, postgres_cpu
+from benchmarks.deployment import Deployment, Http, Tick, Usage
+from corral.store.database import scratch_postgres_database
 
 POSTGRES_ENV = "CORRAL_TEST_POSTGRES_URL"
 TRAYS_PER_RACK = 18
@@ -73,8 +76,8 @@ class Sizes:
     zones: int
     spines: int  # per zone
     racks: int  # per spine
-    paced: int  # workflows of the latency phase
-    rate: float  # latency phase, workflows per second in all
+    paced_seconds: float  # the latency phase: this long, at half the end-to-end capacity
+    bare: int  # whole lives of the bare work, for its capacity
     workflows: int  # throughput phase
     levels: tuple[int, ...]
     churn_seconds: float
@@ -85,8 +88,8 @@ class Sizes:
         return self.zones * self.spines * self.racks * TRAYS_PER_RACK
 
 
-FULL = Sizes(2, 7, 20, 1200, 40.0, 3000, (100, 1000, 5000, 10000), 10.0, 10.0)
-QUICK = Sizes(1, 2, 5, 60, 20.0, 100, (100, 200), 2.0, 5.0)
+FULL = Sizes(2, 7, 20, 30.0, 3000, 3000, (1000, 5000, 10000), 10.0, 10.0)
+QUICK = Sizes(1, 2, 5, 4.0, 200, 100, (100, 200), 2.0, 5.0)
 
 
 # -- what the servers are given --------------------------------------------------------------
@@ -191,264 +194,6 @@ def submission_body(tasks: int, preferred: bool, seconds: float) -> bytes:
 def body_of(number: int, seconds: float) -> tuple[bytes, int]:
     tasks = 8 if number % 4 == 0 else 16
     return submission_body(tasks, number % 4 == 1, seconds), tasks
-
-
-# -- the servers ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Tick:
-    at: float  # seconds since the epoch
-    seconds: float
-    alive: int
-    stepped: int
-    placed_pods: int
-    queries: int
-    gc_seconds: float  # of ``seconds``, collecting garbage
-
-
-class LogTail:
-    """The tick lines a server has logged so far, read incrementally."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._offset = 0
-        self._partial = b""
-        self.ticks: list[Tick] = []
-
-    def read(self) -> list[Tick]:
-        with self.path.open("rb") as handle:
-            handle.seek(self._offset)
-            data = handle.read()
-        self._offset += len(data)
-        lines = (self._partial + data).split(b"\n")
-        self._partial = lines.pop()
-        for line in lines:
-            if b'"controller tick"' not in line:
-                continue
-            entry = json.loads(line)
-            self.ticks.append(
-                Tick(
-                    at=datetime.fromisoformat(entry["timestamp"]).timestamp(),
-                    seconds=float(entry["seconds"]),
-                    alive=int(entry["alive"]),
-                    stepped=int(entry["stepped"]),
-                    placed_pods=int(entry["placed_pods"]),
-                    queries=int(entry["queries"]),
-                    gc_seconds=float(entry.get("gc_seconds", 0.0)),
-                )
-            )
-        return self.ticks
-
-
-@dataclass(frozen=True)
-class Usage:
-    server: float  # CPU seconds of the server processes
-    controller: float  # of their controller processes (PostgreSQL)
-    workers: float  # of their sandbox workers
-    rss: int  # bytes, now
-
-
-class Replica:
-    """One ``corral server`` process."""
-
-    def __init__(self, home: Path, database_url: str, cluster: Path, tick_seconds: float) -> None:
-        home.mkdir(parents=True)
-        self.home = home
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        env = {
-            **os.environ,
-            "CORRAL_CONFIG_DIR": str(home / "config"),
-            "CORRAL_URL": self.url,
-            "CORRAL_DATABASE_URL": database_url,
-        }
-        env.pop("CORRAL_TOKEN", None)
-        command = [
-            sys.executable,
-            "-m",
-            "corral",
-            "server",
-            "--port",
-            str(self.port),
-            "--data-dir",
-            str(home / "data"),
-            "--cluster",
-            str(cluster),
-            "--demo",
-            "--tick-seconds",
-            str(tick_seconds),
-            "--log-level",
-            "debug",
-        ]
-        self.log_path = home / "server.log"
-        self._log = self.log_path.open("wb")
-        self.process = subprocess.Popen(command, env=env, stdout=self._log, stderr=self._log)
-        self.tail = LogTail(self.log_path)
-        self._wait_healthy()
-
-    def _wait_healthy(self) -> None:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"server exited:\n{self.log_path.read_text()[-3000:]}")
-            with contextlib.suppress(OSError, http.client.HTTPException):
-                connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
-                connection.request("GET", "/health")
-                if connection.getresponse().status == 200:
-                    return
-            time.sleep(0.2)
-        raise RuntimeError(f"server did not start:\n{self.log_path.read_text()[-3000:]}")
-
-    def token(self) -> str:
-        credentials = json.loads((self.home / "config" / "credentials.json").read_text())
-        return str(next(iter(credentials["servers"].values()))["token"])
-
-    def usage(self) -> Usage:
-        """CPU seconds of the server process, of its controller process (PostgreSQL) and of
-        its sandbox workers, and their RSS now."""
-        children = _children(self.process.pid)
-        controller = [pid for pid in children if CONTROLLER_MODULE in _command(pid)]
-        workers = [pid for pid in children if pid not in controller]
-        return Usage(
-            _cpu_seconds(self.process.pid),
-            sum(_cpu_seconds(pid) for pid in controller),
-            sum(_cpu_seconds(pid) for pid in workers),
-            _rss(self.process.pid) + sum(_rss(pid) for pid in children),
-        )
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-        self._log.close()
-
-
-class Deployment:
-    """``replicas`` servers on one database; the first one's admin token for every client."""
-
-    def __init__(self, directory: Path, database_url: str, cluster: Path, replicas: int) -> None:
-        self.replicas: list[Replica] = []
-        try:
-            for index in range(replicas):
-                home = directory / f"server-{index}"
-                self.replicas.append(Replica(home, database_url, cluster, tick_seconds=0.2))
-        except BaseException:
-            self.stop()
-            raise
-        self.token = self.replicas[0].token()
-        self.peak_rss = 0
-        self._sampling = threading.Event()
-        self._sampler = threading.Thread(target=self._sample, daemon=True)
-        self._sampler.start()
-
-    def client(self, index: int) -> Http:
-        return Http(self.replicas[index % len(self.replicas)].url, self.token)
-
-    def ticks(self) -> list[Tick]:
-        found = [tick for replica in self.replicas for tick in replica.tail.read()]
-        return sorted(found, key=lambda tick: tick.at)
-
-    def usage(self) -> Usage:
-        found = [replica.usage() for replica in self.replicas]
-        return Usage(
-            sum(u.server for u in found),
-            sum(u.controller for u in found),
-            sum(u.workers for u in found),
-            sum(u.rss for u in found),
-        )
-
-    def _sample(self) -> None:
-        while not self._sampling.wait(1.0):
-            self.peak_rss = max(self.peak_rss, self.usage().rss)
-
-    def stop(self) -> None:
-        if hasattr(self, "_sampling"):
-            self._sampling.set()
-        for replica in self.replicas:
-            replica.stop()
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        with contextlib.suppress(OSError, IndexError):
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            if int(fields[1]) == pid:
-                found.append(int(entry.name))
-    return found
-
-
-def _command(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")
-    except OSError:
-        return ""
-
-
-def _cpu_seconds(pid: int) -> float:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _rss(pid: int) -> int:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
-
-
-# -- clients ----------------------------------------------------------------------------------
-
-
-class Http:
-    """One keep-alive connection to a server."""
-
-    def __init__(self, url: str, token: str) -> None:
-        parts = urlsplit(url)
-        self.host, self.port = parts.hostname or "127.0.0.1", parts.port or 80
-        self.headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-        self._connection: http.client.HTTPConnection | None = None
-
-    def request(
-        self,
-        method: str,
-        path: str,
-        body: bytes | None = None,
-        headers: dict[str, str] | None = None,
-    ) -> tuple[int, bytes]:
-        if self._connection is None:
-            self._connection = http.client.HTTPConnection(self.host, self.port, timeout=300)
-        try:
-            self._connection.request(method, path, body, {**self.headers, **(headers or {})})
-            response = self._connection.getresponse()
-            return response.status, response.read()
-        except (OSError, http.client.HTTPException):
-            self._connection.close()
-            self._connection = None
-            raise
-
-    def json(self, method: str, path: str, value: Any) -> Any:
-        status, body = self.request(method, path, json.dumps(value).encode())
-        if status != 200:
-            raise RuntimeError(f"{method} {path}: {status} {body[:300]!r}")
-        return json.loads(body)
 
 
 def configure(deployment: Deployment) -> None:
@@ -645,106 +390,62 @@ def scale_phase(deployment: Deployment, clients: int, sizes: Sizes) -> list[Leve
     return results
 
 
-# -- baseline ---------------------------------------------------------------------------------
+# -- the bare work -----------------------------------------------------------------------------
 
 
-def sample_rows(deployment: Deployment) -> tuple[list[dict[str, Any]], int]:
+def sample_shape(deployment: Deployment) -> Shape:
     """The objects a 16-task benchmark workflow's group gets (a dry run), and its task count."""
     text, tasks = workflow_yaml(1, 1.0)
     path = "/api/pool/bench/workflow?dry_run=true"
     found = deployment.client(0).json("POST", path, {"file": text})
-    return list(found["groups"][0]["manifests"]), tasks
+    return Shape(list(found["groups"][0]["manifests"]), tasks)
 
 
-def baseline(
-    database_url: str,
-    clients: int,
-    count: int,
-    rate: float,
-    objects: list[dict[str, Any]],
-    tasks: int,
-) -> list[float]:
-    """Seconds per bare insert of one workflow's rows, by ``clients`` threads paced at ``rate``
-    inserts per second in all (the submissions' pace)."""
-    engine = make_engine(database_url)
-    migrate(engine)
-    latencies: list[float] = []
-    lock = threading.Lock()
-    numbers = iter(range(count))
-    begun = time.perf_counter()
+@dataclass(frozen=True)
+class Life:
+    """The throughput phase's workflows, submitted to ended, end to end."""
 
-    def work() -> None:
-        while True:
-            with lock:
-                number = next(numbers, None)
-            if number is None:
-                return
-            delay = begun + number / rate - time.perf_counter()
-            if delay > 0:
-                time.sleep(delay)
-            workflow_id = f"baseline-{number}"
-            group = uuid.uuid4().hex
-            started = time.perf_counter()
-            with writing(engine) as connection:
-                connection.execute(
-                    insert(workflows).values(
-                        workflow_id=workflow_id,
-                        name="baseline",
-                        number=number,
-                        uuid=uuid.uuid4().hex,
-                        pool="bench",
-                        backend="default",
-                        namespace="default",
-                        status="PENDING",
-                        priority="NORMAL",
-                        submitted_by="bench",
-                        submitted_at=datetime.now(UTC),
-                        exec_timeout_s=3600.0,
-                        queue_timeout_s=3600.0,
-                        spec="workflow: {}",
-                    )
-                )
-                connection.execute(
-                    insert(workflow_groups).values(
-                        group_uuid=group,
-                        workflow_id=workflow_id,
-                        position=0,
-                        name="train",
-                        status="SUBMITTING",
-                        upstream=[],
-                        resource_kinds=[[o["apiVersion"], o["kind"]] for o in objects],
-                        manifests=objects,
-                        ignore_non_lead=True,
-                        cleaned=False,
-                    )
-                )
-                connection.execute(
-                    insert(workflow_tasks),
-                    [
-                        {
-                            "task_uuid": uuid.uuid4().hex,
-                            "group_uuid": group,
-                            "position": rank,
-                            "name": f"rank{rank}",
-                            "pod_name": f"pod-{rank}",
-                            "platform": "gb200",
-                            "lead": rank == 0,
-                            "status": "WAITING",
-                            "retry_id": 0,
-                        }
-                        for rank in range(tasks)
-                    ],
-                )
-            with lock:
-                latencies.append(time.perf_counter() - started)
+    workflows: int
+    seconds: float  # from the first submission to the first tick with nothing alive
+    cpu_seconds: float  # every process: servers, controllers, sandbox workers, PostgreSQL
 
-    threads = [threading.Thread(target=work) for _ in range(clients)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    engine.dispose()
-    return latencies
+    @property
+    def workflows_per_second(self) -> float:
+        return self.workflows / self.seconds
+
+    @property
+    def cpu_per_workflow(self) -> float:
+        return self.cpu_seconds / self.workflows
+
+
+def all_cpu(deployment: Deployment, database_url: str) -> float:
+    """CPU seconds so far of every process of the control plane and of its database."""
+    usage = deployment.usage()
+    database = postgres_cpu() if database_url.startswith("postgresql") else 0.0
+    return usage.server + usage.controller + usage.workers + database
+
+
+def wait_all_ended(deployment: Deployment, after: float) -> float:
+    """When the first tick after ``after`` (seconds since the epoch) found nothing alive."""
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        for tick in deployment.ticks():
+            if tick.at >= after and tick.alive == 0:
+                return tick.at
+        time.sleep(0.5)
+    raise RuntimeError("the throughput phase's workflows did not end within 10 minutes")
+
+
+def throughput_phase(
+    deployment: Deployment, database_url: str, clients: int, count: int
+) -> tuple[Submissions, Life]:
+    """``count`` short workflows as fast as the clients can; and their lives end to end."""
+    cpu_before = all_cpu(deployment, database_url)
+    first = time.time()
+    found = submit_phase(deployment, clients, count, 0)
+    ended = wait_all_ended(deployment, first + found.seconds)
+    cpu = all_cpu(deployment, database_url) - cpu_before
+    return found, Life(len(found.submitted), ended - first, cpu)
 
 
 # -- one database -----------------------------------------------------------------------------
@@ -768,6 +469,8 @@ def databases(kind: str, directory: Path) -> Iterator[tuple[str, str]]:
 class Run:
     kind: str
     replicas: int
+    bare: Capacity
+    life: Life
     inserts: list[float]
     latency: Submissions
     throughput: Submissions
@@ -775,8 +478,37 @@ class Run:
     usage: Usage
     peak_rss: int
 
+    @property
+    def throughput_fraction(self) -> float:
+        return self.life.workflows_per_second / self.bare.workflows_per_second
 
-def run(kind: str, sizes: Sizes, clients: int, replicas: int, keep: Path | None = None) -> Run:
+    @property
+    def cpu_multiple(self) -> float:
+        return self.life.cpu_per_workflow / self.bare.cpu_seconds_per_workflow
+
+    @property
+    def latency_multiple(self) -> float:
+        submitted = [s.latency for s in self.latency.submitted]
+        return percentile(submitted, 0.99) / percentile(self.inserts, 0.99)
+
+    @property
+    def tick_growth(self) -> float:
+        first, last = (
+            [t.seconds for t in level.ticks] for level in (self.levels[0], self.levels[-1])
+        )
+        return percentile(last, 0.99) / percentile(first, 0.99)
+
+
+def run(
+    kind: str,
+    sizes: Sizes,
+    clients: int,
+    replicas: int,
+    keep: Path | None = None,
+    rate: float | None = None,
+) -> Run:
+    """Every phase on ``kind``; the latency phase at ``rate``, by default half the end-to-end
+    capacity the throughput phase measured."""
     with tempfile.TemporaryDirectory(prefix="corral-bench-") as scratch:
         directory = Path(scratch)
         cluster = directory / "cluster.yaml"
@@ -785,11 +517,16 @@ def run(kind: str, sizes: Sizes, clients: int, replicas: int, keep: Path | None 
             deployment = Deployment(directory, server_url, cluster, replicas)
             try:
                 configure(deployment)
-                objects, tasks = sample_rows(deployment)
-                inserts = baseline(baseline_url, clients, sizes.paced, sizes.rate, objects, tasks)
+                shape = sample_shape(deployment)
+                bare = capacity(baseline_url, clients, sizes.bare, shape)
                 warm_up(deployment, clients)
-                latency = submit_phase(deployment, clients, sizes.paced, sizes.rate)
-                throughput = submit_phase(deployment, clients, sizes.workflows, 0)
+                throughput, life = throughput_phase(
+                    deployment, server_url, clients, sizes.workflows
+                )
+                pace = rate or life.workflows_per_second / 2
+                count = max(clients, int(pace * sizes.paced_seconds))
+                latency = submit_phase(deployment, clients, count, pace)
+                inserts = paced_inserts(baseline_url, clients, count, pace, shape)
                 levels = scale_phase(deployment, clients, sizes)
                 usage = deployment.usage()
             finally:
@@ -802,6 +539,8 @@ def run(kind: str, sizes: Sizes, clients: int, replicas: int, keep: Path | None 
     return Run(
         kind,
         replicas,
+        bare,
+        life,
         inserts,
         latency,
         throughput,
@@ -817,33 +556,38 @@ def ms(value: float) -> str:
 
 def report(found: Run, sizes: Sizes, clients: int) -> None:
     servers = "1 server" if found.replicas == 1 else f"{found.replicas} replicas"
-    print(f"\n== {found.kind}: {sizes.nodes} nodes, {servers}, {clients} clients")
-    base_p50, base_p99 = percentile(found.inserts, 0.5), percentile(found.inserts, 0.99)
-    print(
-        f"baseline   bare insert of one workflow's rows, {clients} threads at {sizes.rate:g}/s: "
-        f"p50 {ms(base_p50)} ms, p99 {ms(base_p99)} ms ({len(found.inserts)} inserts)"
-    )
-    latency = found.latency
-    every = [s.latency for s in latency.submitted]
-    big = [s.latency for s in latency.submitted if s.tasks == 16]
-    p99 = percentile(every, 0.99)
-    print(
-        f"latency    {len(every)} workflows paced at {latency.rate:g}/s "
-        f"({latency.errors} errors): p50 {ms(percentile(every, 0.5))} ms, p99 {ms(p99)} ms "
-        f"({p99 / base_p99:.1f}x the baseline's p99); 16-task workflows: "
-        f"p50 {ms(percentile(big, 0.5))} ms, p99 {ms(percentile(big, 0.99))} ms"
+    say(f"\n== {found.kind}: {sizes.nodes} nodes, {servers}, {clients} clients")
+    bare, life = found.bare, found.life
+    say(
+        f"baseline   the bare database work of a workflow's life, {clients} threads as fast as "
+        f"they go: {bare.workflows_per_second:.0f} workflows/s, "
+        f"{ms(bare.cpu_seconds_per_workflow)} ms CPU per workflow ({bare.workflows} lives)"
     )
     throughput = found.throughput
-    done = len(throughput.submitted)
     every = [s.latency for s in throughput.submitted]
-    print(
-        f"throughput {done} workflows as fast as {clients} clients can ({throughput.errors} "
-        f"errors): {done / throughput.seconds:.0f} workflows/s, p50 "
+    say(
+        f"throughput {life.workflows} workflows submitted to ended in {life.seconds:.1f} s "
+        f"({throughput.errors} errors): {life.workflows_per_second:.1f} workflows/s = "
+        f"{found.throughput_fraction:.2f} of the bare work's; submit p50 "
         f"{ms(percentile(every, 0.5))} ms, p99 {ms(percentile(every, 0.99))} ms; "
         f"{throughput.pods} pods bound {throughput.placement_seconds:.1f} s after the first "
         f"submission: {throughput.pods_per_second:.0f} pods/s end to end"
     )
-    print(
+    say(
+        f"cpu        {ms(life.cpu_per_workflow)} ms per workflow, every process together = "
+        f"{found.cpu_multiple:.1f}x the bare work's"
+    )
+    latency = found.latency
+    every = [s.latency for s in latency.submitted]
+    big = [s.latency for s in latency.submitted if s.tasks == 16]
+    say(
+        f"latency    {len(every)} workflows paced at {latency.rate:.1f}/s "
+        f"({latency.errors} errors): p50 {ms(percentile(every, 0.5))} ms, p99 "
+        f"{ms(percentile(every, 0.99))} ms = {found.latency_multiple:.1f}x the bare insert's "
+        f"p99 at that rate ({ms(percentile(found.inserts, 0.99))} ms); 16-task workflows: "
+        f"p50 {ms(percentile(big, 0.5))} ms, p99 {ms(percentile(big, 0.99))} ms"
+    )
+    say(
         f"{'alive':>10} {'ticks':>6} {'tick p50 ms':>12} {'tick p99 ms':>12} "
         f"{'queries/tick p50':>17} {'p99':>5} {'churn submit p99 ms':>20} "
         f"{'slowest tick: gc ms':>20}"
@@ -852,17 +596,61 @@ def report(found: Run, sizes: Sizes, clients: int) -> None:
         seconds = [t.seconds for t in level.ticks]
         queries = [float(t.queries) for t in level.ticks]
         alive = statistics.median([t.alive for t in level.ticks]) if level.ticks else 0
-        print(
+        say(
             f"{alive:>10.0f} {len(seconds):>6} {ms(percentile(seconds, 0.5)):>12} "
             f"{ms(percentile(seconds, 0.99)):>12} {percentile(queries, 0.5):>17.0f} "
             f"{percentile(queries, 0.99):>5.0f} {ms(percentile(level.submit_latencies, 0.99)):>20} "
             f"{ms(_slowest_gc(level.ticks)):>20}"
         )
-    print(
+    say(
+        f"ticks      p99 at {found.levels[-1].alive} alive = {found.tick_growth:.2f}x p99 at "
+        f"{found.levels[0].alive} alive"
+    )
+    say(
         f"servers    CPU {found.usage.server:.1f} s (server processes), "
         f"{found.usage.controller:.1f} s (controller processes), {found.usage.workers:.1f} s "
         f"(sandbox workers); peak RSS {found.peak_rss / 2**20:.0f} MiB in all"
     )
+
+
+def figures(found: Run) -> dict[str, Any]:
+    """One database's ratios, beside the absolute figures they come from (``--json``)."""
+    latency = [s.latency for s in found.latency.submitted]
+    return {
+        "throughput_fraction": found.throughput_fraction,
+        "cpu_multiple": found.cpu_multiple,
+        "latency_multiple": found.latency_multiple,
+        "tick_growth": found.tick_growth,
+        "replicas": found.replicas,
+        "baseline": {
+            "workflows_per_second": found.bare.workflows_per_second,
+            "cpu_ms_per_workflow": found.bare.cpu_seconds_per_workflow * 1000,
+            "insert_p99_ms": percentile(found.inserts, 0.99) * 1000,
+        },
+        "workflows_per_second": found.life.workflows_per_second,
+        "pods_per_second": found.throughput.pods_per_second,
+        "cpu_ms_per_workflow": found.life.cpu_per_workflow * 1000,
+        "latency_rate": found.latency.rate,
+        "submit_p99_ms": percentile(latency, 0.99) * 1000,
+        "tick_p99_ms": {
+            str(level.alive): percentile([t.seconds for t in level.ticks], 0.99) * 1000
+            for level in found.levels
+        },
+        "cpu_seconds": {
+            "servers": found.usage.server,
+            "controllers": found.usage.controller,
+            "workers": found.usage.workers,
+        },
+        "errors": found.latency.errors + found.throughput.errors,
+    }
+
+
+#: Where the human-readable report goes: standard output, or standard error with ``--json``.
+_REPORT = {"stream": sys.stdout}
+
+
+def say(text: str) -> None:
+    print(text, file=_REPORT["stream"], flush=True)
 
 
 def _slowest_gc(ticks: Sequence[Tick]) -> float:
@@ -877,24 +665,33 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--replicas", type=int, default=2, help="servers on PostgreSQL")
     parser.add_argument("--workflows", type=int, help="submitted in the throughput phase")
-    parser.add_argument("--rate", type=float, help="workflows per second in the latency phase")
+    parser.add_argument(
+        "--rate", type=float, help="the latency phase's pace (default: half the capacity)"
+    )
     parser.add_argument("--levels", help="alive workflows to measure ticks at, e.g. 100,1000")
     parser.add_argument("--keep-logs", type=Path, help="copy the servers' logs to this directory")
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON object (the report on stderr)"
+    )
     args = parser.parse_args()
+    if args.json:
+        _REPORT["stream"] = sys.stderr
     sizes = QUICK if args.quick else FULL
     if args.workflows:
         sizes = dataclasses.replace(sizes, workflows=args.workflows)
-    if args.rate:
-        sizes = dataclasses.replace(sizes, rate=args.rate)
     if args.levels:
         sizes = dataclasses.replace(sizes, levels=tuple(int(v) for v in args.levels.split(",")))
+    results: dict[str, Any] = {}
     for kind in args.databases.split(","):
         if kind == "postgresql" and not os.environ.get(POSTGRES_ENV):
-            print(f"\n== postgresql: skipped, {POSTGRES_ENV} is not set (./scripts/test sets it)")
+            say(f"\n== postgresql: skipped, {POSTGRES_ENV} is not set (./scripts/test sets it)")
             continue
         replicas = args.replicas if kind == "postgresql" else 1
-        found = run(kind, sizes, args.clients, replicas, args.keep_logs)
+        found = run(kind, sizes, args.clients, replicas, args.keep_logs, args.rate)
         report(found, sizes, args.clients)
+        results[kind] = figures(found)
+    if args.json:
+        print(json.dumps(results, indent=2))
 
 
 if __name__ == "__main__":

@@ -30,14 +30,13 @@ if __package__ in (None, ""):  # run as a script: python benchmarks/dashboard.py
 
 from benchmarks.control_plane import (
     BENCH_POOL,
-    Http,
-    Replica,
     Sizes,
     body_of,
     cluster_yaml,
     databases,
     percentile,
 )
+from benchmarks.deployment import Http, Replica
 
 GOAL_MS = 300.0
 
@@ -50,7 +49,7 @@ class Scale:
 
 
 def _sizes(zones: int, spines: int, racks: int) -> Sizes:
-    return Sizes(zones, spines, racks, 0, 1.0, 0, (), 0.0, 0.0)
+    return Sizes(zones, spines, racks, 0.0, 0, 0, (), 0.0, 0.0)
 
 
 FULL = Scale(_sizes(2, 7, 20), 1000, 20)
