@@ -65,6 +65,7 @@ if __package__ in (None, ""):  # run as a script: python benchmarks/control_plan
 
 from benchmarks.bare_work import Capacity, Shape, capacity, paced_inserts, postgres_cpu
 from benchmarks.deployment import Deployment, Http, Tick, Usage
+from benchmarks.profile_stacks import Recorder, read_profiles, table
 from corral.store.database import scratch_postgres_database
 
 POSTGRES_ENV = "CORRAL_TEST_POSTGRES_URL"
@@ -437,14 +438,24 @@ def wait_all_ended(deployment: Deployment, after: float) -> float:
 
 
 def throughput_phase(
-    deployment: Deployment, database_url: str, clients: int, count: int
+    deployment: Deployment,
+    database_url: str,
+    clients: int,
+    count: int,
+    profile: Path | None = None,
 ) -> tuple[Submissions, Life]:
-    """``count`` short workflows as fast as the clients can; and their lives end to end."""
+    """``count`` short workflows as fast as the clients can; and their lives end to end. With
+    ``profile``, py-spy records the servers meanwhile and the table is printed."""
+    pids = [replica.process.pid for replica in deployment.replicas]
+    recorder = Recorder(profile, database_url.partition(":")[0], pids) if profile else None
     cpu_before = all_cpu(deployment, database_url)
     first = time.time()
     found = submit_phase(deployment, clients, count, 0)
     ended = wait_all_ended(deployment, first + found.seconds)
     cpu = all_cpu(deployment, database_url) - cpu_before
+    if recorder is not None:
+        for line in table(read_profiles(recorder.stop()), len(found.submitted)):
+            say(line)
     return found, Life(len(found.submitted), ended - first, cpu)
 
 
@@ -506,6 +517,7 @@ def run(
     replicas: int,
     keep: Path | None = None,
     rate: float | None = None,
+    profile: Path | None = None,
 ) -> Run:
     """Every phase on ``kind``; the latency phase at ``rate``, by default half the end-to-end
     capacity the throughput phase measured."""
@@ -521,7 +533,7 @@ def run(
                 bare = capacity(baseline_url, clients, sizes.bare, shape)
                 warm_up(deployment, clients)
                 throughput, life = throughput_phase(
-                    deployment, server_url, clients, sizes.workflows
+                    deployment, server_url, clients, sizes.workflows, profile
                 )
                 pace = rate or life.workflows_per_second / 2
                 count = max(clients, int(pace * sizes.paced_seconds))
@@ -673,6 +685,9 @@ def main() -> None:
     parser.add_argument(
         "--json", action="store_true", help="print one JSON object (the report on stderr)"
     )
+    parser.add_argument(
+        "--profile", type=Path, help="py-spy the throughput phase; its stacks go to this directory"
+    )
     args = parser.parse_args()
     if args.json:
         _REPORT["stream"] = sys.stderr
@@ -687,7 +702,7 @@ def main() -> None:
             say(f"\n== postgresql: skipped, {POSTGRES_ENV} is not set (./scripts/test sets it)")
             continue
         replicas = args.replicas if kind == "postgresql" else 1
-        found = run(kind, sizes, args.clients, replicas, args.keep_logs, args.rate)
+        found = run(kind, sizes, args.clients, replicas, args.keep_logs, args.rate, args.profile)
         report(found, sizes, args.clients)
         results[kind] = figures(found)
     if args.json:

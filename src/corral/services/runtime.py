@@ -35,7 +35,7 @@ from corral.services.capacity import (
 )
 from corral.services.config_service import ConfigService, WriteMeta, WriteResult
 from corral.services.lifecycle.controller import LifecycleController
-from corral.services.lifecycle.forecasting import Forecaster
+from corral.services.lifecycle.forecasting import Forecaster, in_worker
 from corral.services.lifecycle.leadership import Leadership
 from corral.services.nodes import KubernetesNodes, NodeService
 from corral.services.placement_now import GroupPlacement, placements_now
@@ -138,8 +138,8 @@ class Runtime:
     ) -> LifecycleController:
         """The controller that runs this runtime's workflows on the embedded cluster; with
         ``forecast_every``, it also keeps the waiting groups' start-time forecasts fresh,
-        forecasting at most every so many seconds; with ``task_tokens``, it gives each task
-        its own token."""
+        forecasting at most every so many seconds, in a worker process; with ``task_tokens``,
+        it gives each task its own token."""
         return LifecycleController(
             workflows=self.workflows,
             objects=self.objects,
@@ -153,6 +153,7 @@ class Runtime:
                     self.forecasts,
                     self.workflows.completed_runtimes,
                     every_seconds=forecast_every,
+                    simulate=in_worker(),
                 )
                 if forecast_every is not None
                 else None

@@ -38,8 +38,10 @@ def functions() -> dict[str, Callable[..., Any]]:
     from corral.domain.workflows.spec_parser import parse_workflow_spec
     from corral.domain.workflows.template import render_jinja
     from corral.scheduler.feasibility import plan_checked
+    from corral.scheduler.forecast import outlook
 
     callable_here = (
+        outlook,
         render_jinja,
         parse_workflow_spec,
         plan_checked,

@@ -7,8 +7,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+
 from corral.domain.views.explain import explain_workflow
-from corral.services.lifecycle.forecasting import Forecaster
+from corral.services.lifecycle.forecasting import Forecaster, in_process, in_worker
 from tests.services.lifecycle_world import World, task, workflow_yaml
 
 
@@ -30,15 +32,19 @@ def explain(world: World, workflow_id: str) -> dict[str, Any]:
     return dict(body)
 
 
+@pytest.mark.parametrize("simulated", ["in this process", "in a worker process"])
 def test_a_waiting_gang_is_forecast_to_start_when_the_quota_it_waits_for_frees(
-    world: World,
+    world: World, simulated: str
 ) -> None:
+    """The same forecast, simulated in the controller's process or (as the server does) in a
+    worker process of its own."""
     runtime = world.runtime
     world.controller.forecaster = Forecaster(
         runtime.forecasts,
         runtime.workflows.completed_runtimes,
         background=False,
         monotonic=lambda: world.clock.now.timestamp(),
+        simulate=in_process if simulated == "in this process" else in_worker(),
     )
     first, second = world.submit(gang("first")), world.submit(gang("second"))
     world.run_until(
