@@ -454,7 +454,7 @@ def throughput_phase(
     ended = wait_all_ended(deployment, first + found.seconds)
     cpu = all_cpu(deployment, database_url) - cpu_before
     if recorder is not None:
-        for line in table(read_profiles(recorder.stop()), len(found.submitted)):
+        for line in table(read_profiles(recorder.stop())):
             say(line)
     return found, Life(len(found.submitted), ended - first, cpu)
 
