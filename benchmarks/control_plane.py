@@ -35,7 +35,9 @@ Finally the servers' CPU time and peak RSS (main processes and their sandbox wor
 clients are plain ``http.client`` connections with pre-encoded bodies, so that they take little
 of the machine the servers run on. ``--json`` prints one JSON object: per database,
 ``throughput_fraction``, ``cpu_multiple``, ``latency_multiple`` and ``tick_growth`` beside the
-absolute figures (the report goes to standard error).
+absolute figures (the report goes to standard error). ``--profile DIR`` records the servers
+and their subprocesses with py-spy during the throughput phase and prints where the CPU went,
+by process and by function (``profile_stacks.py``).
 """
 
 from __future__ import annotations
