@@ -16,7 +16,6 @@ and tasks, with start times) and ended (all three, with end times).
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 import uuid
@@ -28,6 +27,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, bindparam, insert, update
 
+from benchmarks.deployment import CLOCK_TICKS, proc_stat
 from corral.store.database import make_engine, migrate, writing
 from corral.store.tables import workflow_groups, workflow_tasks, workflows
 
@@ -260,15 +260,9 @@ def _cpu_now(database_url: str) -> float:
 def postgres_cpu() -> float:
     """CPU seconds so far of every PostgreSQL server process on this machine, with its ended
     children's (a connection's process, once it ended, counts in its parent's)."""
-    total = 0.0
+    total = 0
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if (entry / "comm").read_text().strip() not in ("postgres", "postmaster"):
-                continue
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += sum(int(value) for value in fields[11:15])  # utime stime cutime cstime
-    return total / os.sysconf("SC_CLK_TCK")
+        stat = proc_stat(entry.name) if entry.name.isdigit() else None
+        if stat is not None and stat[0] in ("postgres", "postmaster"):
+            total += sum(int(value) for value in stat[1][11:15])  # utime stime cutime cstime
+    return total / CLOCK_TICKS

@@ -21,6 +21,10 @@ from urllib.parse import urlsplit
 
 from corral.services.lifecycle.process import MODULE as CONTROLLER_MODULE
 
+#: /proc counts CPU time in these a second.
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
 # -- the servers ------------------------------------------------------------------------------
 
 
@@ -205,15 +209,22 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def proc_stat(pid: int | str) -> tuple[str, list[str]] | None:
+    """A process's name and the fields of ``/proc/PID/stat`` after it (None: it is gone)."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    name, _, rest = text.partition(" (")[2].rpartition(")")
+    return name, rest.split()
+
+
 def _children(pid: int) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        with contextlib.suppress(OSError, IndexError):
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            if int(fields[1]) == pid:
-                found.append(int(entry.name))
+        stat = proc_stat(entry.name) if entry.name.isdigit() else None
+        if stat is not None and int(stat[1][1]) == pid:
+            found.append(int(entry.name))
     return found
 
 
@@ -225,11 +236,8 @@ def _command(pid: int) -> str:
 
 
 def _cpu_seconds(pid: int) -> float:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    stat = proc_stat(pid)
+    return (int(stat[1][11]) + int(stat[1][12])) / CLOCK_TICKS if stat else 0.0
 
 
 def _rss(pid: int) -> int:

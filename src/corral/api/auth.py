@@ -41,7 +41,7 @@ from corral.services.sessions import (
     SessionSigner,
     load_session_key,
 )
-from corral.services.task_tokens import TaskScope, TaskTokens, is_task_token, refused_path
+from corral.services.task_tokens import TASK_ISSUER, TaskScope, TaskTokens, refused_path
 
 ADMIN_ROLE = "osmo-admin"
 ADMIN_ONLY = UNREGISTERED  # the action of requests OSMO's registry does not list
@@ -174,46 +174,49 @@ class Authorizer:
     def authenticate(self, request: Request) -> Principal:
         """Who is calling: an API token, a session token, a trusted issuer's token (401), or
         a task's own token on a task's endpoint (403 on any other)."""
-        token = bearer_token(request)
-        if is_task_token(token):
-            return self._task(token, request.scope["path"])
-        return self.authenticate_token(token)
-
-    def _task(self, token: str, path: str) -> Principal:
-        scope = self.task_tokens.verify(token)
-        refusal = refused_path(scope, path)
-        if refusal is not None:
-            raise ForbiddenError(refusal)
-        return Principal(scope.label, (), "task", scope)
+        return self._holder(bearer_token(request), request.scope["path"])
 
     def authenticate_token(self, token: str) -> Principal:
         """Who holds ``token``: an API token, a session token or a trusted issuer's (401). A
         task's token is refused here: it is no login, and no exchange turns it into one."""
-        if is_task_token(token):
-            raise UnauthorizedError(
-                "A task's token is accepted only as the bearer token of that task's notice, "
-                "checkpoint and ready endpoints."
-            )
+        return self._holder(token, None)
+
+    def _holder(self, token: str, path: str | None) -> Principal:
+        """Who holds ``token``; a task's token only as the bearer of a request of ``path``."""
         if not token.startswith(TOKEN_PREFIX) and token.count(".") == 2:
-            return self._signed(token)
+            return self._signed(token, path)
         owner = self._tokens.owner(token)
         if owner is None:
             raise UnauthorizedError("The bearer token is unknown or revoked.")
         return Principal(owner.username, tuple(owner.roles), "token")
 
-    def _signed(self, token: str) -> Principal:
+    def _signed(self, token: str, path: str | None) -> Principal:
         try:
             issuer = jwt.decode(token, options={"verify_signature": False}).get("iss")
         except jwt.InvalidTokenError:
             raise UnauthorizedError("The bearer token is unknown or revoked.") from None
         if issuer == SESSION_ISSUER:
             return self._session(token)
+        if issuer == TASK_ISSUER:
+            return self._task(token, path)
         if self._oidc is None:
             raise UnauthorizedError(
                 f"The bearer token was issued by {issuer!r}, but this server trusts no OIDC "
                 "issuer (set CORRAL_OIDC_ISSUER)."
             )
         return self._identity(token, self._oidc)
+
+    def _task(self, token: str, path: str | None) -> Principal:
+        if path is None:
+            raise UnauthorizedError(
+                "A task's token is accepted only as the bearer token of that task's notice, "
+                "checkpoint and ready endpoints."
+            )
+        scope = self.task_tokens.verify(token)
+        refusal = refused_path(scope, path)
+        if refusal is not None:
+            raise ForbiddenError(refusal)
+        return Principal(scope.label, (), "task", scope)
 
     def _session(self, token: str) -> Principal:
         claims = self.sessions.verify(token)

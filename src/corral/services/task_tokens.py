@@ -46,11 +46,6 @@ class TaskScope:
         return f"task {self.task_name} of {self.workflow_id}"
 
 
-def is_task_token(token: str) -> bool:
-    """Whether ``token`` claims to be a task token (its signature is not checked here)."""
-    return _unverified(token).get("iss") == TASK_ISSUER
-
-
 def claimed_scope(token: str) -> TaskScope | None:
     """The task ``token`` claims to speak for, unverified: what a task reads of its own token
     (the server verifies it)."""

@@ -148,14 +148,17 @@ class KubernetesBackend:
     ) -> None:
         """Apply each object in order; with ``task_tokens`` (task uuid -> token), first the
         group's token Secret, and each pod with its token mounted (``task_tokens.py``)."""
+        tokens = task_tokens or {}
         pods = [m for m in manifests if (m["apiVersion"], m["kind"]) == POD]
-        if task_tokens and pods:
+        if tokens and pods:
             labels = pods[0]["metadata"]["labels"]
             group_uuid = labels[GROUP_LABEL]
-            secret = token_secret(group_uuid, labels[WORKFLOW_LABEL], namespace, task_tokens)
+            secret = token_secret(group_uuid, labels[WORKFLOW_LABEL], namespace, tokens)
             self.apply(secret, namespace)
         for manifest in manifests:
-            given = manifest in pods and _task_uuid(manifest) in (task_tokens or {})
+            given = (manifest["apiVersion"], manifest["kind"]) == POD and _task_uuid(
+                manifest
+            ) in tokens
             self.apply(with_token(manifest) if given else manifest, namespace)
 
     def delete_groups(self, groups: Sequence[GroupObjects]) -> list[str]:
