@@ -112,3 +112,34 @@ def test_the_preemptors_tasks_start_once_its_victims_stopped(world: World) -> No
     started = [t.started_at for t in world.workflow(urgent).groups[0].tasks]
     assert all(at is not None and at >= stopped.ended_at for at in started), started
     assert noticed.notice_deadline <= stopped.ended_at
+
+
+def test_a_gang_bound_partly_to_free_trays_starts_whole_after_its_victim(world: World) -> None:
+    """Each clique holds a LOW gang of 12 of its trays. A HIGH gang of 16 evicts one and is
+    bound to the clique's free trays and some of the victim's: none of its tasks starts before
+    the victim stopped (ranks of one job start together, as on Kubernetes)."""
+    world.clock.now = datetime.now(UTC)
+    unlimited(world, "nvl72")
+    fillers = []
+    for index in range(CLIQUES):
+        fillers.append(world.submit(clique_job(f"low{index}", 12), priority="LOW"))
+        world.controller.tick()
+        world.clock.advance(1)
+    world.run_until(lambda: all(world.workflow(w).status == "RUNNING" for w in fillers))
+    victim = fillers[-1]
+    urgent = world.submit(clique_job("urgent", 16), priority="HIGH")
+    world.run_until(lambda: world.workflow(victim).groups[0].notice_deadline is not None)
+    world.run_until(lambda: all(t.node for t in world.workflow(urgent).groups[0].tasks))
+    victim_trays = {t.node for t in world.workflow(victim).groups[0].tasks}
+    bound = {t.node for t in world.workflow(urgent).groups[0].tasks}
+    assert bound - victim_trays and bound & victim_trays  # free trays, and the victim's
+    for _ in range(5):  # through most of the 30 s notice
+        world.controller.tick()
+        world.clock.advance(5)
+        tasks = world.workflow(urgent).groups[0].tasks
+        assert {(t.status, t.started_at) for t in tasks} == {("INITIALIZING", None)}
+    world.run_until(lambda: world.workflow(urgent).groups[0].status == "RUNNING")
+    stopped = world.workflow(victim).groups[0]
+    assert stopped.status == "FAILED_PREEMPTED" and stopped.ended_at is not None
+    started = [t.started_at for t in world.workflow(urgent).groups[0].tasks]
+    assert all(at is not None and at >= stopped.ended_at for at in started), started

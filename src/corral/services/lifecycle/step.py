@@ -16,7 +16,6 @@ idempotent, so redoing one after a crash is safe.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -27,7 +26,6 @@ from corral.backends.port import BackendError, ClusterBackend
 from corral.domain.configs.snapshot import Configs
 from corral.domain.workflows.exit_actions import exit_outcome, pool_exit_actions
 from corral.domain.workflows.group_order import GroupState, failed_downstream, ready_groups
-from corral.domain.workflows.notices import Notice
 from corral.domain.workflows.record import Changes, StoredGroup, StoredTask, StoredWorkflow, pod_of
 from corral.domain.workflows.statuses import TaskState, TaskStatus, group_status, workflow_status
 from corral.services.lifecycle.creation_errors import (
@@ -35,6 +33,13 @@ from corral.services.lifecycle.creation_errors import (
     permission_message,
     priority_class_message,
     priority_classes,
+)
+from corral.services.lifecycle.effects import (
+    CreateGroup,
+    Effect,
+    NotifyTask,
+    StartTask,
+    StopTask,
 )
 from corral.services.lifecycle.evictions import eviction_of
 from corral.services.lifecycle.notices import (
@@ -65,35 +70,6 @@ class Controller(Protocol):
     nodes_under_notice: frozenset[tuple[str, str]]  # (backend, node): a victim still stops
 
     def check_leading(self) -> None: ...
-
-
-# -- effects: what committing does to the cluster, in decision order ------------------------
-
-
-@dataclass(frozen=True)
-class StartTask:
-    run: TaskRun
-
-
-@dataclass(frozen=True)
-class StopTask:
-    run: TaskRun
-    #: An eviction's grace period (None: the executor's own stop).
-    grace_seconds: float | None = None
-
-
-@dataclass(frozen=True)
-class NotifyTask:
-    run: TaskRun
-    notice: Notice
-
-
-@dataclass(frozen=True)
-class CreateGroup:
-    group: StoredGroup
-
-
-Effect = StartTask | StopTask | NotifyTask | CreateGroup
 
 
 class WorkflowStep:
@@ -352,11 +328,12 @@ class WorkflowStep:
         """Start bound tasks and collect every task's own exit first; only then apply the lead
         rules, so a task that ended in the same tick as its lead keeps its own exit code."""
         ended: list[tuple[StoredTask, TaskStatus]] = []
+        held = self._held_for_notice(group)
         for task in group.tasks:
             status = self.task_status[task.uuid]
             if status is TaskStatus.INITIALIZING:
-                if (self.workflow.backend, task.node) in self.controller.nodes_under_notice:
-                    continue  # bound where a victim under notice still runs: start once it ends
+                if held:
+                    continue
                 self.effects.append(StartTask(self._run(task, self.now)))
                 self.task_status[task.uuid] = TaskStatus.RUNNING
                 self.changes.task(task.uuid, status="RUNNING", started_at=self.now)
@@ -368,6 +345,13 @@ class WorkflowStep:
             self._apply_sibling_rules(group, task, outcome)
         states = [TaskState(self.task_status[t.uuid], t.lead) for t in group.tasks]
         self._set_group(group, group_status(states, ignore_non_lead_status=group.ignore_non_lead))
+
+    def _held_for_notice(self, group: StoredGroup) -> bool:
+        """Whether a task of ``group`` to start is bound where a victim under notice still
+        runs: then none starts before it ends (a gang starts whole)."""
+        notice, backend = self.controller.nodes_under_notice, self.workflow.backend
+        starting = (t for t in group.tasks if self.task_status[t.uuid] is TaskStatus.INITIALIZING)
+        return any((backend, task.node) in notice for task in starting)
 
     def _collect_exit(self, task: StoredTask) -> TaskStatus | None:
         """The status the task ended in by itself, or None while it runs (or is rescheduled)."""
