@@ -10,13 +10,16 @@ A group could never run when
 
 Without this, such a submission was accepted and waited out its queue timeout. The check runs
 where the plan is made (a sandbox worker), after the objects are rendered, on the pool's
-backend's nodes; the empty cluster of a node list is built once and kept.
+backend's nodes; the empty cluster of a node list is built once and kept, with the shapes of the
+groups that fitted it (``shape_of``: a group of a shape that fitted fits again; most
+submissions repeat a shape, and placing a group was a sixth of planning it).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from corral.domain.configs.models import GpuQuota
@@ -27,11 +30,23 @@ from corral.domain.workflows.planner import plan_workflow
 from corral.errors import UserError
 from corral.scheduler import ClusterSnapshot, Pending
 from corral.scheduler.gang import place_pod_set
-from corral.scheduler.podgroup import GroupError, PodSet, read_pod_group
+from corral.scheduler.podgroup import GroupError, PodSet, read_pod_group, shape_of
 
-#: Empty clusters kept: (the node list, its topology levels) -> snapshot.
-_EMPTY: dict[tuple[int, tuple[str, ...]], tuple[Sequence[Node], ClusterSnapshot]] = {}
+
+@dataclass
+class _EmptyCluster:
+    """A node list's empty cluster at some topology levels, and the shapes that fitted it."""
+
+    nodes: Sequence[Node]
+    snapshot: ClusterSnapshot
+    fitted: set[str] = field(default_factory=set)
+
+
+#: Empty clusters kept, by (the node list's identity, its topology levels).
+_EMPTY: dict[tuple[int, tuple[str, ...]], _EmptyCluster] = {}
 _EMPTY_KEPT = 8
+#: Shapes kept per empty cluster (a pool sees few; the bound only guards memory).
+_FITTED_KEPT = 4096
 
 
 def plan_checked(
@@ -80,13 +95,27 @@ def check_can_run(state: Configs, plan: WorkflowPlan, nodes: Sequence[Node]) -> 
             )
         if not nodes:
             continue  # an unreachable backend: its node checks said so already
-        outcome = place_pod_set(empty_cluster(nodes, levels), root, "")
-        if isinstance(outcome, Pending):
+        reason = _never_fits(_empty(nodes, levels), root)
+        if reason is not None:
             raise UserError(
                 f"Group {group.name} could never be placed in pool {pool_name}, not even on its "
-                f"empty cluster: {outcome.reason}. Change the group's size or topology "
+                f"empty cluster: {reason}. Change the group's size or topology "
                 "requirements (corral pool topology shows the domains)."
             )
+
+
+def _never_fits(empty: _EmptyCluster, root: PodSet) -> str | None:
+    """Why ``root`` could never be placed on ``empty``, or None. Only fits are remembered: a
+    reason may name the pods of the group it was found for."""
+    shape = shape_of(root)
+    if shape in empty.fitted:
+        return None
+    outcome = place_pod_set(empty.snapshot, root, "")
+    if isinstance(outcome, Pending):
+        return outcome.reason
+    if len(empty.fitted) < _FITTED_KEPT:
+        empty.fitted.add(shape)
+    return None
 
 
 def _read(group: PlannedGroup) -> PodSet:
@@ -105,12 +134,16 @@ def empty_cluster(nodes: Sequence[Node], levels: tuple[str, ...]) -> ClusterSnap
     """The snapshot of ``nodes`` with nothing bound (never changed: placing rolls back), every
     node open: what could never run is judged against the whole configured cluster, so a
     cordoned or failed tray does not refuse work that only waits for it to come back."""
+    return _empty(nodes, levels).snapshot
+
+
+def _empty(nodes: Sequence[Node], levels: tuple[str, ...]) -> _EmptyCluster:
     key = (id(nodes), levels)
     found = _EMPTY.get(key)
-    if found is not None and found[0] is nodes:
-        return found[1]
-    snapshot = ClusterSnapshot.from_nodes(nodes, levels, health=False)
+    if found is not None and found.nodes is nodes:
+        return found
+    made = _EmptyCluster(nodes, ClusterSnapshot.from_nodes(nodes, levels, health=False))
     if len(_EMPTY) >= _EMPTY_KEPT:
         _EMPTY.pop(next(iter(_EMPTY)))
-    _EMPTY[key] = (nodes, snapshot)
-    return snapshot
+    _EMPTY[key] = made
+    return made

@@ -213,12 +213,25 @@ def _render(
                 items.append(rendered)
         return items
     if isinstance(value, str) and is_template(value):
-        text = render_text(value, variables, where=lambda: describe(path))
-        array = _ARRAY.match(text)
-        if array is not None:
-            # As OSMO, ARRAY:[] is [""]: `NotIn [""]` excludes nothing and is valid, while an
-            # empty `values` list is refused by Kubernetes.
-            parts = [part.strip() for part in array[1].split(",")]
-            return [coerce(part, type_of((*path, index))) for index, part in enumerate(parts)]
-        return coerce(text, type_of(path))
+        return render_leaf(value, path, variables, describe=describe, type_of=type_of)
     return value
+
+
+def render_leaf(
+    text: str,
+    path: Path,
+    variables: Mapping[str, Any],
+    *,
+    describe: Describe,
+    type_of: TypeOf,
+) -> Any:
+    """The template value ``text`` at ``path`` rendered, as the type Kubernetes expects there;
+    ``ARRAY:[a, b]`` becomes a list (which the caller splices into a surrounding list)."""
+    rendered = render_text(text, variables, where=lambda: describe(path))
+    array = _ARRAY.match(rendered)
+    if array is not None:
+        # As OSMO, ARRAY:[] is [""]: `NotIn [""]` excludes nothing and is valid, while an
+        # empty `values` list is refused by Kubernetes.
+        parts = [part.strip() for part in array[1].split(",")]
+        return [coerce(part, type_of((*path, index))) for index, part in enumerate(parts)]
+    return coerce(rendered, type_of(path))

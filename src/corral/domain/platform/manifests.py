@@ -16,6 +16,7 @@ from functools import lru_cache
 from typing import Any
 
 from corral.domain.formats.json_paths import Path, format_path
+from corral.domain.jinja.compiled_tree import RenderMemo, compile_tree
 from corral.domain.jinja.rendering import render_tree
 from corral.domain.labels import CONTROL_CONTAINER, RETRY_ID, TASK_NAME, TASK_UUID
 from corral.domain.platform.resolved_pool import GroupTemplate
@@ -31,18 +32,19 @@ from corral.domain.schemas.field_types import FieldType, expected_type
 #: OSMO's control sidecar; pool templates set its requests (docs/templates.md).
 
 
-def render_pod_template(merged: MergedTemplate, variables: Mapping[str, Any]) -> dict[str, Any]:
-    """The merged pod template with its variables rendered; errors name the template."""
+def render_pod_template(
+    merged: MergedTemplate, variables: Mapping[str, Any], memo: RenderMemo | None = None
+) -> dict[str, Any]:
+    """The merged pod template with its variables rendered; errors name the template. The
+    pods of one submission share a ``memo`` (``compiled_tree.py``)."""
 
     def describe(path: Path) -> str:
         writers = merged.writers.get(path, [])
         names = ", ".join(dict.fromkeys(name for name, _ in writers)) or "?"
         return f"pod template {names}, field {format_path(path)}"
 
-    rendered: dict[str, Any] = render_tree(
-        merged.value, variables, describe=describe, type_of=_pod_type
-    )
-    return rendered
+    compiled = compile_tree(merged.value)
+    return compiled.render(variables, describe=describe, type_of=_pod_type, memo=memo)
 
 
 def render_group_templates(

@@ -10,6 +10,7 @@ from typing import Any
 from corral.domain.configs.backend_models import Backend
 from corral.domain.configs.models import Pool
 from corral.domain.formats.kubernetes_names import label_value_problem
+from corral.domain.jinja.compiled_tree import RenderMemo
 from corral.domain.labels import GROUP_UUID, PLATFORM, STOP_NOTICE_SECONDS
 from corral.domain.labels import POOL as POOL_LABEL
 from corral.domain.labels import PRIORITY as PRIORITY_LABEL
@@ -23,11 +24,13 @@ from corral.domain.platform.manifests import (
 from corral.domain.platform.node_affinity import read_node_affinity
 from corral.domain.platform.variables import (
     GroupIdentity,
+    ResourceRequest,
     TaskIdentity,
     container_name,
     group_variables,
+    identity_variables,
+    resource_variables,
     system_labels,
-    task_variables,
 )
 from corral.domain.schemas.objects import manifest_problems
 from corral.domain.topology.podgroup import (
@@ -75,6 +78,8 @@ class GroupRenderer:
         self.platforms = platforms
         self.host_mounts = host_mounts
         self.identities = identities
+        self._memo = RenderMemo()  # template values read alike by many tasks render once
+        self._resource_variables: dict[tuple[str, ResourceRequest], dict[str, Any]] = {}
 
     def render(self, group: GroupSpec) -> PlannedGroup:
         identity = self.identities.groups[group.name]
@@ -126,7 +131,10 @@ class GroupRenderer:
         resource = self.spec.resource_of(task)
         resolved = self.platforms.get(task_identity.platform)
         request = resource_request(resource, task)
-        variables = task_variables(request, resolved.default_variables, identity, task_identity)
+        variables = {
+            **self._variables_of(task_identity.platform, request),
+            **identity_variables(identity, task_identity),
+        }
         task = substitute_tokens(
             task,
             workflow_id=self.submitter.workflow_id,
@@ -143,7 +151,7 @@ class GroupRenderer:
             host_network=task.host_network,
             gpu_requested=_asks_for_gpus(variables.get("USER_GPU")),
         )
-        rendered = render_pod_template(resolved.pod_template, variables)
+        rendered = render_pod_template(resolved.pod_template, variables, self._memo)
         pod = build_pod(pod_task, identity, rendered, self.spec.labels)
         drop_imageless_control_container(pod)
         metadata = pod["metadata"]
@@ -158,6 +166,15 @@ class GroupRenderer:
             pod["spec"]["hostname"] = task_identity.uuid
             pod["spec"]["subdomain"] = _service_name(identity)
         return pod
+
+    def _variables_of(self, platform: str, request: ResourceRequest) -> dict[str, Any]:
+        """The ``USER_*`` variables of ``request`` on ``platform`` (tasks of a group mostly
+        ask alike, and deriving every unit of the memory and storage is not free)."""
+        key = (platform, request)
+        if key not in self._resource_variables:
+            defaults = self.platforms.get(platform).default_variables
+            self._resource_variables[key] = resource_variables(request, defaults)
+        return self._resource_variables[key]
 
     def _pod_labels(self, task: TaskIdentity) -> dict[str, str]:
         labels = {
