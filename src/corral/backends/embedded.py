@@ -20,6 +20,7 @@ class EmbeddedBackend:
     """The embedded cluster: objects in the database, placed by corral's scheduling pass."""
 
     schedules_itself = False
+    takes_task_tokens = False  # a local task speaks through its control directory
 
     def __init__(self, name: str, objects: ClusterObjectStore, executor: TaskExecutor) -> None:
         self.name = name

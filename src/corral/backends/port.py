@@ -103,6 +103,8 @@ class ClusterBackend(Protocol):
     name: str
     #: True: the cluster's own scheduler (KAI) places pods; False: corral's scheduling pass.
     schedules_itself: bool
+    #: True: each task's pod is given its own token (``apply_all``'s ``task_tokens``).
+    takes_task_tokens: bool
 
     def apply(self, manifest: Mapping[str, Any], namespace: str) -> None:
         """Create the object unless it exists; returns once the cluster accepted it."""

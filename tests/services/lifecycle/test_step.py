@@ -33,6 +33,7 @@ class Cluster:
     said: dict[str, Acknowledgement] = field(default_factory=dict)
     name: str = "default"
     schedules_itself: bool = False
+    takes_task_tokens: bool = False
     keeps_logs: bool = True
 
     def start(self, run: TaskRun) -> None:

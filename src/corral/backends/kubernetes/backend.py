@@ -69,6 +69,7 @@ _IMMUTABLE_KINDS = ("Topology",)
 
 class KubernetesBackend:
     schedules_itself = True
+    takes_task_tokens = True
 
     def __init__(self, name: str, api: KubeApi, watch_api: KubeApi, namespace: str) -> None:
         self.name = name

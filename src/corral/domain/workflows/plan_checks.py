@@ -158,17 +158,29 @@ class Identities:
 
 
 class Platforms:
-    """Resolved platforms of one pool, each resolved once per submission."""
+    """Resolved platforms of one pool, each resolved once per configuration snapshot (a
+    sandbox worker keeps the snapshot from one submission to the next; merging the pod
+    templates anew was a twentieth of planning one)."""
 
     def __init__(self, state: Configs, pool_name: str) -> None:
         self._state = state
         self._pool = pool_name
-        self._resolved: dict[str, ResolvedPlatform] = {}
 
     def get(self, platform: str) -> ResolvedPlatform:
-        if platform not in self._resolved:
-            self._resolved[platform] = resolve_platform(self._state, self._pool, platform)
-        return self._resolved[platform]
+        key = (id(self._state), self._pool, platform)
+        found = _RESOLVED.get(key)
+        if found is not None and found[0] is self._state:
+            return found[1]
+        resolved = resolve_platform(self._state, self._pool, platform)
+        if len(_RESOLVED) >= _RESOLVED_KEPT:
+            _RESOLVED.pop(next(iter(_RESOLVED)))
+        _RESOLVED[key] = (self._state, resolved)  # the snapshot is held: its id is not reused
+        return resolved
+
+
+#: (id of a configuration snapshot, pool, platform) -> (the snapshot, the platform resolved).
+_RESOLVED: dict[tuple[int, str, str], tuple[Configs, ResolvedPlatform]] = {}
+_RESOLVED_KEPT = 32
 
 
 def check_tasks(

@@ -145,7 +145,8 @@ class WorkflowStep:
         it to the scheduler. An error in between re-applies: existing objects stay as they
         are."""
         try:
-            tokens = group_tokens(self.controller.task_tokens, self.workflow.workflow_id, group)
+            minted = self.controller.task_tokens if self.backend.takes_task_tokens else None
+            tokens = group_tokens(minted, self.workflow.workflow_id, group)
             self.backend.apply_all(group.manifests, self.workflow.namespace, tokens)
         except BackendError as err:
             self._creation_failed(group, err)
