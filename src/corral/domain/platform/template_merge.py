@@ -49,12 +49,12 @@ def merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any
     return target
 
 
-def merge_given(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
-    """:func:`merge` of an ``override`` the caller gives away (a template just rendered for
-    one pod): its subtrees move into the result instead of being copied."""
-    target: dict[str, Any] = copy_tree(base)
-    _merge_mapping(target, override, (), _no_record, _given)
-    return target
+def merge_given(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`merge` of trees the caller gives away (a pod just built, and a template just
+    rendered for it): ``base`` becomes the result, and the subtrees of ``override`` move into
+    it instead of being copied."""
+    _merge_mapping(base, override, (), _no_record, _given)
+    return base
 
 
 def _given(value: Any) -> Any:
