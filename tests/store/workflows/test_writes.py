@@ -89,8 +89,8 @@ def test_rows_with_the_same_values_are_one_statement_per_chunk_and_the_rest_as_b
     with counter.counting() as statements:
         WorkflowStore(engine, utc_now).commit(changes)
     # 3 chunks of the 2,500 same values, 1 executemany for the 3 nodes, 1 for the 2 groups
-    # (and SQLite's BEGIN IMMEDIATE)
-    assert statements() == 5 + (engine.dialect.name == "sqlite")
+    # (SQLite's BEGIN IMMEDIATE goes to the driver directly, not counted)
+    assert statements() == 5
     with engine.connect() as connection:
         tasks = {
             row.task_uuid: (row.status, row.started_at, row.node)
