@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,7 +23,25 @@ def server(database_url: str, tmp_path: Path) -> Iterator[LiveServer]:
     forecasts at most every 3 s."""
     found = start_server(tmp_path, "--demo", "--tick-seconds", "0.05", database_url=database_url)
     yield found
+    cancel_alive(found)
     found.stop()
+
+
+def cancel_alive(server: LiveServer) -> None:
+    """Cancel every workflow still alive and wait until it ended: a local task's runner
+    outlives the server by design, and a gang of ``sleep 600`` would run on for ten minutes."""
+    for _ in range(100):
+        listed = json.loads(succeeded(server.cli("workflow", "list", "--format", "json")))
+        alive = [w["name"] for w in listed["workflows"] if w["status"] in ALIVE]
+        if not alive:
+            return
+        for workflow_id in alive:
+            server.cli("workflow", "cancel", workflow_id)
+        time.sleep(0.1)
+    raise AssertionError(f"still alive after being canceled: {alive}")
+
+
+ALIVE = ("PENDING", "WAITING", "RUNNING")
 
 
 def sixteen_trays(path: Path) -> Path:
