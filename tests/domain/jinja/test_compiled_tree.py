@@ -129,3 +129,26 @@ def test_an_error_after_a_splice_names_the_templates_own_field() -> None:
     with pytest.raises(UserError) as raised:
         compiled.render({"LIST": "ARRAY:[p,q]"}, describe=describe, type_of=type_of)
     assert raised.value.message.startswith("field ('args', 1): variable MISSING has no value")
+
+
+def test_a_memo_tells_apart_fields_and_the_types_of_values() -> None:
+    """Two platforms' templates share a submission's memo: the same text at another field
+    renders to that field's type; ``1``, ``1.0`` and ``True`` are equal keys of a dict."""
+
+    def integer_at_count(path: Path) -> FieldType | None:
+        return "integer" if path[-1:] == ("count",) else None
+
+    memo = RenderMemo()
+    first = compile_tree({"count": "{{ N }}"})
+    second = compile_tree({"label": "{{ N }}"})
+    assert first.render({"N": 8}, describe=describe, type_of=integer_at_count, memo=memo) == {
+        "count": 8
+    }
+    assert second.render({"N": 8}, describe=describe, type_of=integer_at_count, memo=memo) == {
+        "label": "8"
+    }
+    found = [
+        first.render({"N": value}, describe=describe, type_of=type_of, memo=memo)["count"]
+        for value in (1, 1.0, True)
+    ]
+    assert found == ["1", "1.0", "True"]

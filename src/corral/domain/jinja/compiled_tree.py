@@ -97,10 +97,7 @@ class CompiledTree:
         """:func:`rendering.render_tree` of the tree: a new tree, every template value
         rendered (the first failing value, in document order, raises)."""
         tree: dict[str, Any] = marshal.loads(self._image)
-        rendered = [
-            self._render(index, leaf, variables, describe, type_of, memo)
-            for index, leaf in enumerate(self._leaves)
-        ]
+        rendered = [self._render(leaf, variables, describe, type_of, memo) for leaf in self._leaves]
         # Last first: splicing an ARRAY into a list moves only the items after it.
         for leaf, value in zip(reversed(self._leaves), reversed(rendered), strict=True):
             _put(tree, leaf.path, value)
@@ -108,14 +105,13 @@ class CompiledTree:
 
     def _render(
         self,
-        index: int,
         leaf: _Leaf,
         variables: Mapping[str, Any],
         describe: Describe,
         type_of: TypeOf,
         memo: RenderMemo | None,
     ) -> Any:
-        key = _memo_key(index, leaf, variables) if memo is not None else None
+        key = _memo_key(leaf, variables) if memo is not None else None
         if key is not None and memo is not None:
             found = memo.get(key)
             if found is not _MISSING:
@@ -126,10 +122,13 @@ class CompiledTree:
         return value
 
 
-def _memo_key(index: int, leaf: _Leaf, variables: Mapping[str, Any]) -> tuple[Any, ...] | None:
+def _memo_key(leaf: _Leaf, variables: Mapping[str, Any]) -> tuple[Any, ...] | None:
+    """The text, its field (which decides the rendered type) and the values it reads, each
+    with its type (``1``, ``1.0`` and ``True`` are equal keys, and render apart)."""
     if leaf.reads is None:
         return None
-    key = (leaf.text, index, *(variables.get(name) for name in leaf.reads))
+    values = (variables.get(name) for name in leaf.reads)
+    key = (leaf.path, leaf.text, *((type(value), value) for value in values))
     try:
         hash(key)
     except TypeError:  # a default variable holding a list or mapping
