@@ -129,3 +129,51 @@ def test_a_process_cpu_time_is_read_from_proc() -> None:
         spinning.kill()
         spinning.wait()
     assert sandbox._process_cpu(spinning.pid) is None  # gone
+
+
+PARENT = """
+import os, sys, threading, time
+from corral.domain.workflows.template import render_jinja
+from corral.services.sandbox import Limits, SandboxPool
+pool = SandboxPool(1)
+limits = Limits(cpu_seconds=60, wall_seconds=60, memory_bytes=100 * 2**20)
+call = threading.Thread(
+    target=pool.call, args=(limits, "burn", render_jinja, sys.argv[1], {}), daemon=True
+)
+call.start()
+children = []
+while not children:  # the worker, started by the call's thread
+    time.sleep(0.05)
+    for task in os.listdir(f"/proc/{os.getpid()}/task"):
+        children += open(f"/proc/{os.getpid()}/task/{task}/children").read().split()
+time.sleep(2)  # it has warmed up and computes the call
+print(children[0], flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc (Linux)")
+def test_a_worker_exits_when_its_server_dies_in_the_middle_of_a_call() -> None:
+    """A server killed while its worker computes (a forecast may take minutes) leaves no
+    worker behind: the worker sees its parent gone within a second and exits."""
+    parent = subprocess.Popen(
+        [sys.executable, "-c", PARENT, BURN], stdout=subprocess.PIPE, text=True
+    )
+    assert parent.stdout is not None
+    worker = int(parent.stdout.readline())
+    assert _alive(worker)
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 5
+    while _alive(worker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(worker)
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, dead but not yet reaped by init, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False

@@ -11,6 +11,8 @@ import pickle
 import resource
 import signal
 import sys
+import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from functools import partial
@@ -96,6 +98,25 @@ def _cpu_deadline(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGVTALRM, previous)
 
 
+def _exit_with_parent() -> None:
+    """Exit as soon as the server that started this worker is gone, also in the middle of a
+    call (a forecast may compute for minutes; its end of the pipe is only read between calls).
+    A thread, not ``PR_SET_PDEATHSIG``: that fires when the parent's *thread* ends, and workers
+    are started from request and forecast threads that come and go."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(_PARENT_POLL_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+#: How often a worker checks that its server still lives.
+_PARENT_POLL_SECONDS = 0.5
+
+
 def _cpu_used() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return float(usage.ru_utime + usage.ru_stime)
@@ -136,6 +157,7 @@ def main(argv: list[str]) -> int:
     protocol_out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # anything printed goes to stderr, never into the protocol
     protocol_in = sys.stdin.buffer
+    _exit_with_parent()  # before the address space is capped: a thread needs its stack
     _warm_up()
     functions()
     tune_gc()
