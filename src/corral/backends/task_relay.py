@@ -53,15 +53,19 @@ class Relay:
             return
         self.next_look = time.monotonic() + LOOK_SECONDS
         now = datetime.now(UTC)
-        if not self.ready and read_report(self.home, READY) is not None:
-            _write(self.attempt / READY, f"{now.isoformat()}\n")
-            self.ready = True
+        # Ready is read first and relayed last: a task saves its checkpoint before it says
+        # ready, and the controller, which reads ready first, must then find that checkpoint
+        # (relayed after ready, a stop in between counted the work since the one before).
+        ready = not self.ready and read_report(self.home, READY) is not None
         text = read_report(self.home, CHECKPOINT)
         if text is not None and text != self.last_checkpoint:
             self.last_checkpoint = text
             found = checkpoint_from_json(text, now)
             if found is not None:
                 _write(self.attempt / CHECKPOINT, checkpoint_to_json(found))
+        if ready:
+            _write(self.attempt / READY, f"{now.isoformat()}\n")
+            self.ready = True
 
     def close(self) -> None:
         os.close(self.home)
