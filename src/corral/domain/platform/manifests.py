@@ -16,7 +16,7 @@ from functools import lru_cache
 from typing import Any
 
 from corral.domain.formats.json_paths import Path, format_path
-from corral.domain.jinja.compiled_tree import RenderMemo, compile_tree
+from corral.domain.jinja.compiled_tree import RenderMemo
 from corral.domain.jinja.rendering import render_tree
 from corral.domain.labels import CONTROL_CONTAINER, RETRY_ID, TASK_NAME, TASK_UUID
 from corral.domain.platform.resolved_pool import GroupTemplate
@@ -43,8 +43,7 @@ def render_pod_template(
         names = ", ".join(dict.fromkeys(name for name, _ in writers)) or "?"
         return f"pod template {names}, field {format_path(path)}"
 
-    compiled = compile_tree(merged.value)
-    return compiled.render(variables, describe=describe, type_of=_pod_type, memo=memo)
+    return merged.compiled.render(variables, describe=describe, type_of=_pod_type, memo=memo)
 
 
 def render_group_templates(

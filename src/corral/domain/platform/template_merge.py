@@ -19,9 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from corral.domain.formats.json_paths import Path, format_path, leaves
+from corral.domain.jinja.compiled_tree import CompiledTree, compile_tree
 
 Record = Callable[[Path, Any], None]
 
@@ -68,6 +70,12 @@ class MergedTemplate:
     value: dict[str, Any] = field(default_factory=dict)
     #: leaf path -> (template, value it wrote), in merge order
     writers: dict[Path, list[tuple[str, Any]]] = field(default_factory=dict)
+
+    @cached_property
+    def compiled(self) -> CompiledTree:
+        """The merged template compiled for rendering (once, not per pod: finding it again by
+        its ``marshal`` image cost a dump of the whole template for every pod)."""
+        return compile_tree(self.value)
 
     def provenance(self) -> list[dict[str, Any]]:
         """Per field: the template that set the value in effect, the templates whose other
