@@ -76,7 +76,7 @@ class LogTail:
 @dataclass(frozen=True)
 class Usage:
     server: float  # CPU seconds of the server processes
-    controller: float  # of their controller processes (PostgreSQL)
+    controller: float  # of their controller processes
     workers: float  # of their sandbox workers
     rss: int  # bytes, now
 
@@ -137,9 +137,9 @@ class Replica:
         return str(next(iter(credentials["servers"].values()))["token"])
 
     def usage(self) -> Usage:
-        """CPU seconds of the server process, of its controller process (PostgreSQL) and of
-        its sandbox workers, and their RSS now."""
-        children = _children(self.process.pid)
+        """CPU seconds of the server process, of its controller process and of
+        the sandbox workers of both, and their RSS now."""
+        children = _descendants(self.process.pid)
         controller = [pid for pid in children if CONTROLLER_MODULE in _command(pid)]
         workers = [pid for pid in children if pid not in controller]
         return Usage(
@@ -219,12 +219,19 @@ def proc_stat(pid: int | str) -> tuple[str, list[str]] | None:
     return name, rest.split()
 
 
-def _children(pid: int) -> list[int]:
-    found = []
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid``: the controller's own sandbox worker (the forecast) is a
+    grandchild of the server."""
+    parents: dict[int, int] = {}
     for entry in Path("/proc").iterdir():
         stat = proc_stat(entry.name) if entry.name.isdigit() else None
-        if stat is not None and int(stat[1][1]) == pid:
-            found.append(int(entry.name))
+        if stat is not None:
+            parents[int(entry.name)] = int(stat[1][1])
+    found, frontier = [], [pid]
+    while frontier:
+        below = [child for child, parent in parents.items() if parent in frontier]
+        found += below
+        frontier = below
     return found
 
 
@@ -236,8 +243,10 @@ def _command(pid: int) -> str:
 
 
 def _cpu_seconds(pid: int) -> float:
+    """A process's CPU time, with that of its children that exited (a recycled worker's
+    is then its parent's): summed over a tree, every process counts once."""
     stat = proc_stat(pid)
-    return (int(stat[1][11]) + int(stat[1][12])) / CLOCK_TICKS if stat else 0.0
+    return sum(int(field) for field in stat[1][11:15]) / CLOCK_TICKS if stat else 0.0
 
 
 def _rss(pid: int) -> int:

@@ -1,6 +1,6 @@
-"""Where the lifecycle controller runs (docs/lifecycle.md#the-controller-process): on
-PostgreSQL in a child process of ``corral server``, which dies with the server, is started again
-when it dies alone, and gives the lease up when the server stops; on SQLite in a thread.
+"""Where the lifecycle controller runs (docs/lifecycle.md#the-controller-process): in a child
+process of ``corral server``, on SQLite as on PostgreSQL, which dies with the server, is started
+again when it dies alone, and gives the lease up when the server stops.
 
 Real ``corral server`` processes; the child is found in ``/proc`` by its parent."""
 
@@ -29,8 +29,11 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-@pytest.fixture
-def postgres_url() -> Iterator[str]:
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'corral.db'}"
+        return
     with scratch_postgres_database(postgres_admin(), "corral_ctl") as url:
         yield url
 
@@ -81,10 +84,10 @@ def holder_of(server: LiveServer) -> str:
     raise AssertionError("the server never took the lease")
 
 
-def test_on_postgresql_the_controller_is_a_child_that_dies_with_the_server(
-    tmp_path: Path, postgres_url: str
+def test_the_controller_is_a_child_that_dies_with_the_server(
+    tmp_path: Path, database_url: str
 ) -> None:
-    server = start_server(tmp_path, "--demo", database_url=postgres_url)
+    server = start_server(tmp_path, "--demo", database_url=database_url)
     try:
         wait_for(lambda: len(controller_children(server.process.pid)) == 1, 10, "no child")
         (child,) = controller_children(server.process.pid)
@@ -97,9 +100,9 @@ def test_on_postgresql_the_controller_is_a_child_that_dies_with_the_server(
 
 
 def test_a_controller_that_dies_alone_is_started_again_and_runs_workflows(
-    tmp_path: Path, postgres_url: str
+    tmp_path: Path, database_url: str
 ) -> None:
-    server = start_server(tmp_path, "--demo", "--lease-seconds", "2", database_url=postgres_url)
+    server = start_server(tmp_path, "--demo", "--lease-seconds", "2", database_url=database_url)
     try:
         wait_for(lambda: len(controller_children(server.process.pid)) == 1, 10, "no child")
         (first,) = controller_children(server.process.pid)
@@ -160,8 +163,3 @@ def stopped_server_releases_the_lease(tmp_path: Path, url: str) -> None:
         engine.dispose()
     assert row is not None
     assert row.holder == "", f"still held by {row.holder} (was {holder}): a standby waits 60 s"
-
-
-def test_on_sqlite_the_controller_is_a_thread(live_server: LiveServer) -> None:
-    wait_for(lambda: role(live_server) == "leader", 10, "never led")
-    assert controller_children(live_server.process.pid) == []

@@ -26,6 +26,7 @@ def test_a_new_database_and_its_wal_files_are_private(tmp_path: Path) -> None:
                 "corral.db": 0o600,
                 "corral.db-wal": 0o600,
                 "corral.db-shm": 0o600,
+                "corral.db-writers": 0o600,
             }
         engine.dispose()
     finally:
@@ -33,7 +34,7 @@ def test_a_new_database_and_its_wal_files_are_private(tmp_path: Path) -> None:
 
 
 def test_an_existing_readable_database_is_made_private(tmp_path: Path) -> None:
-    for name in ("corral.db", "corral.db-wal", "corral.db-shm"):
+    for name in ("corral.db", "corral.db-wal", "corral.db-shm", "corral.db-writers"):
         (tmp_path / name).touch(mode=0o644)
         (tmp_path / name).chmod(0o644)
     make_engine(f"sqlite:///{tmp_path / 'corral.db'}").dispose()

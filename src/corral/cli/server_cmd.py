@@ -7,7 +7,6 @@ import errno
 import signal
 import socket
 import sys
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
@@ -92,40 +91,14 @@ def _record_exit_signals() -> list[int]:
 
 
 def _start_controller(runtime: Runtime, settings: ControllerSettings) -> Callable[[], None]:
-    """Start the lifecycle controller: a child process on PostgreSQL, a thread on SQLite
-    (docs/lifecycle.md#the-controller-process). The callable stops it."""
-    from corral.services.lifecycle.process import (
-        STOP_TIMEOUT_SECONDS,
-        ControllerProcess,
-        controller_of,
-        run_controller,
-    )
+    """Start the lifecycle controller in a child process (docs/lifecycle.md#the-controller-process).
+    The callable stops it."""
+    from corral.services.lifecycle.process import ControllerProcess
 
-    if runtime.engine.dialect.name == "postgresql":
-        runtime.lease_holder = settings.holder
-        process = ControllerProcess(settings)
-        process.start()
-        return process.stop
-    leadership = runtime.join_leadership(settings.lease_seconds, settings.holder)
-    stop = threading.Event()
-    thread = threading.Thread(
-        target=run_controller,
-        args=(
-            controller_of(runtime, settings.tick_seconds, Path(settings.data_dir)),
-            leadership,
-            settings.tick_seconds,
-            stop,
-        ),
-        name="corral-controller",
-        daemon=True,
-    )
-    thread.start()
-
-    def stop_thread() -> None:
-        stop.set()
-        thread.join(timeout=STOP_TIMEOUT_SECONDS)
-
-    return stop_thread
+    runtime.lease_holder = settings.holder
+    process = ControllerProcess(settings)
+    process.start()
+    return process.stop
 
 
 def say(text: str) -> None:
@@ -271,8 +244,8 @@ def server(
     configure_logging(log_level)
     tune_gc()
     # A request waits for the GIL each time it comes back from the database or a sandbox
-    # worker; while the controller's thread computes, each wait lasted up to the default 5 ms
-    # switch interval, a dozen times per submission.
+    # worker; while another thread computes, each wait lasted up to the default 5 ms switch
+    # interval, a dozen times per submission.
     sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
     listening = _listen_or_exit(host, port)  # before anything is opened or written
     given_url = _given_database_url(ctx, database_url, database_url_file)

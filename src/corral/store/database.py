@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import threading
 import uuid
@@ -10,7 +11,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from alembic import command
 from alembic.config import Config
@@ -30,13 +31,15 @@ def writing(engine: Engine) -> AbstractContextManager[Connection]:
     """A transaction that will write. On SQLite it starts with ``BEGIN IMMEDIATE``: it takes
     the write lock first, waiting (busy timeout) for other writers, instead of reading under
     a shared lock and then failing with "database is locked" when it wants to write while
-    another writer went first. The threads of one process also queue on a lock of their own
-    first: SQLite's busy handler sleeps in growing steps (up to 100 ms) between tries, which
-    made the 99th percentile of 20 concurrent writers 50 times their median. PostgreSQL needs
+    another writer went first. Writers also queue before that, on a lock of their own: SQLite's
+    busy handler sleeps in growing steps (up to 100 ms) between tries, which made the 99th
+    percentile of 20 concurrent writers 50 times their median. The threads of one process queue
+    on a thread lock, the processes on one database (a server and its controller process,
+    several servers) on a file lock beside it (:class:`_WriterQueue`). PostgreSQL needs
     nothing: its row locks queue writers."""
     transaction = engine.execution_options(**{_WRITES: True}).begin()
-    lock = _SQLITE_WRITERS.get(engine)
-    return transaction if lock is None else _holding(lock, transaction)
+    queue = _SQLITE_WRITERS.get(engine)
+    return transaction if queue is None else _holding(queue, transaction)
 
 
 def autocommit(engine: Engine) -> AbstractContextManager[Connection]:
@@ -50,16 +53,50 @@ def autocommit(engine: Engine) -> AbstractContextManager[Connection]:
     return engine.connect()
 
 
-#: Per SQLite engine, the lock its writing threads queue on.
-_SQLITE_WRITERS: weakref.WeakKeyDictionary[Engine, threading.Lock] = weakref.WeakKeyDictionary()
+class _WriterQueue:
+    """Where the writers of one SQLite database wait for each other: the threads of this
+    process on a thread lock, then the process on an ``flock`` of ``<database>-writers``. The
+    kernel wakes a process waiting on the file lock as soon as it is free, and frees it when
+    its holder dies, even by ``kill -9``. One descriptor per engine: a process's threads never
+    contend for the file lock, since the thread lock admits one at a time."""
+
+    def __init__(self, database: str | None) -> None:
+        self._threads = threading.Lock()
+        self._file: int | None = None
+        if _is_file(database):
+            self._file = os.open(
+                f"{database}-writers", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600
+            )
+            weakref.finalize(self, os.close, self._file)
+
+    @contextmanager
+    def turn(self) -> Iterator[None]:
+        with self._threads:
+            if self._file is None:
+                yield
+                return
+            fcntl.flock(self._file, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(self._file, fcntl.LOCK_UN)
+
+
+#: Per SQLite engine, the queue its writers wait in.
+_SQLITE_WRITERS: weakref.WeakKeyDictionary[Engine, _WriterQueue] = weakref.WeakKeyDictionary()
 
 
 @contextmanager
 def _holding(
-    lock: threading.Lock, transaction: AbstractContextManager[Connection]
+    queue: _WriterQueue, transaction: AbstractContextManager[Connection]
 ) -> Iterator[Connection]:
-    with lock, transaction as connection:
+    with queue.turn(), transaction as connection:
         yield connection
+
+
+def _is_file(database: str | None) -> TypeGuard[str]:
+    """Whether a SQLite URL's database is a file that other processes can open."""
+    return bool(database) and database != ":memory:" and not str(database).startswith("file:")
 
 
 def sqlite_url(data_dir: Path) -> str:
@@ -77,7 +114,7 @@ def make_engine(url: str) -> Engine:
             json_deserializer=json_columns.loads,
         )
         _configure_sqlite(engine)
-        _SQLITE_WRITERS[engine] = threading.Lock()
+        _SQLITE_WRITERS[engine] = _WriterQueue(make_url(url).database)
         return engine
     # As many connections as request threads (anyio's 40) may want at once, most of them only
     # in bursts: a request waiting for a pooled connection waits for the slowest one's work.
@@ -107,13 +144,13 @@ def _binary_arrays(dbapi_connection: Any, _record: Any) -> None:
 _SQLITE_MMAP_BYTES = 2**30
 
 #: The files of a SQLite database: SQLite creates the other two with the main file's mode.
-_SQLITE_SUFFIXES = ("", "-wal", "-shm", "-journal")
+_SQLITE_SUFFIXES = ("", "-wal", "-shm", "-journal", "-writers")
 
 
 def _private_sqlite_files(database: str | None) -> None:
     """Make the database file (and its WAL and shared-memory files) readable by the server's
     user only: it holds every token hash and workflow. Created 0600 when missing."""
-    if not database or database == ":memory:" or database.startswith("file:"):
+    if not _is_file(database):
         return
     path = Path(database)
     with contextlib.suppress(FileExistsError):

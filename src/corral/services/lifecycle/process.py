@@ -1,10 +1,9 @@
-"""Where the lifecycle controller runs: a thread of ``corral server``, or a process of its own.
+"""Where the lifecycle controller runs: a child process of ``corral server``.
 
-On PostgreSQL the controller runs in a child process of the server. In a thread it shared the
-server's GIL with every request thread: under load, the leader's ticks got a sixth of a core
-and fell seconds behind the submissions (docs/lifecycle.md#the-controller-process). On SQLite it
-stays a thread: the database takes one writer at a time, and writers of one process queue on a
-lock instead of sleeping in SQLite's busy handler.
+In a thread it shared the server's GIL with every request thread: under load, the leader's
+ticks got a sixth of a core and fell seconds behind the submissions
+(docs/lifecycle.md#the-controller-process). On SQLite the writers of the two processes queue on
+a file lock (``store.database.writing``).
 
 The server sends the child its settings as one JSON line on the child's standard input (the
 database URL may hold a password: never on a command line) and keeps the pipe open. The child
