@@ -425,7 +425,7 @@ def all_cpu(deployment: Deployment, database_url: str) -> float:
     """CPU seconds so far of every process of the control plane and of its database."""
     usage = deployment.usage()
     database = postgres_cpu() if database_url.startswith("postgresql") else 0.0
-    return usage.server + usage.controller + usage.workers + database
+    return usage.server + usage.controller + usage.workers + usage.forecast + database
 
 
 def wait_all_ended(deployment: Deployment, after: float) -> float:
@@ -623,7 +623,8 @@ def report(found: Run, sizes: Sizes, clients: int) -> None:
     say(
         f"servers    CPU {found.usage.server:.1f} s (server processes), "
         f"{found.usage.controller:.1f} s (controller processes), {found.usage.workers:.1f} s "
-        f"(sandbox workers); peak RSS {found.peak_rss / 2**20:.0f} MiB in all"
+        f"(sandbox workers), {found.usage.forecast:.1f} s (the controllers' forecast workers); "
+        f"peak RSS {found.peak_rss / 2**20:.0f} MiB in all"
     )
 
 
@@ -654,6 +655,7 @@ def figures(found: Run) -> dict[str, Any]:
             "servers": found.usage.server,
             "controllers": found.usage.controller,
             "workers": found.usage.workers,
+            "forecast_workers": found.usage.forecast,
         },
         "errors": found.latency.errors + found.throughput.errors,
     }

@@ -77,7 +77,8 @@ class LogTail:
 class Usage:
     server: float  # CPU seconds of the server processes
     controller: float  # of their controller processes
-    workers: float  # of their sandbox workers
+    workers: float  # of the servers' sandbox workers
+    forecast: float  # of the controllers' sandbox workers (the forecast)
     rss: int  # bytes, now
 
 
@@ -138,14 +139,16 @@ class Replica:
 
     def usage(self) -> Usage:
         """CPU seconds of the server process, of its controller process and of
-        the sandbox workers of both, and their RSS now."""
+        the sandbox workers of each, and their RSS now."""
         children = _descendants(self.process.pid)
         controller = [pid for pid in children if CONTROLLER_MODULE in _command(pid)]
-        workers = [pid for pid in children if pid not in controller]
+        forecast = [pid for parent in controller for pid in _descendants(parent)]
+        workers = [pid for pid in children if pid not in controller and pid not in forecast]
         return Usage(
             _cpu_seconds(self.process.pid),
             sum(_cpu_seconds(pid) for pid in controller),
             sum(_cpu_seconds(pid) for pid in workers),
+            sum(_cpu_seconds(pid) for pid in forecast),
             _rss(self.process.pid) + sum(_rss(pid) for pid in children),
         )
 
@@ -189,6 +192,7 @@ class Deployment:
             sum(u.server for u in found),
             sum(u.controller for u in found),
             sum(u.workers for u in found),
+            sum(u.forecast for u in found),
             sum(u.rss for u in found),
         )
 
