@@ -410,7 +410,11 @@ class Life:
 
     workflows: int
     seconds: float  # from the first submission to the first tick with nothing alive
-    cpu_seconds: float  # every process: servers, controllers, sandbox workers, PostgreSQL
+    cpu_by_process: dict[str, float]  # servers, controllers, sandbox and forecast workers, ...
+
+    @property
+    def cpu_seconds(self) -> float:  # every process, PostgreSQL's too
+        return sum(self.cpu_by_process.values())
 
     @property
     def workflows_per_second(self) -> float:
@@ -421,11 +425,21 @@ class Life:
         return self.cpu_seconds / self.workflows
 
 
-def all_cpu(deployment: Deployment, database_url: str) -> float:
-    """CPU seconds so far of every process of the control plane and of its database."""
+def per_workflow(life: Life) -> dict[str, float]:
+    """CPU seconds per workflow of each kind of process."""
+    return {kind: cpu / life.workflows for kind, cpu in life.cpu_by_process.items()}
+
+
+def all_cpu(deployment: Deployment, database_url: str) -> dict[str, float]:
+    """CPU seconds so far of every process of the control plane and of its database, by kind."""
     usage = deployment.usage()
-    database = postgres_cpu() if database_url.startswith("postgresql") else 0.0
-    return usage.server + usage.controller + usage.workers + usage.forecast + database
+    return {
+        "servers": usage.server,
+        "controllers": usage.controller,
+        "sandbox workers": usage.workers,
+        "forecast workers": usage.forecast,
+        "database": postgres_cpu() if database_url.startswith("postgresql") else 0.0,
+    }
 
 
 def wait_all_ended(deployment: Deployment, after: float) -> float:
@@ -454,7 +468,8 @@ def throughput_phase(
     first = time.time()
     found = submit_phase(deployment, clients, count, 0)
     ended = wait_all_ended(deployment, first + found.seconds)
-    cpu = all_cpu(deployment, database_url) - cpu_before
+    cpu_after = all_cpu(deployment, database_url)
+    cpu = {kind: cpu_after[kind] - cpu_before[kind] for kind in cpu_after}
     if recorder is not None:
         for line in table(read_profiles(recorder.stop())):
             say(line)
@@ -589,7 +604,9 @@ def report(found: Run, sizes: Sizes, clients: int) -> None:
     )
     say(
         f"cpu        {ms(life.cpu_per_workflow)} ms per workflow, every process together = "
-        f"{found.cpu_multiple:.1f}x the bare work's"
+        f"{found.cpu_multiple:.1f}x the bare work's ("
+        + ", ".join(f"{kind} {ms(cpu)}" for kind, cpu in per_workflow(life).items())
+        + ")"
     )
     latency = found.latency
     every = [s.latency for s in latency.submitted]
@@ -645,6 +662,9 @@ def figures(found: Run) -> dict[str, Any]:
         "workflows_per_second": found.life.workflows_per_second,
         "pods_per_second": found.throughput.pods_per_second,
         "cpu_ms_per_workflow": found.life.cpu_per_workflow * 1000,
+        "cpu_ms_per_workflow_by_process": {
+            kind: cpu * 1000 for kind, cpu in per_workflow(found.life).items()
+        },
         "latency_rate": found.latency.rate,
         "submit_p99_ms": percentile(latency, 0.99) * 1000,
         "tick_p99_ms": {
