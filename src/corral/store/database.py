@@ -19,6 +19,7 @@ from psycopg.types.array import ListBinaryDumper
 from sqlalchemy import Connection, Engine, create_engine, event, make_url
 
 from corral.store import json_columns
+from corral.store.wal_checkpoints import BACKSTOP_PAGES, Checkpointer
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 #: PostgreSQL advisory lock taken while migrating, so that servers starting together take turns.
@@ -60,8 +61,9 @@ class _WriterQueue:
     its holder dies, even by ``kill -9``. One descriptor per engine: a process's threads never
     contend for the file lock, since the thread lock admits one at a time."""
 
-    def __init__(self, database: str | None) -> None:
+    def __init__(self, database: str | None, checkpointer: Checkpointer) -> None:
         self._threads = threading.Lock()
+        self._checkpointer = checkpointer
         self._file: int | None = None
         if _is_file(database):
             self._file = os.open(
@@ -71,15 +73,18 @@ class _WriterQueue:
 
     @contextmanager
     def turn(self) -> Iterator[None]:
-        with self._threads:
-            if self._file is None:
-                yield
-                return
-            fcntl.flock(self._file, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(self._file, fcntl.LOCK_UN)
+        try:
+            with self._threads:
+                if self._file is None:
+                    yield
+                    return
+                fcntl.flock(self._file, fcntl.LOCK_EX)
+                try:
+                    yield
+                finally:
+                    fcntl.flock(self._file, fcntl.LOCK_UN)
+        finally:
+            self._checkpointer.wrote()
 
 
 #: Per SQLite engine, the queue its writers wait in.
@@ -114,7 +119,7 @@ def make_engine(url: str) -> Engine:
             json_deserializer=json_columns.loads,
         )
         _configure_sqlite(engine)
-        _SQLITE_WRITERS[engine] = _WriterQueue(make_url(url).database)
+        _SQLITE_WRITERS[engine] = _WriterQueue(make_url(url).database, Checkpointer(engine))
         return engine
     # As many connections as request threads (anyio's 40) may want at once, most of them only
     # in bursts: a request waiting for a pooled connection waits for the slowest one's work.
@@ -175,6 +180,9 @@ def _configure_sqlite(engine: Engine) -> None:
         # of each connection's 2 MiB page cache: with thousands of workflows the database is
         # hundreds of MB, and a tick's updates touch pages all over it.
         cursor.execute(f"PRAGMA mmap_size={_SQLITE_MMAP_BYTES}")
+        # A thread of the engine checkpoints the log, not the writer whose commit it grew
+        # past 1,000 pages while the others queue behind it (store/wal_checkpoints.py).
+        cursor.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_PAGES}")
         cursor.execute("PRAGMA busy_timeout=30000")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
