@@ -136,6 +136,17 @@ def test_server_refuses_bad_database_url(tmp_path: Path, url: str, message: str)
     assert message in str(caught.value)
 
 
+@pytest.mark.parametrize("url", ["sqlite://", "sqlite:///:memory:", "sqlite:///file:x?mode=memory"])
+def test_a_sqlite_database_that_is_not_a_file_is_refused(tmp_path: Path, url: str) -> None:
+    with pytest.raises(RuntimeError) as caught:
+        start_server(tmp_path, "--database-url", url)
+    assert " ".join(str(caught.value).split()).endswith(
+        f"error: --database-url {url} is not a file, and the server's controller runs in a "
+        "process of its own that must open the same database; give a file "
+        "(sqlite:////PATH/corral.db) or omit --database-url."
+    )
+
+
 def test_a_database_password_on_the_command_line_is_refused(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError) as caught:
         start_server(tmp_path, "--database-url", "postgresql+psycopg://corral:s3cret@db/corral")

@@ -145,6 +145,28 @@ def _given_database_url(ctx: typer.Context, flag: str | None, file: Path | None)
     return flag
 
 
+def _refuse_unshared_sqlite(url: str | None) -> None:
+    """The controller runs in a process of its own: an in-memory SQLite database, which only
+    one process sees, would leave it with an empty database of its own."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    from corral.store.database import is_sqlite_file
+
+    if not url:
+        return
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return  # not a URL: refused as such when it is opened
+    if parsed.get_backend_name() == "sqlite" and not is_sqlite_file(parsed.database):
+        _exit_with(
+            f"--database-url {url} is not a file, and the server's controller runs in a "
+            "process of its own that must open the same database; give a file "
+            "(sqlite:////PATH/corral.db) or omit --database-url"
+        )
+
+
 def _has_password(url: str) -> bool:
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
@@ -249,6 +271,7 @@ def server(
     sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
     listening = _listen_or_exit(host, port)  # before anything is opened or written
     given_url = _given_database_url(ctx, database_url, database_url_file)
+    _refuse_unshared_sqlite(given_url)
     directory = data_dir or Path(platformdirs.user_data_dir("corral"))
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     url = given_url or sqlite_url(directory)

@@ -65,7 +65,7 @@ class _WriterQueue:
         self._threads = threading.Lock()
         self._checkpointer = checkpointer
         self._file: int | None = None
-        if _is_file(database):
+        if is_sqlite_file(database):
             self._file = os.open(
                 f"{database}-writers", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600
             )
@@ -99,7 +99,7 @@ def _holding(
         yield connection
 
 
-def _is_file(database: str | None) -> TypeGuard[str]:
+def is_sqlite_file(database: str | None) -> TypeGuard[str]:
     """Whether a SQLite URL's database is a file that other processes can open."""
     return bool(database) and database != ":memory:" and not str(database).startswith("file:")
 
@@ -155,7 +155,7 @@ _SQLITE_SUFFIXES = ("", "-wal", "-shm", "-journal", "-writers")
 def _private_sqlite_files(database: str | None) -> None:
     """Make the database file (and its WAL and shared-memory files) readable by the server's
     user only: it holds every token hash and workflow. Created 0600 when missing."""
-    if not _is_file(database):
+    if not is_sqlite_file(database):
         return
     path = Path(database)
     with contextlib.suppress(FileExistsError):
