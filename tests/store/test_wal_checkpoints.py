@@ -66,3 +66,16 @@ def test_the_thread_ends_when_idle_and_starts_with_the_next_write(
         time.sleep(0.05)
     write_megabytes(engine, 1)
     assert checkpoint_threads(engine)
+
+
+def test_a_deleted_database_is_not_created_again_by_a_checkpoint(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(wal_checkpoints, "DELAY_SECONDS", 0.3)
+    write_megabytes(engine, 1)
+    engine.dispose()
+    database = Path(str(engine.url.database))
+    for path in database.parent.iterdir():
+        path.unlink()
+    time.sleep(1.0)
+    assert not database.exists()

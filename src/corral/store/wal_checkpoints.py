@@ -11,6 +11,7 @@ backstop, at ten times the default, should it fall behind.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import weakref
@@ -59,7 +60,8 @@ class Checkpointer:
             engine = self._engine()
             if engine is None:
                 return
-            checkpoint(engine)
+            if os.path.exists(str(engine.url.database)):  # never create one by connecting
+                checkpoint(engine)
             del engine
 
 
