@@ -8,6 +8,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -34,8 +35,20 @@ T = datetime(2025, 3, 1, 12, 0, 0, tzinfo=UTC)
 def live_server(tmp_path: Path) -> Iterator[LiveServer]:
     """The example configs, and a controller that leaves the workflows as the tests set them."""
     server = start_server(tmp_path, "--demo", "--tick-seconds", "100000")
+    wait_for_the_controller(server)
     yield server
     server.stop()
+
+
+def wait_for_the_controller(server: LiveServer) -> None:
+    """The controller's process starts after the server answers, and may tick once when it
+    takes the lease: that tick must come before the tests write, or it steps the workflows
+    they set (it did, once in CI)."""
+    deadline = time.monotonic() + 30
+    while httpx.get(f"{server.url}/health", timeout=5).json()["controller"] != "leader":
+        assert time.monotonic() < deadline, "the controller never took the lease"
+        time.sleep(0.1)
+    time.sleep(1.0)  # its one tick, on an empty database, takes milliseconds
 
 
 @pytest.fixture
