@@ -73,8 +73,8 @@ class _WriterQueue:
 
     @contextmanager
     def turn(self) -> Iterator[None]:
-        try:
-            with self._threads:
+        with self._threads:
+            try:
                 if self._file is None:
                     yield
                     return
@@ -83,8 +83,8 @@ class _WriterQueue:
                     yield
                 finally:
                     fcntl.flock(self._file, fcntl.LOCK_UN)
-        finally:
-            self._checkpointer.wrote()
+            finally:
+                self._checkpointer.wrote()
 
 
 #: Per SQLite engine, the queue its writers wait in.

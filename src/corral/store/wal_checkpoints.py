@@ -5,8 +5,9 @@ log back into the database file and syncs both, before its commit returns. corra
 queue (``database.writing``): every writer behind that one waited too. In the control-plane
 benchmark such commits took up to 0.55 s, and a submission's p99 went from tens of ms to
 hundreds. Here a thread of the engine checkpoints instead, ``PASSIVE`` (it never blocks a
-reader or a writer), half a second after writes; the writers' own checkpoints stay as a
-backstop, at ten times the default, should it fall behind.
+reader or a writer), once a second while writes keep coming (at least :data:`MIN_COMMITS`
+since the last one: a checkpoint syncs the database file, and a few writes are not worth it);
+the writers' own checkpoints stay as a backstop, at ten times the default.
 """
 
 from __future__ import annotations
@@ -24,8 +25,10 @@ log = structlog.get_logger("corral.store")
 
 #: Pages of log after which a writer checkpoints by itself (SQLite's default is 1,000).
 BACKSTOP_PAGES = 10_000
-#: Seconds between the end of a write and the checkpoint after it.
-DELAY_SECONDS = 0.5
+#: Seconds between checkpoints while writes go on.
+DELAY_SECONDS = 1.0
+#: Commits since the last checkpoint that make the next one worth its sync.
+MIN_COMMITS = 20
 #: Seconds without a write after which the thread ends (it starts again with the next one).
 IDLE_SECONDS = 10.0
 
@@ -39,9 +42,11 @@ class Checkpointer:
         self._lock = threading.Lock()
         self._written = threading.Event()
         self._thread: threading.Thread | None = None
+        self._commits = 0
 
     def wrote(self) -> None:
         """A transaction of this engine committed (or tried to)."""
+        self._commits += 1  # under the writers' lock
         self._written.set()
         with self._lock:
             if self._thread is None:
@@ -56,7 +61,10 @@ class Checkpointer:
                         self._thread = None
                         return
             self._written.clear()
-            time.sleep(DELAY_SECONDS)  # writes come in bursts: one checkpoint after each
+            time.sleep(DELAY_SECONDS)
+            if self._commits < MIN_COMMITS:
+                continue
+            self._commits = 0
             engine = self._engine()
             if engine is None:
                 return
