@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -140,9 +140,10 @@ class Replica:
     def usage(self) -> Usage:
         """CPU seconds of the server process, of its controller process and of
         the sandbox workers of each, and their RSS now."""
-        children = _descendants(self.process.pid)
+        parents = _parents()
+        children = _descendants(parents, self.process.pid)
         controller = [pid for pid in children if CONTROLLER_MODULE in _command(pid)]
-        forecast = [pid for parent in controller for pid in _descendants(parent)]
+        forecast = [pid for parent in controller for pid in _descendants(parents, parent)]
         workers = [pid for pid in children if pid not in controller and pid not in forecast]
         return Usage(
             _cpu_seconds(self.process.pid),
@@ -188,13 +189,7 @@ class Deployment:
 
     def usage(self) -> Usage:
         found = [replica.usage() for replica in self.replicas]
-        return Usage(
-            sum(u.server for u in found),
-            sum(u.controller for u in found),
-            sum(u.workers for u in found),
-            sum(u.forecast for u in found),
-            sum(u.rss for u in found),
-        )
+        return Usage(*(sum(getattr(u, f.name) for u in found) for f in fields(Usage)))
 
     def _sample(self) -> None:
         while not self._sampling.wait(1.0):
@@ -223,15 +218,21 @@ def proc_stat(pid: int | str) -> tuple[str, list[str]] | None:
     return name, rest.split()
 
 
-def _descendants(pid: int) -> list[int]:
-    """Every process below ``pid``: the controller's own sandbox worker (the forecast) is a
-    grandchild of the server."""
+def _parents() -> dict[int, int]:
+    """Every process's parent, from one pass over ``/proc``."""
     parents: dict[int, int] = {}
     for entry in Path("/proc").iterdir():
         stat = proc_stat(entry.name) if entry.name.isdigit() else None
         if stat is not None:
             parents[int(entry.name)] = int(stat[1][1])
-    found, frontier = [], [pid]
+    return parents
+
+
+def _descendants(parents: dict[int, int], pid: int) -> list[int]:
+    """Every process below ``pid``: the controller's own sandbox worker (the forecast) is a
+    grandchild of the server."""
+    found: list[int] = []
+    frontier = [pid]
     while frontier:
         below = [child for child, parent in parents.items() if parent in frontier]
         found += below

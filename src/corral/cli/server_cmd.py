@@ -22,6 +22,8 @@ from corral.credentials import credentials_file, read_token, server_key, store_t
 from corral.services.server_logs import LogLevel, configure_logging
 
 if TYPE_CHECKING:
+    from sqlalchemy.engine import URL
+
     from corral.api.auth import AuthSettings
     from corral.api.guard import RequestLimits
     from corral.services.lifecycle.process import ControllerSettings
@@ -148,18 +150,11 @@ def _given_database_url(ctx: typer.Context, flag: str | None, file: Path | None)
 def _refuse_unshared_sqlite(url: str | None) -> None:
     """The controller runs in a process of its own: an in-memory SQLite database, which only
     one process sees, would leave it with an empty database of its own."""
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
-
     from corral.store.database import is_sqlite_file
 
-    if not url:
-        return
-    try:
-        parsed = make_url(url)
-    except ArgumentError:
-        return  # not a URL: refused as such when it is opened
-    if parsed.get_backend_name() == "sqlite" and not is_sqlite_file(parsed.database):
+    parsed = _parsed_url(url)
+    sqlite = parsed is not None and parsed.get_backend_name() == "sqlite"
+    if sqlite and parsed is not None and not is_sqlite_file(parsed.database):
         _exit_with(
             f"--database-url {url} is not a file, and the server's controller runs in a "
             "process of its own that must open the same database; give a file "
@@ -168,14 +163,22 @@ def _refuse_unshared_sqlite(url: str | None) -> None:
 
 
 def _has_password(url: str) -> bool:
+    parsed = _parsed_url(url)
+    return parsed is not None and (parsed.password is not None or "password" in parsed.query)
+
+
+def _parsed_url(url: str | None) -> URL | None:
+    """``url`` parsed; None when there is none or it is not a URL (refused as such when it is
+    opened)."""
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
 
+    if not url:
+        return None
     try:
-        parsed = make_url(url)
+        return make_url(url)
     except ArgumentError:
-        return False  # not a URL: refused as such when it is opened
-    return parsed.password is not None or "password" in parsed.query
+        return None
 
 
 def _read_url_file(file: Path) -> str:

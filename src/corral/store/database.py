@@ -61,30 +61,28 @@ class _WriterQueue:
     its holder dies, even by ``kill -9``. One descriptor per engine: a process's threads never
     contend for the file lock, since the thread lock admits one at a time."""
 
-    def __init__(self, database: str | None, checkpointer: Checkpointer) -> None:
+    def __init__(self, engine: Engine, database: str | None) -> None:
         self._threads = threading.Lock()
-        self._checkpointer = checkpointer
-        self._file: int | None = None
+        #: The file lock and the log's checkpoints: a database in memory has neither.
+        self._file: tuple[int, Checkpointer] | None = None
         if is_sqlite_file(database):
-            self._file = os.open(
-                f"{database}-writers", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600
-            )
-            weakref.finalize(self, os.close, self._file)
+            file = os.open(f"{database}-writers", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            weakref.finalize(self, os.close, file)
+            self._file = file, Checkpointer(engine)
 
     @contextmanager
     def turn(self) -> Iterator[None]:
         with self._threads:
+            if self._file is None:
+                yield
+                return
+            file, checkpointer = self._file
+            fcntl.flock(file, fcntl.LOCK_EX)
             try:
-                if self._file is None:
-                    yield
-                    return
-                fcntl.flock(self._file, fcntl.LOCK_EX)
-                try:
-                    yield
-                finally:
-                    fcntl.flock(self._file, fcntl.LOCK_UN)
+                yield
             finally:
-                self._checkpointer.wrote()
+                fcntl.flock(file, fcntl.LOCK_UN)
+                checkpointer.wrote()
 
 
 #: Per SQLite engine, the queue its writers wait in.
@@ -119,7 +117,7 @@ def make_engine(url: str) -> Engine:
             json_deserializer=json_columns.loads,
         )
         _configure_sqlite(engine)
-        _SQLITE_WRITERS[engine] = _WriterQueue(make_url(url).database, Checkpointer(engine))
+        _SQLITE_WRITERS[engine] = _WriterQueue(engine, make_url(url).database)
         return engine
     # As many connections as request threads (anyio's 40) may want at once, most of them only
     # in bursts: a request waiting for a pooled connection waits for the slowest one's work.
