@@ -152,11 +152,16 @@ class LiveServer:
 
 
 def start_server(
-    home: Path, *extra: str, database_url: str | None = None, port: int | None = None
+    home: Path,
+    *extra: str,
+    database_url: str | None = None,
+    port: int | None = None,
+    extra_env: dict[str, str] | None = None,
 ) -> LiveServer:
     port = port or free_port()
     env = {
         **os.environ,
+        **(extra_env or {}),
         "CORRAL_CONFIG_DIR": str(home / "config"),
         "CORRAL_URL": f"http://127.0.0.1:{port}",
         "NO_COLOR": "1",
@@ -200,3 +205,12 @@ def live_server(tmp_path: Path) -> Iterator[LiveServer]:
     server = start_server(tmp_path, "--demo")
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def oidc_provider() -> Iterator[Any]:
+    """The tests' OpenID Connect provider (``tests/oidc_support.py``)."""
+    from tests.oidc_support import running_provider
+
+    with running_provider() as provider:
+        yield provider

@@ -181,7 +181,8 @@ REFUSALS = [
     (
         {"aud": "someone-else"},
         {},
-        f"The identity token is not meant for this server: its audience must include {AUDIENCE}.",
+        "The identity token is not meant for this server: its audience must include "
+        f"{AUDIENCE} (CORRAL_OIDC_AUDIENCE, CORRAL_OIDC_CLIENT_ID).",
     ),
     ({"exp": int(time.time()) - 60}, {}, "The identity token has expired; log in again."),
     (

@@ -11,13 +11,12 @@ from urllib.parse import urlencode
 import pytest
 from fastapi.testclient import TestClient
 
-from corral.api.browser_session import COOKIE, csrf_ok, csrf_token
+from corral.api.browser_session import COOKIE, csrf_ok, csrf_token, local_target
 from corral.errors import TooManyRequestsError, UnavailableError
 from corral.services.runtime import open_runtime
-from corral.web import live
 from corral.web.app import create_server_app
 from corral.web.drawing import age
-from corral.web.pages import _local, _queue_positions
+from corral.web.pages import _queue_positions
 from corral.web.topology_data import owner_names
 from tests.conftest import REPO, Api
 
@@ -154,11 +153,26 @@ def test_bad_query_values_are_user_errors_drawn_as_pages(examples: Api) -> None:
     assert client.get("/ui/events?topic=everything").status_code == 400
 
 
-def test_the_login_goes_back_only_to_the_dashboard() -> None:
-    assert _local("/ui/workflows?status=failed") == "/ui/workflows?status=failed"
-    assert _local("https://evil.example/ui") == "/ui"
-    assert _local("//evil.example/ui") == "/ui"
-    assert _local("/ui//evil.example") == "/ui"
+@pytest.mark.parametrize(
+    ("asked", "kept"),
+    [
+        ("/ui/workflows?status=failed", "/ui/workflows?status=failed"),
+        ("/ui", "/ui"),
+        ("/ui#top", "/ui#top"),
+        ("https://evil.example/ui", "/ui"),
+        ("//evil.example/ui", "/ui"),
+        ("/ui//evil.example", "/ui"),
+        ("/uievil", "/ui"),
+        ("/ui\\evil.example", "/ui"),
+        ("/ui/\\evil.example", "/ui"),
+        ("/ui/x\r\nLocation: https://evil.example", "/ui"),
+        ("/ui/\tx", "/ui"),
+        ("javascript:alert(1)", "/ui"),
+        ("", "/ui"),
+    ],
+)
+def test_the_login_goes_back_only_to_the_dashboard(asked: str, kept: str) -> None:
+    assert local_target(asked) == kept
 
 
 def test_csrf_tokens_are_bound_to_the_session() -> None:

@@ -32,9 +32,16 @@ from corral.domain.access.policies import (
 )
 from corral.domain.access.tokens import TOKEN_PREFIX
 from corral.domain.configs.role_models import Role
-from corral.errors import ForbiddenError, UnauthorizedError
+from corral.errors import ForbiddenError, UnauthorizedError, UserError
 from corral.services.config_service import ConfigService
-from corral.services.oidc import JsonFetcher, OidcSettings, OidcVerifier, http_fetch
+from corral.services.oidc import (
+    JsonFetcher,
+    OidcIdentity,
+    OidcSettings,
+    OidcVerifier,
+    http_fetch,
+)
+from corral.services.oidc_login import OidcClient, Provider, SingleSignOn
 from corral.services.sessions import (
     DEFAULT_TTL,
     SESSION_ISSUER,
@@ -66,6 +73,8 @@ class AuthSettings:
     session_key: bytes
     session_ttl: timedelta = DEFAULT_TTL
     oidc: OidcSettings | None = None
+    #: corral as a client of the issuer: people sign in through it (docs/access.md).
+    oidc_client: OidcClient | None = None
     jwks_fetch: JsonFetcher = http_fetch
 
     @classmethod
@@ -77,6 +86,7 @@ class AuthSettings:
             session_key=load_session_key(data_dir, environ),
             session_ttl=timedelta(seconds=seconds) if seconds > 0 else DEFAULT_TTL,
             oidc=OidcSettings.from_env(environ),
+            oidc_client=OidcClient.from_env(environ),
         )
 
 
@@ -143,6 +153,8 @@ class RevokedSessionIds(Protocol):
 
     def revoke(self, session_id: str, expires_at: datetime) -> None: ...
 
+    def first_use(self, once_id: str, expires_at: datetime) -> bool: ...
+
     def is_revoked(self, session_id: str) -> bool: ...
 
 
@@ -163,6 +175,8 @@ class Authorizer:
         self.task_tokens = TaskTokens(settings.session_key)
         self._oidc = OidcVerifier(settings.oidc, settings.jwks_fetch) if settings.oidc else None
         self._oidc_issuer = settings.oidc.issuer if settings.oidc else None
+        self.sso = _single_sign_on(settings, self._oidc, revoked)
+        self._audience = _api_audience(settings)
 
     @property
     def oidc_issuer(self) -> str | None:
@@ -235,7 +249,10 @@ class Authorizer:
     def _identity(self, token: str, verifier: OidcVerifier) -> Principal:
         """Verify the issuer's token, then sync the user's roles from its groups
         (docs/access.md)."""
-        identity = verifier.verify(token)
+        return self.sign_in(verifier.identity(verifier.claims(token, self._audience)))
+
+    def sign_in(self, identity: OidcIdentity) -> Principal:
+        """The issuer's user, with the roles their groups map to (created on first sight)."""
         user = self._users.get(identity.username)
         current = user.roles if user else []
         synced = roles_for_groups(self._roles(), identity.groups, current)
@@ -293,3 +310,33 @@ class Authorizer:
     def is_admin(self, principal: Principal) -> bool:
         """Whether the caller holds ``osmo-admin`` (e.g. to submit to a pool in maintenance)."""
         return ADMIN_ROLE in principal.roles
+
+
+def _single_sign_on(
+    settings: AuthSettings, verifier: OidcVerifier | None, revoked: RevokedSessionIds | None
+) -> SingleSignOn | None:
+    """Sign-in through the issuer, when corral is configured as its client."""
+    client = settings.oidc_client
+    if client is None:
+        return None
+    if settings.oidc is None or verifier is None:
+        raise UserError("CORRAL_OIDC_CLIENT_ID is set without CORRAL_OIDC_ISSUER: set both.")
+    used: set[str] = set()
+
+    def first_use_here(once_id: str, expires_at: datetime) -> bool:
+        """Without a database (an app made in-process): one-time within this process."""
+        fresh = once_id not in used
+        used.add(once_id)
+        return fresh
+
+    first_use = revoked.first_use if revoked is not None else first_use_here
+    provider = Provider(settings.oidc.issuer, settings.jwks_fetch)
+    return SingleSignOn(client, provider, verifier, settings.session_key, first_use)
+
+
+def _api_audience(settings: AuthSettings) -> str | list[str] | None:
+    """What the API requires of an issuer's token's audience: the configured one, else one of
+    corral's clients when it has any, else nothing."""
+    if settings.oidc is not None and settings.oidc.audience:
+        return settings.oidc.audience
+    return settings.oidc_client.audiences if settings.oidc_client else None

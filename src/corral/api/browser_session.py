@@ -15,13 +15,28 @@ from __future__ import annotations
 import hashlib
 import hmac
 from collections.abc import Mapping
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 COOKIE = "corral_session"
 CSRF_HEADER = "x-corral-csrf"
 #: Reachable without a session: the login page, its form, and the static files.
 PUBLIC_PREFIXES = ("/ui/login", "/ui/static/")
 PREFIX = "/ui"
+
+
+def local_target(target: str) -> str:
+    """``target`` if it is a page of this dashboard, else the overview: where a login goes
+    next is never another site (no open redirect through ``next``)."""
+    path = target.partition("?")[0].partition("#")[0]
+    if path != PREFIX and not path.startswith(PREFIX + "/"):
+        return PREFIX
+    if "//" in target or "\\" in target or any(ord(c) < 0x21 or ord(c) == 0x7F for c in target):
+        return PREFIX
+    return target
+
+
+def login_url(next_page: str, why: str) -> str:
+    return "/ui/login?" + urlencode({"next": next_page, "why": why})
 
 
 def csrf_token(key: bytes, session_token: str) -> str:

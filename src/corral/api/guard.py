@@ -6,7 +6,8 @@ In this order, so that an anonymous or oversized request costs the server next t
    sends them and the proxies in front of OSMO merge them.
 1. **Authentication first.** A request without a valid bearer token is answered 401 before its
    body is read; the caller found is kept for the route (``request.state.principal``), which
-   does not look the token up again. ``/health``, ``/metrics`` and ``/api/version`` are public.
+   does not look the token up again. ``/health``, ``/metrics``, ``/api/version`` and
+   ``/api/auth/login`` (how to sign in) are public.
    OSMO's token exchange (``POST /api/auth/jwt/access_token``) may instead carry its API token
    in a small JSON body, ``{"token": ...}``, as OSMO's CLI sends it: that body is read (at most
    ``TOKEN_BODY_BYTES``) and the token in it authenticates the request.
@@ -41,7 +42,7 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-PUBLIC_PATHS = frozenset({"/health", "/metrics", "/api/version"})
+PUBLIC_PATHS = frozenset({"/health", "/metrics", "/api/version", "/api/auth/login"})
 #: OSMO's exchange of an API token for a short-lived one; its CLI sends the token in the body.
 TOKEN_EXCHANGE_PATH = "/api/auth/jwt/access_token"
 TOKEN_BODY_BYTES = 16 * 2**10
@@ -125,7 +126,10 @@ class RequestGuard:
             principal = await run_in_threadpool(self.authorizer.authenticate_token, token)
         except CorralError as err:
             if scope["method"] == "GET":
-                target = "/ui/login?" + urlencode({"next": path, "why": err.message})
+                target = browser_session.login_url(path, err.message)
+                if token is not None and self.authorizer.sso is not None:
+                    # An ended session: try the provider silently before asking the person.
+                    target = "/ui/login/sso?" + urlencode({"next": path, "silent": "true"})
                 await RedirectResponse(target, status_code=303)(scope, receive, send)
             else:
                 await JSONResponse(err.to_dict(), status_code=err.status_code)(scope, receive, send)

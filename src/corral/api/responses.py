@@ -415,6 +415,19 @@ class SessionAnswer(Answer):
     expires_at: str
 
 
+class LoginInfo(Answer):
+    """How to sign in (OSMO's ``GET /api/auth/login``): the provider's endpoints and the CLI's
+    client."""
+
+    issuer: str
+    device_endpoint: str | None
+    device_client_id: str
+    browser_endpoint: str
+    browser_client_id: str
+    token_endpoint: str
+    scopes: str
+
+
 class NodeHealthView(Answer):
     ready: bool
     ready_since: str | None

@@ -21,7 +21,7 @@ from corral.api.deps import AuthorizerDep, Caller, ConfigsDep, TokensDep, User, 
 from corral.api.schemas import StrictBody
 from corral.domain.formats.names import CONFIG_NAME_PATTERN, MAX_NAME_LENGTH
 from corral.domain.formats.wire_time import wire_time
-from corral.errors import ConflictError, ForbiddenError, UserError
+from corral.errors import ConflictError, ForbiddenError, NotFoundError, UserError
 from corral.services.config_service import ConfigService
 
 USERNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,255}$")
@@ -93,6 +93,29 @@ def existing_pool(service: ConfigService, name: str | None, field: str) -> str |
     if name is not None and name not in service.state().pool_names():
         raise ConflictError(f"Pool {name} does not exist.", path=(field,))
     return name
+
+
+@router.get("/api/auth/login", response_model=R.LoginInfo)
+def login_info(authorizer: AuthorizerDep) -> dict[str, Any]:
+    """Where the CLI signs in (public: it asks before it has any token), as OSMO's CLI reads
+    it: the provider's device and browser endpoints, the token endpoint and the CLI's client."""
+    sso = authorizer.sso
+    if sso is None:
+        raise NotFoundError(
+            "This server has no single sign-on (CORRAL_OIDC_CLIENT_ID is not set): log in "
+            "with an API token, corral login --token."
+        )
+    endpoints = sso.provider.endpoints()
+    client_id = sso.client.cli_client_id or sso.client.client_id
+    return {
+        "issuer": sso.provider.issuer,
+        "device_endpoint": endpoints.device,
+        "device_client_id": client_id,
+        "browser_endpoint": endpoints.authorization,
+        "browser_client_id": client_id,
+        "token_endpoint": endpoints.token,
+        "scopes": " ".join(dict.fromkeys([*sso.client.scopes.split(), "offline_access"])),
+    }
 
 
 @router.post("/api/auth/session", response_model=R.SessionAnswer)

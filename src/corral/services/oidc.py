@@ -25,6 +25,9 @@ from corral.errors import UnauthorizedError
 ALGORITHMS = ("RS256", "ES256")
 USERNAME_CLAIMS = ("preferred_username", "email", "sub")
 REFETCH_AFTER_SECONDS = 60.0
+EXPIRED = "The identity token has expired; log in again."
+#: How far the clocks of this server and the issuer may differ before a token is refused.
+CLOCK_LEEWAY_SECONDS = 60
 
 JsonFetcher = Callable[[str], Any]
 
@@ -112,6 +115,14 @@ class OidcVerifier:
 
     def verify(self, token: str) -> OidcIdentity:
         """The user and groups of a token the trusted issuer signed; 401 otherwise."""
+        return self.identity(self.claims(token, self.settings.audience))
+
+    def identity(self, claims: Mapping[str, Any]) -> OidcIdentity:
+        return OidcIdentity(self._username(claims), self._groups(claims))
+
+    def claims(self, token: str, audience: str | list[str] | None) -> dict[str, Any]:
+        """The claims of a token the trusted issuer signed, meant for ``audience`` (any one of
+        a list; None: any); 401 otherwise."""
         try:
             header = jwt.get_unverified_header(token)
         except jwt.InvalidTokenError as err:
@@ -122,10 +133,32 @@ class OidcVerifier:
                 f"The identity token is signed with {algorithm}; corral accepts "
                 f"{' and '.join(ALGORITHMS)} tokens from the OIDC issuer."
             )
-        claims = self._decode(token, self._key(header.get("kid")))
-        return OidcIdentity(self._username(claims), self._groups(claims))
+        return self._decode(token, self._key(header.get("kid")), audience)
 
-    def _decode(self, token: str, key: jwt.PyJWK) -> dict[str, Any]:
+    def fresh_claims(self, token: str, client_id: str) -> dict[str, Any]:
+        """The claims of an ID token the issuer has just given ``client_id``: already expired
+        means the clocks differ; several audiences need ``azp`` to name the client."""
+        try:
+            claims = self.claims(token, client_id)
+        except UnauthorizedError as err:
+            if err.message != EXPIRED:
+                raise
+            raise UnauthorizedError(
+                f"The ID token the issuer has just issued has already expired by this server's "
+                f"clock: this server's clock is ahead of the issuer's ({self.settings.issuer}) "
+                f"by more than {CLOCK_LEEWAY_SECONDS} s; synchronise them (NTP)."
+            ) from None
+        audience = claims.get("aud")
+        if isinstance(audience, list) and len(audience) > 1 and claims.get("azp") != client_id:
+            raise UnauthorizedError(
+                f"The ID token names several audiences and its authorized party (azp) is "
+                f"{claims.get('azp')!r}, not this server's client {client_id}."
+            )
+        return claims
+
+    def _decode(
+        self, token: str, key: jwt.PyJWK, audience: str | list[str] | None
+    ) -> dict[str, Any]:
         settings = self.settings
         try:
             return jwt.decode(
@@ -133,11 +166,18 @@ class OidcVerifier:
                 key,
                 algorithms=list(ALGORITHMS),
                 issuer=settings.issuer,
-                audience=settings.audience,
-                options={"require": ["exp", "iss"], "verify_aud": settings.audience is not None},
+                audience=audience,
+                leeway=CLOCK_LEEWAY_SECONDS,
+                options={"require": ["exp", "iss"], "verify_aud": audience is not None},
             )
         except jwt.ExpiredSignatureError:
-            raise UnauthorizedError("The identity token has expired; log in again.") from None
+            raise UnauthorizedError(EXPIRED) from None
+        except jwt.ImmatureSignatureError:
+            raise UnauthorizedError(
+                f"The identity token was issued after this server's clock says it is now, by "
+                f"more than {CLOCK_LEEWAY_SECONDS} s: the clocks of this server and of the "
+                f"issuer {settings.issuer} differ; synchronise them (NTP)."
+            ) from None
         except jwt.InvalidSignatureError:
             raise UnauthorizedError(
                 "The identity token's signature does not verify against the issuer's keys."
@@ -149,7 +189,7 @@ class OidcVerifier:
         except jwt.InvalidAudienceError:
             raise UnauthorizedError(
                 f"The identity token is not meant for this server: its audience must "
-                f"include {settings.audience}."
+                f"include {_either(audience)} (CORRAL_OIDC_AUDIENCE, CORRAL_OIDC_CLIENT_ID)."
             ) from None
         except jwt.InvalidTokenError as err:
             raise UnauthorizedError(f"The identity token is invalid: {err}.") from None
@@ -171,3 +211,7 @@ class OidcVerifier:
         if isinstance(value, list):
             return [str(group) for group in value]
         return []
+
+
+def _either(audience: str | list[str] | None) -> str:
+    return " or ".join(audience) if isinstance(audience, list) else str(audience)

@@ -1,6 +1,7 @@
 """Sessions ended before their expiry: a log-out writes the session's id here, and every server
 that checks a session asks here first (sessions are signed, so without this a copied cookie
-would keep working after its user logged out, on every replica, until it expired)."""
+would keep working after its user logged out, on every replica, until it expired). The states of
+finished single sign-ons are kept here too, so that none is used twice."""
 
 from __future__ import annotations
 
@@ -32,17 +33,24 @@ class RevokedSessions:
 
     def revoke(self, session_id: str, expires_at: datetime) -> None:
         """End the session ``session_id`` now; rows of sessions expired since are dropped."""
+        self.first_use(session_id, expires_at)
+
+    def first_use(self, once_id: str, expires_at: datetime) -> bool:
+        """Record ``once_id`` as used until ``expires_at``: False when it was used already, by
+        any server (a sign-in's state, single-sign-on's one-time use)."""
         try:
             with writing(self._engine) as connection:
                 connection.execute(
                     delete(revoked_sessions).where(revoked_sessions.c.expires_at < self._clock())
                 )
                 connection.execute(
-                    revoked_sessions.insert().values(session_id=session_id, expires_at=expires_at)
+                    revoked_sessions.insert().values(session_id=once_id, expires_at=expires_at)
                 )
         except IntegrityError:
-            pass  # revoked already
-        self._remember(session_id, expires_at)
+            self._remember(once_id, expires_at)
+            return False
+        self._remember(once_id, expires_at)
+        return True
 
     def is_revoked(self, session_id: str) -> bool:
         with self._lock:

@@ -17,7 +17,7 @@ from corral.api.guard import RequestLimits
 from corral.errors import CorralError, UserError
 from corral.services.pool_usage import pool_usage
 from corral.services.runtime import Runtime
-from corral.web import config_pages, live, pages, queue_pages
+from corral.web import config_pages, live, login_pages, pages, queue_pages
 from corral.web.drawing import error_page
 
 log = structlog.get_logger("corral.web")
@@ -30,7 +30,7 @@ def create_server_app(
     """What ``corral server`` serves: the API of :func:`create_app` and the dashboard."""
     app = create_app(runtime, auth, limits)
     app.state.stream_slots = live.StreamSlots()
-    for routes in (pages, config_pages, queue_pages, live):
+    for routes in (login_pages, pages, config_pages, queue_pages, live):
         app.include_router(routes.router)
     app.add_api_route("/favicon.ico", favicon, include_in_schema=False)
     app.add_exception_handler(CorralError, corral_error)

@@ -13,13 +13,11 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import parse_qs, urlencode
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
-from starlette.concurrency import run_in_threadpool
+from fastapi.responses import HTMLResponse, PlainTextResponse, Response
 
-from corral.api import browser_session
 from corral.api.deps import AuthorizerDep, ConfigsDep, RuntimeDep, WorkflowsDep
 from corral.domain.configs.references import NO_PLATFORM_FIX
 from corral.domain.platform.render import render_pool
@@ -28,7 +26,7 @@ from corral.domain.views.pool_quota import gpu_quota
 from corral.domain.views.start_forecast import forecast_text
 from corral.domain.workflows.record import ALIVE, GROUP_SCHEDULING, QUEUED
 from corral.domain.workflows.statuses import WorkflowStatus
-from corral.errors import CorralError, ForbiddenError, NotFoundError, UserError
+from corral.errors import ForbiddenError, NotFoundError, UserError
 from corral.services import sandbox
 from corral.services.capacity import cluster_of
 from corral.services.commands import check_template_reads, request_cancel
@@ -66,62 +64,6 @@ STATUS_TABS = {
 
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
-
-
-@router.get("/login", response_class=HTMLResponse)
-def login_page(
-    authorizer: AuthorizerDep,
-    context: PageContextDep,
-    request: Request,
-    next: str = "/ui",
-    why: str = "",
-) -> HTMLResponse:
-    return context.render(
-        request, "login.html", next=_local(next), why=why, oidc=authorizer.oidc_issuer
-    )
-
-
-@router.post("/login", response_model=None)
-async def login(
-    authorizer: AuthorizerDep, context: PageContextDep, runtime: RuntimeDep, request: Request
-) -> Response:
-    form = parse_qs((await request.body()).decode("utf-8", "replace"))
-    token = form.get("token", [""])[0].strip()
-    target = _local(form.get("next", ["/ui"])[0])
-    try:
-        if not token:
-            raise UserError(
-                "Paste an API token to log in (an admin makes one with: corral user token USER)."
-            )
-        principal = await run_in_threadpool(authorizer.authenticate_token, token)
-        user = await run_in_threadpool(runtime.users.require, principal.username)
-    except CorralError as err:
-        return context.render(request, "login.html", 401, next=target, why=err.message, oidc=None)
-    session = authorizer.sessions.mint(principal.username, user.user_id)
-    answer = RedirectResponse(target, status_code=303)
-    answer.set_cookie(
-        browser_session.COOKIE,
-        session.token,
-        max_age=int(authorizer.sessions.ttl.total_seconds()),
-        path="/ui",
-        httponly=True,
-        samesite="strict",
-        secure=request.url.scheme == "https",
-    )
-    return answer
-
-
-@router.post("/logout", response_model=None)
-def logout(authorizer: AuthorizerDep, request: Request) -> Response:
-    """End the session on every server (a copied cookie stops working too)."""
-    authorizer.end_session(request.state.session_token)
-    # htmx follows a redirect inside its request: it is told where to go instead.
-    if request.headers.get("hx-request"):
-        answer: Response = Response(headers={"HX-Redirect": "/ui/login"})
-    else:
-        answer = RedirectResponse("/ui/login", status_code=303)
-    answer.delete_cookie(browser_session.COOKIE, path="/ui")
-    return answer
 
 
 @router.get("/static/{name}")
@@ -487,8 +429,3 @@ def _queue_positions(queued: Sequence[tuple[str, str, str, datetime]]) -> dict[s
 def _query(current: Mapping[str, Any], changes: Mapping[str, Any]) -> str:
     merged = {**current, **changes}
     return urlencode({key: value for key, value in merged.items() if value not in (None, "")})
-
-
-def _local(target: str) -> str:
-    """A redirect target kept on this site's dashboard."""
-    return target if target.startswith("/ui") and "//" not in target else "/ui"
