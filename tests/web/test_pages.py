@@ -14,6 +14,7 @@ from fastapi.testclient import TestClient
 from corral.api.browser_session import COOKIE, csrf_ok, csrf_token, local_target
 from corral.errors import TooManyRequestsError, UnavailableError
 from corral.services.runtime import open_runtime
+from corral.web import live
 from corral.web.app import create_server_app
 from corral.web.drawing import age
 from corral.web.pages import _queue_positions
