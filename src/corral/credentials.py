@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import platformdirs
@@ -34,11 +35,7 @@ def server_key(url: str) -> str:
 
 def known_servers() -> list[str]:
     """The servers the credentials file holds a token for (by their key), in its order."""
-    try:
-        data = json.loads(credentials_file().read_text())
-    except (OSError, ValueError):
-        return []
-    servers = data.get("servers") if isinstance(data, dict) else None
+    servers = _read().get("servers")
     return [str(key) for key in servers] if isinstance(servers, dict) else []
 
 
@@ -54,24 +51,53 @@ def server_url() -> str:
 
 
 def read_token(url: str) -> str | None:
-    try:
-        data = json.loads(credentials_file().read_text())
-    except (OSError, ValueError):
-        return None
-    entry = data.get("servers", {}).get(server_key(url), {})
-    token = entry.get("token") if isinstance(entry, dict) else None
+    token = read_entry(url).get("token")
     return token if isinstance(token, str) else None
+
+
+def read_entry(url: str) -> dict[str, Any]:
+    """What the credentials file holds for ``url``: its ``token``, and for a single sign-on
+    the ``refresh_token``, ``token_endpoint``, ``client_id`` and ``expires_at`` as well."""
+    entry = _read().get("servers", {}).get(server_key(url), {})
+    return dict(entry) if isinstance(entry, dict) else {}
 
 
 def store_token(url: str, token: str) -> Path:
     """Save ``token`` for ``url``; the file is created with mode 0600 and kept so."""
+    return store_entry(url, {"token": token})
+
+
+def store_entry(url: str, entry: dict[str, Any]) -> Path:
+    """Save ``entry`` for ``url`` in place of what was there (mode 0600)."""
+    data = _read()
+    servers = data.get("servers")
+    if not isinstance(servers, dict):
+        servers = data["servers"] = {}
+    servers[server_key(url)] = entry
+    return _write(data)
+
+
+def forget(url: str) -> bool:
+    """Remove what the file holds for ``url``: whether it held anything."""
+    data = _read()
+    servers = data.get("servers")
+    if not isinstance(servers, dict) or servers.pop(server_key(url), None) is None:
+        return False
+    _write(data)
+    return True
+
+
+def _read() -> dict[str, Any]:
+    try:
+        data = json.loads(credentials_file().read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _write(data: dict[str, Any]) -> Path:
     path = credentials_file()
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        data = {}
-    data.setdefault("servers", {})[server_key(url)] = {"token": token}
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(descriptor, "w") as handle:
         json.dump(data, handle, indent=2)

@@ -16,6 +16,7 @@ from fastapi import APIRouter, Body, Query, status
 from pydantic import Field, field_validator
 
 from corral.api import responses as R
+from corral.api import user_responses as U
 from corral.api.auth import ADMIN_ONLY, Authorizer, Principal
 from corral.api.deps import AuthorizerDep, Caller, ConfigsDep, TokensDep, User, UsersDep
 from corral.api.schemas import StrictBody
@@ -95,7 +96,7 @@ def existing_pool(service: ConfigService, name: str | None, field: str) -> str |
     return name
 
 
-@router.get("/api/auth/login", response_model=R.LoginInfo)
+@router.get("/api/auth/login", response_model=U.LoginInfo)
 def login_info(authorizer: AuthorizerDep) -> dict[str, Any]:
     """Where the CLI signs in (public: it asks before it has any token), as OSMO's CLI reads
     it: the provider's device and browser endpoints, the token endpoint and the CLI's client."""
@@ -118,8 +119,8 @@ def login_info(authorizer: AuthorizerDep) -> dict[str, Any]:
     }
 
 
-@router.post("/api/auth/session", response_model=R.SessionAnswer)
-@router.post("/api/auth/jwt/access_token", response_model=R.SessionAnswer)
+@router.post("/api/auth/session", response_model=U.SessionAnswer)
+@router.post("/api/auth/jwt/access_token", response_model=U.SessionAnswer)
 def session(authorizer: AuthorizerDep, users: UsersDep, caller: Caller) -> dict[str, Any]:
     """Exchange an API token (or a trusted issuer's token) for a short-lived session."""
     authorizer.check(caller, "auth:Refresh")
@@ -134,7 +135,7 @@ def session(authorizer: AuthorizerDep, users: UsersDep, caller: Caller) -> dict[
     }
 
 
-@router.post("/api/auth/user", response_model=R.UserView)
+@router.post("/api/auth/user", response_model=U.UserView)
 def create_user(
     authorizer: AuthorizerDep, service: ConfigsDep, users: UsersDep, caller: Caller, body: NewUser
 ) -> dict[str, Any]:
@@ -149,7 +150,7 @@ def create_user(
     return user_json(user)
 
 
-@router.get("/api/auth/user", response_model=R.UserList)
+@router.get("/api/auth/user", response_model=U.UserList)
 def list_users(
     authorizer: AuthorizerDep,
     users: UsersDep,
@@ -175,7 +176,7 @@ def list_users(
     }
 
 
-@router.get("/api/auth/user/{username}", response_model=R.UserView)
+@router.get("/api/auth/user/{username}", response_model=U.UserView)
 def get_user(
     authorizer: AuthorizerDep, users: UsersDep, caller: Caller, username: str
 ) -> dict[str, Any]:
@@ -193,7 +194,7 @@ def delete_user(
     return {"message": f"Deleted user {username} and revoked {revoked} token{plural}."}
 
 
-@router.post("/api/auth/user/{username}/roles", response_model=R.UserView)
+@router.post("/api/auth/user/{username}/roles", response_model=U.UserView)
 def add_role(
     authorizer: AuthorizerDep,
     service: ConfigsDep,
@@ -208,7 +209,7 @@ def add_role(
     return user_json(users.add_roles(username, granted, by=caller.username))
 
 
-@router.delete("/api/auth/user/{username}/roles/{role}", response_model=R.UserView)
+@router.delete("/api/auth/user/{username}/roles/{role}", response_model=U.UserView)
 def remove_role(
     authorizer: AuthorizerDep, users: UsersDep, caller: Caller, username: str, role: str
 ) -> dict[str, Any]:
@@ -219,7 +220,7 @@ def remove_role(
 @router.post(
     "/api/auth/user/{username}/token",
     status_code=status.HTTP_201_CREATED,
-    response_model=R.NewToken,
+    response_model=U.NewToken,
 )
 def mint_token(
     authorizer: AuthorizerDep,
@@ -255,7 +256,7 @@ def profile(
     }
 
 
-@router.get("/api/profile/settings", response_model=R.Profile)
+@router.get("/api/profile/settings", response_model=U.Profile)
 def read_profile(
     authorizer: AuthorizerDep, service: ConfigsDep, users: UsersDep, caller: Caller
 ) -> dict[str, Any]:
@@ -263,8 +264,8 @@ def read_profile(
     return profile(authorizer, service, users, caller)
 
 
-@router.post("/api/profile/settings", response_model=R.Profile)
-@router.put("/api/profile/settings", response_model=R.Profile)
+@router.post("/api/profile/settings", response_model=U.Profile)
+@router.put("/api/profile/settings", response_model=U.Profile)
 def update_profile(
     authorizer: AuthorizerDep,
     service: ConfigsDep,

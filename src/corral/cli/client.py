@@ -10,7 +10,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from corral.credentials import credentials_file, known_servers, read_token, server_url
+from corral.cli.sign_in import current_token
+from corral.credentials import credentials_file, known_servers, server_url
 
 #: How often the CLI sends a submission in all, waiting RETRY_SECONDS x attempt in between.
 SUBMIT_ATTEMPTS = 4
@@ -61,7 +62,11 @@ class Client:
                     "Write it as http://HOST:PORT, for example http://127.0.0.1:8000."
                 },
             )
-        self.token = token or os.environ.get("CORRAL_TOKEN") or read_token(self.url)
+        #: Where the token came from, for a refusal to say: given, the environment, the file.
+        self.token_source = (
+            "given" if token else "env" if os.environ.get("CORRAL_TOKEN") else "file"
+        )
+        self.token = token or os.environ.get("CORRAL_TOKEN") or current_token(self.url)
         self._http = httpx.Client(base_url=self.url, timeout=timeout)
 
     def request(
@@ -154,13 +159,18 @@ def _error_body(response: httpx.Response, client: Client) -> dict[str, Any]:
         body = {"message": str(body)}
     if response.status_code == 401 and not client.token:
         body["message"] = (
-            f"{body.get('message', '')} No token found: set CORRAL_TOKEN, or run "
-            f"the CLI as the user who started the server ({credentials_file()})."
+            f"{body.get('message', '')} No token found: log in (corral login {client.url}), "
+            f"set CORRAL_TOKEN, or run the CLI as the user who started the server "
+            f"({credentials_file()})."
         )
-    elif response.status_code == 401 and "unknown or revoked" in str(body.get("message")):
+    elif (
+        response.status_code == 401
+        and client.token_source != "given"
+        and "unknown or revoked" in str(body.get("message"))
+    ):
         source = (
             "CORRAL_TOKEN"
-            if os.environ.get("CORRAL_TOKEN")
+            if client.token_source == "env"
             else f"the token for {client.url} in {credentials_file()}"
         )
         body["message"] = (

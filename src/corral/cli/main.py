@@ -8,6 +8,7 @@ import typer
 
 from corral.cli import (
     config_cmd,
+    login_cmd,
     node_cmd,
     pool_cmd,
     queue_cmd,
@@ -27,6 +28,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.command()(server)
+app.command("login")(login_cmd.login)
+app.command("logout")(login_cmd.logout)
 app.command("queue")(queue_cmd.queue)
 app.add_typer(config_cmd.app, name="config")
 app.add_typer(node_cmd.app, name="node")
