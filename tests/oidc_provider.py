@@ -6,10 +6,11 @@ S256 only), the device authorization grant (RFC 8628), and OpenID Connect Core's
 (RS256, with ``nonce``). ``oidc-provider-mock`` (PyPI) was read first and not used: its codes
 keep no PKCE challenge, so a wrong ``code_verifier`` passes, and it has no device flow.
 
-Clients: ``corral-dashboard`` (confidential, secret ``dashboard-secret``) and ``corral-cli``
-(public). Any loopback redirect URL is accepted. A user signs in by typing a name on the
-authorize page (or the device page); the provider then remembers the browser (a cookie), so a
-second sign-in, or ``prompt=none``, needs no page, until ``/end_session``.
+Clients: ``corral-dashboard`` (confidential, secret ``dashboard-secret``), ``corral-cli``
+(public), and ``other-app`` (public; not corral's). Any loopback redirect URL is accepted. A
+user signs in by typing a name on the authorize page (or the device page); the provider then
+remembers the browser (a cookie), so a second sign-in, or ``prompt=none``, needs no page, until
+``/end_session``.
 
 Test controls, under ``/test``:
 
@@ -52,6 +53,8 @@ from werkzeug.serving import make_server
 DASHBOARD = "corral-dashboard"
 DASHBOARD_SECRET = "dashboard-secret"
 CLI = "corral-cli"
+#: A client that is not corral's: its tokens are signed by the provider, for someone else.
+OTHER = "other-app"
 SCOPES = ("openid", "profile", "email", "groups", "offline_access")
 SESSION_COOKIE = "op_session"
 
@@ -155,7 +158,11 @@ class Store:
     def __init__(self, issuer: str) -> None:
         self.issuer = issuer
         self.key = RSAKey.generate_key(2048, {"kid": secrets.token_hex(8)}, private=True)
-        self.clients = {DASHBOARD: Client(DASHBOARD, DASHBOARD_SECRET), CLI: Client(CLI, None)}
+        self.clients = {
+            DASHBOARD: Client(DASHBOARD, DASHBOARD_SECRET),
+            CLI: Client(CLI, None),
+            OTHER: Client(OTHER, None),
+        }
         self.users: dict[str, User] = {}
         self.codes: dict[str, Code] = {}
         self.refresh: dict[str, RefreshToken] = {}

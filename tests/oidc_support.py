@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +22,7 @@ PROVIDER_ENV = "CORRAL_TEST_OIDC_PROVIDER"
 DASHBOARD = "corral-dashboard"
 DASHBOARD_SECRET = "dashboard-secret"
 CLI = "corral-cli"
+OTHER = "other-app"
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,23 @@ class Provider:
     def approve_device(self, user_code: str, sub: str) -> None:
         form = {"user_code": user_code, "username": sub, "action": "approve"}
         httpx.post(f"{self.issuer}/device", data=form, timeout=10).raise_for_status()
+
+    def device_tokens(self, client_id: str, sub: str) -> dict[str, Any]:
+        """The provider's tokens for ``sub``, issued to ``client_id`` by the device flow."""
+        start = httpx.post(
+            f"{self.issuer}/device_authorization",
+            data={"client_id": client_id, "scope": "openid profile"},
+            timeout=10,
+        ).json()
+        self.approve_device(start["user_code"], sub)
+        form = {
+            "grant_type": "urn:ietf:params:oauth:grant-type:device_code",
+            "device_code": start["device_code"],
+            "client_id": client_id,
+        }
+        answer = httpx.post(f"{self.issuer}/token", data=form, timeout=10)
+        answer.raise_for_status()
+        return dict(answer.json())
 
     def server_env(self, home: Path, client_id: str = DASHBOARD) -> dict[str, str]:
         """What makes a ``corral server`` sign people in through this provider (the secret in
@@ -97,3 +115,34 @@ def _wait_for(provider: Provider) -> None:
         except httpx.HTTPError:
             time.sleep(0.1)
     raise RuntimeError(f"the test OIDC provider at {provider.issuer} does not answer")
+
+
+@dataclass(frozen=True)
+class SignInAttempt:
+    """A dashboard sign-in driven without a browser: where the provider was asked to sign in,
+    and corral's answer to the provider's redirect back."""
+
+    authorize_url: str
+    callback: httpx.Response
+    client: httpx.Client
+
+
+def sign_in_without_browser(
+    server_url: str,
+    provider: Provider,
+    user: str,
+    *,
+    next_page: str = "/ui",
+    change: Callable[[str], str] = lambda url: url,
+) -> SignInAttempt:
+    """Start a sign-in at corral, sign in at the provider as ``user`` (``change`` may alter
+    the authorization request first), and bring the answer back to corral's callback."""
+    client = httpx.Client(timeout=30)
+    started = client.get(f"{server_url}/ui/login/sso", params={"next": next_page})
+    assert started.status_code == 303, started.text
+    authorize_url = change(started.headers["location"])
+    form = {"username": user, "action": "approve"}
+    approved = client.post(authorize_url, data=form)
+    assert approved.status_code == 302, approved.text
+    callback = client.get(approved.headers["location"])
+    return SignInAttempt(authorize_url, callback, client)
