@@ -6,18 +6,22 @@ redirect; a pasted token; and what a server without single sign-on says."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 from tests.cli.results import failed, succeeded
 from tests.conftest import REPO, LiveServer, start_server
 from tests.oidc_support import CLI, Provider
+from tests.test_osmo_cli import osmo_cli
 
 WORKFLOW = (
     "workflow:\n  name: sso-hello\n  tasks:\n"
@@ -56,6 +60,13 @@ def corral(env: dict[str, str], *args: str, stdin: str = "") -> subprocess.Compl
     )
 
 
+def killed_after(process: subprocess.Popen[str], seconds: float = 90) -> threading.Timer:
+    """A watchdog: a login that waits on a line it never prints must not hang the suite."""
+    timer = threading.Timer(seconds, process.kill)
+    timer.start()
+    return timer
+
+
 def device_login(env: dict[str, str], url: str, provider: Provider, user: str) -> tuple[str, str]:
     """Run ``corral login URL``, approve the code it prints at the provider as ``user``."""
     process = subprocess.Popen(
@@ -67,6 +78,7 @@ def device_login(env: dict[str, str], url: str, provider: Provider, user: str) -
         cwd=REPO,
     )
     assert process.stderr is not None
+    watchdog = killed_after(process)
     printed = [process.stderr.readline() for _ in range(3)]
     assert printed[0].startswith(f"To sign in, open {provider.issuer}/device?user_code="), printed
     code = re.fullmatch(r"and check that it shows the code (\S+)\.\n", printed[1])
@@ -74,6 +86,7 @@ def device_login(env: dict[str, str], url: str, provider: Provider, user: str) -
     assert printed[2] == "Waiting for you to sign in… (Ctrl-C to stop)\n"
     provider.approve_device(code.group(1), user)
     out, err = process.communicate(timeout=60)
+    watchdog.cancel()
     assert process.returncode == 0, err
     return out, err
 
@@ -163,3 +176,44 @@ def test_login_to_a_server_without_single_sign_on_says_how(
         "error: This server has no single sign-on (CORRAL_OIDC_CLIENT_ID is not set): log in "
         "with an API token, corral login --token."
     )
+
+
+def test_osmos_own_cli_logs_in_by_the_device_flow(
+    server: LiveServer, oidc_provider: Provider, tmp_path: Path
+) -> None:
+    """``osmo login URL --method code`` reads ``GET /api/auth/login`` as OSMO's server answers
+    it, signs in at the provider, and its ID token works as the bearer token."""
+    folder, python = osmo_cli()
+    oidc_provider.put_user("osmo-erin", ["osmo-user"])
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "TZ": "UTC"}
+    env["XDG_CONFIG_HOME"] = str(tmp_path / ".config")
+    env["PYTHONUNBUFFERED"] = "1"  # it prints the code without flushing
+    process = subprocess.Popen(
+        [str(python), "-m", "src.cli.cli", "login", server.url, "--method", "code"],
+        cwd=folder,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    watchdog = killed_after(process)
+    lines = [process.stdout.readline() for _ in range(2)]
+    visit = re.fullmatch(r"Visit (\S+) and complete authentication\.\n", lines[1])
+    assert lines[0] == f"Logging in to {server.url}\n" and visit is not None, lines
+    oidc_provider.approve_device(
+        parse_qs(urlsplit(visit.group(1)).query)["user_code"][0], "osmo-erin"
+    )
+    out, err = process.communicate(timeout=60)
+    watchdog.cancel()
+    assert process.returncode == 0, out + err
+    profile = subprocess.run(
+        [str(python), "-m", "src.cli.cli", "profile", "list"],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert profile.returncode == 0, profile.stderr
+    assert "osmo-erin" in profile.stdout and "osmo-user" in profile.stdout
