@@ -11,6 +11,7 @@ import hashlib
 import re
 import secrets
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -18,6 +19,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import httpx
 import pytest
 
+from corral.services.sessions import SessionSigner
 from tests.conftest import LiveServer, start_server
 from tests.oidc_support import DASHBOARD, Provider
 from tests.web.browser import chromium
@@ -61,11 +63,12 @@ def test_sign_in_through_the_provider_and_out(
     context = browser.new_context(viewport={"width": 1300, "height": 900})
     page = context.new_page()
     page.set_default_timeout(20_000)
-    page.goto(server.url + "/ui/workflows")
+    page.goto(server.url + "/ui")
     assert page.locator("#sso").inner_text() == "Sign in with Test IdP"
     screenshot(page, "sso-login", tmp_path)
     sign_in(page, "sso-alice")
-    page.wait_for_url(server.url + "/ui/workflows")
+    page.wait_for_url(server.url + "/ui")
+    assert page.locator("h1").first.inner_text() == "Overview"
     assert page.locator("#user").inner_text() == "sso-alice"
     screenshot(page, "sso-signed-in", tmp_path)
     admin = httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {server.token}"})
@@ -93,13 +96,45 @@ def test_sign_in_at_phone_width(
     context = browser.new_context(viewport={"width": 390, "height": 844})
     page = context.new_page()
     page.set_default_timeout(20_000)
-    page.goto(server.url + "/ui")
+    page.goto(server.url + "/ui/workflows")
     button = page.locator("#sso").bounding_box()
     assert button is not None and button["x"] >= 0 and button["x"] + button["width"] <= 390
     screenshot(page, "sso-login-phone", tmp_path)
     sign_in(page, "sso-phone")
-    page.wait_for_url(server.url + "/ui")
+    page.wait_for_url(server.url + "/ui/workflows")
     assert page.locator("#user").inner_text() == "sso-phone"
+    context.close()
+
+
+def test_an_ended_session_signs_in_again_silently_while_the_provider_allows(
+    server: LiveServer, oidc_provider: Provider, browser: Any
+) -> None:
+    oidc_provider.put_user("sso-silent", ["osmo-user"])
+    context = browser.new_context(viewport={"width": 1300, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(20_000)
+    page.goto(server.url + "/ui/login")
+    sign_in(page, "sso-silent")
+    page.wait_for_url(server.url + "/ui")
+    key = (server.home / "data" / "session.key").read_bytes().strip()
+    ended = SessionSigner(key, timedelta(seconds=-10)).mint("sso-silent").token
+
+    def end_the_session() -> None:
+        cookie = {"name": SESSION_COOKIE, "value": ended, "domain": "127.0.0.1", "path": "/ui"}
+        context.add_cookies([cookie])  # in place of the session's cookie
+
+    end_the_session()
+    exchanges = len(oidc_provider.events("token"))
+    page.goto(server.url + "/ui/pools")
+    page.wait_for_url(server.url + "/ui/pools")  # through the provider, without its page
+    assert page.locator("#user").inner_text() == "sso-silent"
+    assert len(oidc_provider.events("token")) == exchanges + 1
+    page.goto(oidc_provider.issuer + "/end_session")  # the provider forgets the browser
+    end_the_session()
+    page.goto(server.url + "/ui/pools")
+    page.wait_for_url(re.compile(r".*/ui/login\?.*"))
+    assert page.locator("p.error").inner_text() == "Your session has ended; sign in again."
+    assert session_cookies(page) == []
     context.close()
 
 

@@ -180,6 +180,7 @@ def _refused_by_provider(flow: Flow, error: str, description: str) -> Response:
         why = "Your session has ended; sign in again."
         answer = RedirectResponse(browser_session.login_url(flow.next, why), status_code=303)
         answer.delete_cookie(FLOW_COOKIE, path=FLOW_PATH)
+        answer.delete_cookie(browser_session.COOKIE, path="/ui")  # it no longer works
         return answer
     said = f"{error}: {description}" if description else error
     raise ForbiddenError(f"The provider refused the sign-in ({said}).")
