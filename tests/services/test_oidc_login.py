@@ -96,12 +96,19 @@ def test_a_good_sign_in_sends_the_verifier_and_names_the_user() -> None:
     assert oidc_login._s256(endpoint.sent[0]["code_verifier"]) == query["code_challenge"]
 
 
-def test_an_unreachable_provider_names_the_setting() -> None:
+def test_an_unreachable_provider_names_the_setting_and_is_not_asked_again_at_once() -> None:
+    asked: list[str] = []
+
     def down(url: str) -> Any:
+        asked.append(url)
         raise httpx.ConnectError("connection refused")
 
+    sign_on = sso(TokenEndpoint(), down)
+    with pytest.raises(UnavailableError):
+        begun(sign_on)
     with pytest.raises(UnavailableError) as err:
-        begun(sso(TokenEndpoint(), down))
+        begun(sign_on)
+    assert len(asked) == 1
     assert message(err) == (
         f"Cannot reach the OIDC provider at {ISSUER}/.well-known/openid-configuration "
         "(connection refused). Check CORRAL_OIDC_ISSUER, and that this server can reach the "

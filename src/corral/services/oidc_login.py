@@ -7,7 +7,8 @@ sign-in that another began, and no verifier is stored anywhere. A cookie binds t
 browser that began the sign-in (``flow_cookie``), and a state is used once: it is recorded
 among the ended sessions' ids (``store/revoked_sessions.py``), so a replayed callback fails.
 
-The provider's endpoints come from its discovery document, read again after an hour.
+The provider's endpoints come from its discovery document, read again after an hour; when it
+cannot be read, sign-ins are refused at once for the next 10 s instead of each waiting on it.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ DEFAULT_SCOPES = "openid profile email"
 #: How long a browser may take between leaving for the provider and coming back.
 SIGN_IN_SECONDS = 600
 DISCOVERY_SECONDS = 3600.0
+#: After the discovery document could not be read, how long the failure is answered as is.
+RETRY_SECONDS = 10.0
 HTTP_TIMEOUT_SECONDS = 10.0
 #: What a provider answers a silent sign-in (``prompt=none``) that needs the person.
 NEEDS_PERSON = frozenset({"login_required", "interaction_required", "consent_required"})
@@ -121,13 +124,23 @@ class Provider:
         self._fetch = fetch
         self._endpoints: ProviderEndpoints | None = None
         self._read_at = float("-inf")
+        self._failure: UnavailableError | None = None
+        self._failed_at = float("-inf")
         self._lock = threading.Lock()
 
     def endpoints(self) -> ProviderEndpoints:
         with self._lock:
-            if self._endpoints is None or time.monotonic() - self._read_at > DISCOVERY_SECONDS:
-                self._endpoints = self._discover()
-                self._read_at = time.monotonic()
+            now = time.monotonic()
+            if self._failure is not None and now - self._failed_at < RETRY_SECONDS:
+                raise self._failure  # fail fast: no request waits on a provider that is down
+            if self._endpoints is None or now - self._read_at > DISCOVERY_SECONDS:
+                try:
+                    self._endpoints = self._discover()
+                except UnavailableError as err:
+                    self._failure, self._failed_at = err, now
+                    raise
+                self._failure = None
+                self._read_at = now
             return self._endpoints
 
     def _discover(self) -> ProviderEndpoints:
