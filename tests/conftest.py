@@ -214,3 +214,15 @@ def oidc_provider() -> Iterator[Any]:
 
     with running_provider() as provider:
         yield provider
+
+
+@pytest.fixture(scope="session")
+def sso_server(tmp_path_factory: pytest.TempPathFactory, oidc_provider: Any) -> Iterator[Any]:
+    """A ``corral server --demo`` whose people sign in through the tests' provider, shared by
+    the single sign-on tests (each uses users of its own)."""
+    home = tmp_path_factory.mktemp("sso")
+    server = start_server(home, "--demo", extra_env=oidc_provider.server_env(home))
+    try:
+        yield server
+    finally:
+        server.stop()

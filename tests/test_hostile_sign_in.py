@@ -11,7 +11,7 @@ that leads to another site; none sets a session, and no sign-in leaves the dashb
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -20,20 +20,15 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from tests.conftest import LiveServer, start_server
+from tests.conftest import LiveServer
 from tests.oidc_support import CLI, OTHER, Provider, sign_in_without_browser
 
 SESSION_COOKIE = "corral_session"
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, oidc_provider: Provider) -> Iterator[Any]:
-    home = tmp_path_factory.mktemp("hostile-sso")
-    found = start_server(home, "--demo", extra_env=oidc_provider.server_env(home))
-    try:
-        yield found
-    finally:
-        found.stop()
+@pytest.fixture
+def server(sso_server: LiveServer) -> LiveServer:
+    return sso_server
 
 
 def _claims(provider: Provider, sub: str) -> dict[str, Any]:

@@ -12,14 +12,13 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 from tests.cli.results import failed, succeeded
-from tests.conftest import REPO, LiveServer, start_server
+from tests.conftest import REPO, LiveServer
 from tests.oidc_support import CLI, Provider
 from tests.test_osmo_cli import osmo_cli
 
@@ -29,16 +28,9 @@ WORKFLOW = (
 )
 
 
-@pytest.fixture(scope="module")
-def server(
-    tmp_path_factory: pytest.TempPathFactory, oidc_provider: Provider
-) -> Iterator[LiveServer]:
-    home = tmp_path_factory.mktemp("sso-cli")
-    found = start_server(home, "--demo", extra_env=oidc_provider.server_env(home))
-    try:
-        yield found
-    finally:
-        found.stop()
+@pytest.fixture
+def server(sso_server: LiveServer) -> LiveServer:
+    return sso_server
 
 
 def researcher(server: LiveServer, home: Path) -> dict[str, str]:

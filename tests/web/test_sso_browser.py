@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from corral.services.sessions import SessionSigner
-from tests.conftest import LiveServer, start_server
+from tests.conftest import LiveServer
 from tests.oidc_support import DASHBOARD, Provider
 from tests.web.browser import chromium
 from tests.web.test_dashboard_browser import screenshot
@@ -28,14 +28,9 @@ from tests.web.test_dashboard_browser import screenshot
 SESSION_COOKIE = "corral_session"
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, oidc_provider: Provider) -> Iterator[Any]:
-    home = tmp_path_factory.mktemp("sso")
-    found = start_server(home, "--demo", extra_env=oidc_provider.server_env(home))
-    try:
-        yield found
-    finally:
-        found.stop()
+@pytest.fixture
+def server(sso_server: LiveServer) -> LiveServer:
+    return sso_server
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,7 @@ redirect from another site began, so the first page would ask for a login again.
 
 from __future__ import annotations
 
+from typing import Literal
 from urllib.parse import parse_qs
 
 from fastapi import APIRouter, Request
@@ -20,7 +21,7 @@ from corral.api import browser_session
 from corral.api.auth import Authorizer
 from corral.api.deps import AuthorizerDep, RuntimeDep
 from corral.errors import CorralError, ForbiddenError, NotFoundError, UserError
-from corral.services.oidc_login import NEEDS_PERSON, Flow, SingleSignOn
+from corral.services.oidc_login import NEEDS_PERSON, SIGN_IN_SECONDS, Flow, SingleSignOn
 from corral.web.page_context import PageContext, PageContextDep
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
@@ -73,15 +74,8 @@ async def login(
         return login_page_of(context, request, target, err.message, 401)
     session = authorizer.sessions.mint(principal.username, user.user_id)
     answer = RedirectResponse(target, status_code=303)
-    answer.set_cookie(
-        browser_session.COOKIE,
-        session.token,
-        max_age=int(authorizer.sessions.ttl.total_seconds()),
-        path="/ui",
-        httponly=True,
-        samesite="strict",
-        secure=request.url.scheme == "https",
-    )
+    max_age = int(authorizer.sessions.ttl.total_seconds())
+    _set(answer, request, browser_session.COOKIE, session.token, "/ui", max_age)
     return answer
 
 
@@ -109,15 +103,7 @@ def start(
     url, cookie = sso.begin(redirect_url(sso, request), target, silent)
     answer = RedirectResponse(url, status_code=303)
     # Lax: the provider's redirect back is a top-level navigation from another site.
-    answer.set_cookie(
-        FLOW_COOKIE,
-        cookie,
-        max_age=600,
-        path=FLOW_PATH,
-        httponly=True,
-        samesite="lax",
-        secure=request.url.scheme == "https",
-    )
+    _set(answer, request, FLOW_COOKIE, cookie, FLOW_PATH, SIGN_IN_SECONDS, samesite="lax")
     return answer
 
 
@@ -149,28 +135,27 @@ async def callback(
         return page
     session = authorizer.sessions.mint(principal.username, user.user_id)
     page = context.render(request, "signed_in.html", next=flow.next)
-    secure = request.url.scheme == "https"
     max_age = int(authorizer.sessions.ttl.total_seconds())
-    page.set_cookie(
-        browser_session.COOKIE,
-        session.token,
-        max_age=max_age,
-        path="/ui",
-        httponly=True,
-        samesite="strict",
-        secure=secure,
-    )
-    page.set_cookie(
-        ID_TOKEN_COOKIE,
-        signed.id_token,
-        max_age=max_age,
-        path=LOGOUT_PATH,
-        httponly=True,
-        samesite="strict",
-        secure=secure,
-    )
+    _set(page, request, browser_session.COOKIE, session.token, "/ui", max_age)
+    _set(page, request, ID_TOKEN_COOKIE, signed.id_token, LOGOUT_PATH, max_age)
     page.delete_cookie(FLOW_COOKIE, path=FLOW_PATH)
     return page
+
+
+def _set(
+    answer: Response,
+    request: Request,
+    name: str,
+    value: str,
+    path: str,
+    max_age: int,
+    samesite: Literal["strict", "lax"] = "strict",
+) -> None:
+    """An ``HttpOnly`` cookie, ``Secure`` over HTTPS."""
+    secure = request.url.scheme == "https"
+    answer.set_cookie(
+        name, value, max_age=max_age, path=path, httponly=True, samesite=samesite, secure=secure
+    )
 
 
 def _refused_by_provider(flow: Flow, error: str, description: str) -> Response:
