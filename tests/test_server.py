@@ -147,6 +147,36 @@ def test_a_sqlite_database_that_is_not_a_file_is_refused(tmp_path: Path, url: st
     )
 
 
+def test_single_sign_on_settings_that_cannot_work_stop_the_server_at_start(
+    tmp_path: Path,
+) -> None:
+    secret = tmp_path / "secret"
+    secret.write_text("s3cret\n")
+    secret.chmod(0o644)
+    cases = [
+        (
+            {"CORRAL_OIDC_CLIENT_ID": "corral"},
+            "error: CORRAL_OIDC_CLIENT_ID is set without CORRAL_OIDC_ISSUER: set both.",
+        ),
+        (
+            {
+                "CORRAL_OIDC_ISSUER": "https://idp.example.test",
+                "CORRAL_OIDC_CLIENT_ID": "corral",
+                "CORRAL_OIDC_CLIENT_SECRET_FILE": str(secret),
+            },
+            f"error: CORRAL_OIDC_CLIENT_SECRET_FILE {secret} may be read by other users (mode "
+            f"644); make it yours alone: chmod 600 {secret}.",
+        ),
+    ]
+    for number, (settings, says) in enumerate(cases):
+        home = tmp_path / str(number)
+        home.mkdir()
+        with pytest.raises(RuntimeError) as caught:
+            start_server(home, extra_env=settings)
+        assert " ".join(str(caught.value).split()).endswith(says)
+        assert "s3cret" not in str(caught.value)
+
+
 def test_a_database_password_on_the_command_line_is_refused(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError) as caught:
         start_server(tmp_path, "--database-url", "postgresql+psycopg://corral:s3cret@db/corral")

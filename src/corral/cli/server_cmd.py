@@ -19,6 +19,7 @@ from rich.markup import escape
 from corral.api.connection_limits import ConnectionLimits
 from corral.cli import server_options as opt
 from corral.credentials import credentials_file, read_token, server_key, store_token
+from corral.errors import UserError
 from corral.services.server_logs import LogLevel, configure_logging
 
 if TYPE_CHECKING:
@@ -277,6 +278,7 @@ def server(
     _refuse_unshared_sqlite(given_url)
     directory = data_dir or Path(platformdirs.user_data_dir("corral"))
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    auth = _auth_settings(directory, oidc_issuer, oidc_audience, oidc_jwks_url, oidc_groups_claim)
     url = given_url or sqlite_url(directory)
     protect_server_process()  # no process of this user can read our memory or environment
     runtime = _open_or_exit(url, cluster, task_dir or directory / "tasks", directory)
@@ -287,7 +289,6 @@ def server(
     address = f"http://{host}:{port}"
     written = ensure_admin_token(runtime, address)
     print_banner(address, url, written)
-    auth = _auth_settings(directory, oidc_issuer, oidc_audience, oidc_jwks_url, oidc_groups_claim)
     controller = _start_controller(
         runtime,
         ControllerSettings(
@@ -318,12 +319,19 @@ def _auth_settings(
     from corral.api.auth import AuthSettings
     from corral.services.oidc import OidcSettings
 
-    auth = AuthSettings.from_env(directory)
+    try:
+        auth = AuthSettings.from_env(directory)
+    except UserError as err:
+        _exit_with(err.message.rstrip("."))
     if issuer:
         username_claim = auth.oidc.username_claim if auth.oidc else None
         oidc = OidcSettings(issuer, audience, jwks_url, groups_claim, username_claim)
         auth = dataclasses.replace(auth, oidc=oidc)
         say(f"Trusting tokens of the OIDC issuer {issuer}.")
+    if auth.oidc_client is not None:
+        if auth.oidc is None:
+            _exit_with("CORRAL_OIDC_CLIENT_ID is set without CORRAL_OIDC_ISSUER: set both")
+        say(f"People sign in through {auth.oidc.issuer} (client {auth.oidc_client.client_id}).")
     return auth
 
 
