@@ -96,7 +96,14 @@ def existing_pool(service: ConfigService, name: str | None, field: str) -> str |
     return name
 
 
-@router.get("/api/auth/login", response_model=U.LoginInfo)
+@router.get(
+    "/api/auth/login",
+    response_model=U.LoginInfo,
+    responses={
+        404: {"model": R.ErrorBody, "description": "This server has no single sign-on."},
+        503: {"model": R.ErrorBody, "description": "The identity provider cannot be reached."},
+    },
+)
 def login_info(authorizer: AuthorizerDep) -> dict[str, Any]:
     """Where the CLI signs in (public: it asks before it has any token), as OSMO's CLI reads
     it: the provider's device and browser endpoints, the token endpoint and the CLI's client."""
