@@ -106,3 +106,26 @@ def test_a_short_lived_token_is_renewed_at_half_its_life() -> None:
     assert sign_in._refresh_at({"iat": 1000, "exp": 1010}) == 1005
     assert sign_in._refresh_at({"iat": 1000, "exp": 4600}) == 4570
     assert sign_in._refresh_at({}) is None
+
+
+def test_a_device_answer_without_its_code_is_said(monkeypatch: pytest.MonkeyPatch) -> None:
+    provider_answers(monkeypatch, 200, {"device_code": "d", "verification_uri": "http://v"})
+    info = sign_in.LoginInfo("i", "http://idp.example.test/device", "b", TOKEN_ENDPOINT, "c", "s")
+    with pytest.raises(UserError) as err:
+        sign_in.device_flow(info, print)
+    assert err.value.message == (
+        "the provider's device endpoint http://idp.example.test/device answered without "
+        "user_code; ask the server's admin."
+    )
+
+
+def test_odd_intervals_fall_back_to_the_defaults() -> None:
+    assert [sign_in._seconds(v, 5.0) for v in (2, 0, -1, "7", True, 1e9, None)] == [
+        2.0,
+        5.0,
+        5.0,
+        5.0,
+        5.0,
+        5.0,
+        5.0,
+    ]

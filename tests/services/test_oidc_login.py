@@ -124,6 +124,14 @@ def test_a_discovery_document_of_another_issuer_is_refused() -> None:
     )
 
 
+def test_endpoints_that_are_not_text_are_taken_as_absent() -> None:
+    odd = {**DISCOVERY, "end_session_endpoint": {"x": 1}, "device_authorization_endpoint": 7}
+    endpoints = Provider(ISSUER, lambda url: odd).endpoints()
+    assert (endpoints.end_session, endpoints.device) == (None, None)
+    with pytest.raises(UnavailableError, match="lists no authorization or token endpoint"):
+        Provider(ISSUER, lambda url: {**DISCOVERY, "token_endpoint": ["x"]}).endpoints()
+
+
 def test_a_refused_client_says_which_settings_to_check() -> None:
     sign_on = sso(TokenEndpoint(401, {"error": "invalid_client"}))
     query, cookie = begun(sign_on)

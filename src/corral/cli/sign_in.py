@@ -56,13 +56,14 @@ def login_info(url: str) -> LoginInfo:
     body = _json(answer)
     if answer.status_code != 200:
         raise UserError(str(body.get("message") or f"{url} answered {answer.status_code}."))
+    where = f"{url}/api/auth/login"
     return LoginInfo(
-        issuer=body["issuer"],
-        device_endpoint=body.get("device_endpoint"),
-        browser_endpoint=body["browser_endpoint"],
-        token_endpoint=body["token_endpoint"],
-        client_id=body["device_client_id"],
-        scopes=body["scopes"],
+        issuer=_field(body, "issuer", where),
+        device_endpoint=body.get("device_endpoint") or None,
+        browser_endpoint=_field(body, "browser_endpoint", where),
+        token_endpoint=_field(body, "token_endpoint", where),
+        client_id=_field(body, "device_client_id", where),
+        scopes=_field(body, "scopes", where),
     )
 
 
@@ -76,13 +77,15 @@ def device_flow(info: LoginInfo, say: Say, sleep: Callable[[float], None] = time
     if started.status_code != 200:
         raise UserError(f"The provider refused to start a device sign-in: {_said(started)}.")
     grant = _json(started)
-    where = grant.get("verification_uri_complete") or grant["verification_uri"]
+    answered = f"the provider's device endpoint {info.device_endpoint}"
+    user_code = _field(grant, "user_code", answered)
+    where = grant.get("verification_uri_complete") or _field(grant, "verification_uri", answered)
     say(f"To sign in, open {where}")
-    say(f"and check that it shows the code {grant['user_code']}.")
+    say(f"and check that it shows the code {user_code}.")
     say("Waiting for you to sign in… (Ctrl-C to stop)")
-    interval = float(grant.get("interval", 5))
-    deadline = time.monotonic() + float(grant.get("expires_in", 600))
-    form = {"grant_type": DEVICE_GRANT, "device_code": grant["device_code"]}
+    interval = _seconds(grant.get("interval"), 5.0)
+    deadline = time.monotonic() + _seconds(grant.get("expires_in"), 600.0)
+    form = {"grant_type": DEVICE_GRANT, "device_code": _field(grant, "device_code", answered)}
     while time.monotonic() < deadline:
         sleep(interval)
         answer = _post(info.token_endpoint, {**form, "client_id": info.client_id})
@@ -238,6 +241,20 @@ def _json(answer: httpx.Response) -> dict[str, Any]:
     except ValueError:
         body = None
     return body if isinstance(body, dict) else {}
+
+
+def _seconds(value: Any, default: float) -> float:
+    """A provider's number of seconds, within reason (RFC 8628 makes both optional)."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and 0 < value <= 3600:
+        return float(value)
+    return default
+
+
+def _field(body: Mapping[str, Any], key: str, where: str) -> str:
+    value = body.get(key)
+    if not isinstance(value, str) or not value:
+        raise UserError(f"{where} answered without {key}; ask the server's admin.")
+    return value
 
 
 def _said(answer: httpx.Response) -> str:

@@ -161,8 +161,8 @@ class Provider:
         endpoints = ProviderEndpoints(
             _text(document, "authorization_endpoint"),
             _text(document, "token_endpoint"),
-            document.get("end_session_endpoint") or None,
-            document.get("device_authorization_endpoint") or None,
+            _text(document, "end_session_endpoint") or None,
+            _text(document, "device_authorization_endpoint") or None,
         )
         if not endpoints.authorization or not endpoints.token:
             raise UnavailableError(
