@@ -23,6 +23,22 @@ def read_text(path: Path) -> str:
         raise UserError(f"{path}: cannot be read ({err})") from None
 
 
+def read_private_text(path: Path, label: str) -> str:
+    """The stripped text of a file of secrets that only this user may read (0600); ``label``
+    names where the path came from (a flag, a variable) in the errors."""
+    try:
+        mode = path.stat().st_mode
+        text = path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as err:
+        raise UserError(f"cannot read {label} {path}: {getattr(err, 'strerror', err)}") from None
+    if mode & 0o077:
+        raise UserError(
+            f"{label} {path} may be read by other users (mode {mode & 0o777:o}); "
+            f"make it yours alone: chmod 600 {path}"
+        )
+    return text
+
+
 def read_document(path: Path) -> tuple[str, Any]:
     """The text of ``path`` and its parsed content (syntax errors name file:line:column)."""
     text = read_text(path)

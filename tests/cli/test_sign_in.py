@@ -18,6 +18,7 @@ from corral.errors import UserError
 
 URL = "http://corral.example.test:8000"
 TOKEN_ENDPOINT = "http://idp.example.test/token"
+DEVICE = sign_in.LoginInfo("i", "http://idp.example.test/device", "b", TOKEN_ENDPOINT, "c", "s")
 
 
 def unsigned(**claims: Any) -> str:
@@ -92,9 +93,8 @@ def test_an_unreachable_provider_is_named(monkeypatch: pytest.MonkeyPatch) -> No
         raise httpx.ConnectError("connection refused")
 
     monkeypatch.setattr(sign_in.httpx, "post", post)
-    info = sign_in.LoginInfo("i", "http://idp.example.test/device", "b", TOKEN_ENDPOINT, "c", "s")
     with pytest.raises(UserError) as err:
-        sign_in.device_flow(info, print)
+        sign_in.device_flow(DEVICE, print)
     assert err.value.message == (
         "Cannot reach the sign-in provider at http://idp.example.test/device (connection "
         "refused). Check your network; the server's admin sets the provider "
@@ -110,9 +110,8 @@ def test_a_short_lived_token_is_renewed_at_half_its_life() -> None:
 
 def test_a_device_answer_without_its_code_is_said(monkeypatch: pytest.MonkeyPatch) -> None:
     provider_answers(monkeypatch, 200, {"device_code": "d", "verification_uri": "http://v"})
-    info = sign_in.LoginInfo("i", "http://idp.example.test/device", "b", TOKEN_ENDPOINT, "c", "s")
     with pytest.raises(UserError) as err:
-        sign_in.device_flow(info, print)
+        sign_in.device_flow(DEVICE, print)
     assert err.value.message == (
         "the provider's device endpoint http://idp.example.test/device answered without "
         "user_code; ask the server's admin."

@@ -114,7 +114,7 @@ def login_info(authorizer: AuthorizerDep) -> dict[str, Any]:
             "with an API token, corral login --token."
         )
     endpoints = sso.provider.endpoints()
-    client_id = sso.client.cli_client_id or sso.client.client_id
+    client_id = sso.client.cli_client
     return {
         "issuer": sso.provider.issuer,
         "device_endpoint": endpoints.device,

@@ -65,7 +65,8 @@ def login(
         if use_device and not info.device_endpoint:
             fail("The server's provider offers no device sign-in; use --method browser.")
         flow = sign_in.device_flow if use_device else sign_in.browser_flow
-        sign_in.remember(target, info, flow(info, _say))
+        tokens = flow(info, _say)
+        sign_in.remember(target, info.token_endpoint, info.client_id, tokens)
     _greet(target)
 
 

@@ -20,6 +20,7 @@ from corral.api.connection_limits import ConnectionLimits
 from corral.cli import server_options as opt
 from corral.credentials import credentials_file, read_token, server_key, store_token
 from corral.errors import UserError
+from corral.files import read_private_text
 from corral.services.server_logs import LogLevel, configure_logging
 
 if TYPE_CHECKING:
@@ -184,15 +185,9 @@ def _parsed_url(url: str | None) -> URL | None:
 
 def _read_url_file(file: Path) -> str:
     try:
-        mode = file.stat().st_mode
-        text = file.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as err:
-        _exit_with(f"cannot read --database-url-file {file}: {getattr(err, 'strerror', err)}")
-    if mode & 0o077:
-        _exit_with(
-            f"--database-url-file {file} may be read by other users (mode {mode & 0o777:o}); "
-            f"make it yours alone: chmod 600 {file}"
-        )
+        text = read_private_text(file, "--database-url-file")
+    except UserError as err:
+        _exit_with(err.message)
     if not text:
         _exit_with(f"--database-url-file {file} is empty; write the database URL in it")
     return text

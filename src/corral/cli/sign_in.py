@@ -152,8 +152,9 @@ def browser_flow(
 # -- keeping the tokens -----------------------------------------------------------------------
 
 
-def remember(url: str, info: LoginInfo, tokens: Mapping[str, Any]) -> str:
-    """Store the tokens for ``url``; the ID token, which the CLI sends."""
+def remember(url: str, token_endpoint: str, client_id: str, tokens: Mapping[str, Any]) -> str:
+    """Store the tokens for ``url`` with where and as whom to renew them; the ID token, which
+    the CLI sends."""
     id_token = tokens.get("id_token")
     if not isinstance(id_token, str):
         raise UserError(
@@ -163,8 +164,8 @@ def remember(url: str, info: LoginInfo, tokens: Mapping[str, Any]) -> str:
     entry = {
         "token": id_token,
         "refresh_token": tokens.get("refresh_token"),
-        "token_endpoint": info.token_endpoint,
-        "client_id": info.client_id,
+        "token_endpoint": token_endpoint,
+        "client_id": client_id,
         "refresh_at": _refresh_at(_claims(id_token)),
     }
     store_entry(url, entry)
@@ -212,8 +213,7 @@ def _refreshed(url: str, entry: dict[str, Any]) -> str:
         )
     tokens = _json(answer)
     tokens.setdefault("refresh_token", entry["refresh_token"])
-    info = LoginInfo("", None, "", str(entry["token_endpoint"]), str(entry["client_id"]), "")
-    return remember(url, info, tokens)
+    return remember(url, str(entry["token_endpoint"]), str(entry["client_id"]), tokens)
 
 
 # -- plumbing ---------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ from urllib.parse import urlencode, urlsplit
 import httpx
 
 from corral.errors import UnauthorizedError, UnavailableError, UserError
+from corral.files import read_private_text
 from corral.services.oidc import JsonFetcher, OidcIdentity, OidcVerifier
 
 DEFAULT_SCOPES = "openid profile email"
@@ -81,9 +82,13 @@ class OidcClient:
         )
 
     @property
+    def cli_client(self) -> str:
+        return self.cli_client_id or self.client_id
+
+    @property
     def audiences(self) -> list[str]:
         """The clients whose ID tokens the API accepts when no audience is configured."""
-        return list(dict.fromkeys([self.client_id, self.cli_client_id or self.client_id]))
+        return list(dict.fromkeys([self.client_id, self.cli_client]))
 
 
 def _client_secret(environ: Mapping[str, str]) -> str | None:
@@ -94,17 +99,7 @@ def _client_secret(environ: Mapping[str, str]) -> str | None:
     name = environ.get("CORRAL_OIDC_CLIENT_SECRET_FILE")
     if not name:
         return None
-    path = Path(name)
-    try:
-        mode = path.stat().st_mode
-        text = path.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as err:
-        raise UserError(f"CORRAL_OIDC_CLIENT_SECRET_FILE {path} cannot be read ({err}).") from None
-    if mode & 0o077:
-        raise UserError(
-            f"CORRAL_OIDC_CLIENT_SECRET_FILE {path} may be read by other users (mode "
-            f"{mode & 0o777:o}); make it yours alone: chmod 600 {path}"
-        )
+    text = read_private_text(Path(name), "CORRAL_OIDC_CLIENT_SECRET_FILE")
     return text or None
 
 
