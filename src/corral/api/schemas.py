@@ -21,7 +21,7 @@ from starlette.convertors import Convertor, register_url_convertor
 
 from corral.domain.configs.config_type import ConfigType
 from corral.domain.configs.types import reject_unstorable
-from corral.domain.formats.wire_time import as_utc
+from corral.domain.formats.wire_time import in_utc
 from corral.errors import UserError
 
 
@@ -39,7 +39,7 @@ def _iso_time(value: Any) -> Any:
         raise ValueError(
             f"give a date and time such as 2026-11-27T08:30:00Z, not {text!r}"
         ) from None
-    return as_utc(found)
+    return in_utc(found)
 
 
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")

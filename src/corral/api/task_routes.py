@@ -5,16 +5,17 @@ workflow's owner or an admin:
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from corral.api import task_responses as R
 from corral.api.auth import Authorizer, Principal
 from corral.api.deps import AuthorizerDep, Caller, WorkflowsDep
 from corral.api.schemas import StrictBody
+from corral.domain.formats.wire_time import in_utc
 from corral.domain.workflows.record import StoredWorkflow
 from corral.services.checkpoints import (
     Checkpoint,
@@ -37,6 +38,11 @@ class CheckpointReport(StrictBody):
     step: Annotated[int, Field(ge=0, le=2**53)] | None = None
     description: Annotated[str, Field(max_length=1000)] | None = None
 
+    @field_validator("at")
+    @classmethod
+    def _in_utc(cls, value: datetime | None) -> datetime | None:
+        return None if value is None else in_utc(value)
+
 
 @router.post(
     "/api/workflow/{workflow_id}/task/{task_name}/checkpoint", response_model=R.CheckpointRecorded
@@ -55,9 +61,7 @@ def checkpoint(
     workflow = _owned(authorizer, store, caller, workflow_id, task_name)
     report = report or CheckpointReport()
     now = utc_now()
-    at = report.at or now
-    if at.tzinfo is None:
-        at = at.replace(tzinfo=UTC)  # a time without a zone is UTC, as every time corral gives
+    at = report.at or now  # a time without a zone is UTC, as every time corral gives
     found = Checkpoint(at, report.step, report.description)
     report_checkpoint(store, workflow, task_name, found, now)
     return {

@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from corral.domain.workflows.notices import Checkpoint, stop_message
+from corral.domain.workflows.notices import Checkpoint, checkpoint_refusal, stop_message
 from corral.domain.workflows.record import StoredGroup, StoredTask, StoredWorkflow
 from corral.domain.workflows.statuses import TaskStatus
 from corral.errors import ConflictError, NotFoundError, UserError
@@ -108,16 +108,13 @@ def report_checkpoint(
 ) -> StoredTask:
     """Record ``checkpoint`` for the running task ``task_name`` of ``workflow`` (whose caller
     was checked); the task as it was. 404 for an unknown task; 400 for a checkpoint in the
-    future, or a task that is not running."""
+    future or before the task started, or a task that is not running."""
     task = next((t for group in workflow.groups for t in group.tasks if t.name == task_name), None)
     if task is None:
         raise NotFoundError(f"Task {task_name} not found in workflow {workflow.workflow_id}.")
-    if checkpoint.at > now:
-        raise UserError(
-            f"Field 'at' ({checkpoint.at.isoformat()}) is in the future (the server's time is "
-            f"{now.isoformat()}): report a checkpoint once it is committed, with its time or "
-            "none (now)."
-        )
+    refusal = checkpoint_refusal(checkpoint.at, task.started_at, now)
+    if refusal is not None:
+        raise UserError(f"Field 'at' ({checkpoint.at.isoformat()}) {refusal}.")
     if task.status != TaskStatus.RUNNING or not store.record_checkpoint(
         workflow.workflow_id, task.uuid, checkpoint
     ):

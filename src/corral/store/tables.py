@@ -133,6 +133,9 @@ workflows = Table(
     Column("local_files", JSON, nullable=True),
     #: The failed workflow this one restarts, if it is a restart.
     Column("restarted_from", String(128), nullable=True),
+    #: Why the controller ends it FAILED_SERVER_ERROR: its stored state could not be read
+    #: (docs/lifecycle.md#a-workflow-that-cannot-be-read).
+    Column("failure", Text, nullable=True),
     UniqueConstraint("name", "number", name="uq_workflows_name_number"),
     Index("ix_workflows_submitted_at", "submitted_at"),
     Index("ix_workflows_status", "status"),

@@ -16,6 +16,18 @@ def as_utc(moment: datetime) -> datetime:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
+def in_utc(moment: datetime) -> datetime:
+    """``moment`` in UTC (a naive one is UTC already); ValueError when UTC has no such moment:
+    ``0001-01-01T00:00:00+14:00`` is in the year 0 there. PostgreSQL stores such a time, and
+    no Python reader can read it back, so no time that comes in may be one."""
+    try:
+        return as_utc(moment).astimezone(UTC)
+    except OverflowError:
+        raise ValueError(
+            f"{moment.isoformat()} is not a time between the years 1 and 9999 in UTC"
+        ) from None
+
+
 def wire_time(moment: datetime) -> str:
     """``moment`` in UTC without a zone suffix (a naive ``moment`` is taken to be UTC)."""
     return as_utc(moment).astimezone(UTC).replace(tzinfo=None).isoformat()

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
+
+from corral.domain.formats.wire_time import in_utc
 
 #: The most bytes of a task's report that are read (a checkpoint's JSON, a ready file).
 REPORT_BYTES = 4096
@@ -114,11 +116,29 @@ def _object(text: str) -> dict[str, Any] | None:
 
 
 def read_time(value: Any) -> datetime | None:
-    """An ISO 8601 time (UTC when it has no zone), or None if ``value`` is not one."""
+    """An ISO 8601 time in UTC (UTC when it has no zone), or None if ``value`` is not one, or
+    names a moment UTC does not have (``formats/wire_time.in_utc``)."""
     if not isinstance(value, str) or len(value) > 64:
         return None
     try:
-        found = datetime.fromisoformat(value)
+        return in_utc(datetime.fromisoformat(value))
     except ValueError:
         return None
-    return found if found.tzinfo is not None else found.replace(tzinfo=UTC)
+
+
+def checkpoint_refusal(at: datetime, started_at: datetime | None, now: datetime) -> str | None:
+    """Why a running task's checkpoint committed ``at`` cannot be, or None: a checkpoint is
+    committed while the task runs, so not before it started and not after ``now``. Every
+    checkpoint time that comes in, from the API or a task's control directory, is held to
+    this before it is stored."""
+    if at > now:
+        return (
+            f"is in the future (the server's time is {now.isoformat()}): report a checkpoint "
+            "once it is committed, with its time or none (now)"
+        )
+    if started_at is not None and at < started_at:
+        return (
+            f"is before the task started ({started_at.isoformat()}): report a checkpoint this "
+            "run of the task committed, with its time or none (now)"
+        )
+    return None

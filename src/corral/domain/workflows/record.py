@@ -168,6 +168,9 @@ class StoredWorkflow:
     message: str | None = None
     local_files: Mapping[str, TaskFileContents] = field(default_factory=dict)
     restarted_from: str | None = None
+    #: Set by the controller when the workflow's stored state could not be read: it ends
+    #: FAILED_SERVER_ERROR with this message (docs/lifecycle.md#a-workflow-that-cannot-be-read).
+    failure: str | None = None
 
 
 def with_changes(workflow: StoredWorkflow, changes: Changes) -> StoredWorkflow:

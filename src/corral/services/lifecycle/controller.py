@@ -209,7 +209,7 @@ class LifecycleController:
             for pod in self.objects.bound_pods()
             if pod.node is not None
         ]
-        alive = self.workflows.controller_view()
+        alive = self.readable_workflows()
         bound_groups = {
             group.uuid: (workflow.workflow_id, group.started_at or group.scheduling_at)
             for workflow in alive
@@ -245,6 +245,29 @@ class LifecycleController:
             seconds=round(time.perf_counter() - started, 3),
         )
         return working
+
+    def readable_workflows(self, ids: Sequence[str] | None = None) -> list[StoredWorkflow]:
+        """The alive workflows (of ``ids``) as the controller works on them; one whose stored
+        state cannot be read is left out, and ended FAILED_SERVER_ERROR once its unreadable
+        times are cleared (docs/lifecycle.md#a-workflow-that-cannot-be-read): one bad row
+        never stops the tick of every other workflow."""
+        unreadable: dict[str, str] = {}
+        found = self.workflows.controller_view(ids, unreadable)
+        fence = self.leadership.fence() if self.leadership is not None else None
+        for workflow_id, error in unreadable.items():
+            reason = (
+                f"corral could not read this workflow's stored state ({error}) and stopped it; "
+                "times no reader can read were cleared. Submit it again; tell your admin if "
+                "this happens again."
+            )
+            asked = self.workflows.fail_unreadable(workflow_id, reason, fence)
+            log.error(
+                "workflow cannot be read; it is left out of the tick",
+                workflow_id=workflow_id,
+                error=error,
+                failing=asked,
+            )
+        return found
 
     def _sync_scheduler_objects(self, state: Configs, clusters: Sequence[ClusterBackend]) -> None:
         """Each Kubernetes backend's KAI Queues and Topologies, as the pools say now."""
@@ -307,7 +330,7 @@ class _Tick:
         if not entries:
             return
         ids = list(dict.fromkeys(entry.workflow_id for entry in entries))
-        fresh = self.controller.workflows.controller_view(ids)
+        fresh = self.controller.readable_workflows(ids)
         note_checkpoints(self.working.placements, fresh)  # a task reported one
         for workflow in fresh:
             self.working.keep(workflow)

@@ -18,7 +18,13 @@ from typing import Any
 
 from corral.backends.execution import TaskExecutor, TaskRun
 from corral.domain.labels import STOP_NOTICE_SECONDS
-from corral.domain.workflows.notices import Acknowledgement, Checkpoint, Notice, stop_message
+from corral.domain.workflows.notices import (
+    Acknowledgement,
+    Checkpoint,
+    Notice,
+    checkpoint_refusal,
+    stop_message,
+)
 from corral.domain.workflows.record import Changes, StoredGroup, StoredTask, StoredWorkflow, pod_of
 from corral.scheduler.resources import pod_demand
 
@@ -69,21 +75,25 @@ def answers(
         said = executor.acknowledgement(run) or Acknowledgement()
         ended = now if executor.poll(run, now) is not None else None
         ready[task.uuid] = task.ready_at or said.ready_at or ended
-        if said.checkpoint is not None and (
-            task.checkpoint_at is None or said.checkpoint.at > task.checkpoint_at
-        ):
-            checkpoints[task.uuid] = said.checkpoint
+        checkpoints.update(_newer(task, said.checkpoint, now))
     return Answers(ready, checkpoints)
 
 
 def relayed_checkpoint(
-    task: StoredTask, run: TaskRun, executor: TaskExecutor
+    task: StoredTask, run: TaskRun, executor: TaskExecutor, now: datetime
 ) -> dict[str, Checkpoint]:
     """The task's checkpoint relayed by the executor (a local task's control directory), when
     newer than the one stored, by task uuid."""
     said = executor.acknowledgement(run)
-    found = said.checkpoint if said is not None else None
+    return _newer(task, said.checkpoint if said is not None else None, now)
+
+
+def _newer(task: StoredTask, found: Checkpoint | None, now: datetime) -> dict[str, Checkpoint]:
+    """``found`` by task uuid when it is newer than the stored one and could be this run's
+    (``notices.checkpoint_refusal``: a task's file may say anything)."""
     if found is None or (task.checkpoint_at is not None and found.at <= task.checkpoint_at):
+        return {}
+    if checkpoint_refusal(found.at, task.started_at, now) is not None:
         return {}
     return {task.uuid: found}
 

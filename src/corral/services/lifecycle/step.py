@@ -109,7 +109,9 @@ class WorkflowStep:
     def decide(self) -> None:
         canceled = self.workflow.cancel_requested_by is not None
         for group in self.workflow.groups:
-            if canceled:
+            if self.workflow.failure:  # its stored state could not be read
+                self._end_group(group, TaskStatus.FAILED_SERVER_ERROR, self.workflow.failure)
+            elif canceled:
                 message = f"Canceled by {self.workflow.cancel_requested_by}."
                 self._end_group(group, TaskStatus.FAILED_CANCELED, message)
             elif self._timed_out(group, TaskStatus.SCHEDULING, self.workflow.queue_timeout_s):
@@ -359,7 +361,7 @@ class WorkflowStep:
         run = self._run(task)
         ended = self.executor.poll(run, self.now)
         if ended is None:
-            keep_checkpoints(self.changes, relayed_checkpoint(task, run, self.executor))
+            keep_checkpoints(self.changes, relayed_checkpoint(task, run, self.executor, self.now))
             return None
         outcome = exit_outcome(
             ended.code,

@@ -12,8 +12,9 @@ from corral.store.tables import controller_inbox
 from corral.store.workflows.records import InboxEntry
 from corral.store.workflows.writes import CHUNK
 
-#: What the inbox says of a workflow.
-SUBMITTED, CANCEL = "submitted", "cancel"
+#: What the inbox says of a workflow: submitted, cancel requested, or to be failed (its stored
+#: state could not be read: ``unreadable.py``).
+SUBMITTED, CANCEL, FAILED = "submitted", "cancel", "failed"
 
 
 def tell_controller(connection: Connection, workflow_id: str, kind: str, now: datetime) -> None:

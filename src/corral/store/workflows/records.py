@@ -144,6 +144,7 @@ def workflow_record(row: Any, groups: list[StoredGroup]) -> StoredWorkflow:
             for path, found in (row["local_files"] or {}).items()
         },
         restarted_from=row["restarted_from"],
+        failure=row["failure"],
     )
 
 

@@ -52,7 +52,14 @@ from corral.store.tables import (
     workflows,
 )
 from corral.store.workflows.checkpoints import record_checkpoint, record_ready
-from corral.store.workflows.inbox import CANCEL, SUBMITTED, mark_seen, read_inbox, tell_controller
+from corral.store.workflows.inbox import (
+    CANCEL,
+    FAILED,
+    SUBMITTED,
+    mark_seen,
+    read_inbox,
+    tell_controller,
+)
 from corral.store.workflows.listings import WorkflowListings
 from corral.store.workflows.reads import controller_rows, read_workflow, waiting_reasons
 from corral.store.workflows.records import (
@@ -61,6 +68,7 @@ from corral.store.workflows.records import (
     KeptSubmission,
     UncleanedGroup,
 )
+from corral.store.workflows.unreadable import READ_ERRORS, clear_workflow_times, read_isolating
 from corral.store.workflows.writes import (
     CHUNK,
     WORKFLOW_ACCEPTED,
@@ -199,19 +207,51 @@ class WorkflowStore(WorkflowListings):
         with self._engine.connect() as connection:
             return waiting_reasons(connection, workflows)
 
-    def controller_view(self, ids: Sequence[str] | None = None) -> list[StoredWorkflow]:
+    def controller_view(
+        self, ids: Sequence[str] | None = None, unreadable: dict[str, str] | None = None
+    ) -> list[StoredWorkflow]:
         """Alive workflows as the controller works on them, oldest first: every alive one, or
         those of ``ids`` that are alive. Three queries per thousand ids; without what the
         controller never reads (spec, template, local files) and without the groups'
-        manifests (:meth:`manifests`), which are most of a workflow's bytes."""
-        found: list[StoredWorkflow] = []
+        manifests (:meth:`manifests`), which are most of a workflow's bytes. A workflow whose
+        rows cannot be read is left out, and named with why in ``unreadable``
+        (``unreadable.read_isolating``)."""
         if ids is None:
-            with self._engine.connect() as connection:
-                return controller_rows(connection, None)
+            try:
+                with self._engine.connect() as connection:
+                    return controller_rows(connection, None)
+            except READ_ERRORS:
+                ids = self.alive_ids()
+        found: list[StoredWorkflow] = []
+        missed = {} if unreadable is None else unreadable
         for start in range(0, len(ids), CHUNK):
-            with self._engine.connect() as connection:
-                found.extend(controller_rows(connection, ids[start : start + CHUNK]))
+            found.extend(read_isolating(ids[start : start + CHUNK], self._alive_rows, missed))
         return sorted(found, key=lambda w: (w.submitted_at, w.workflow_id))
+
+    def _alive_rows(self, ids: Sequence[str]) -> list[StoredWorkflow]:
+        with self._engine.connect() as connection:
+            return controller_rows(connection, ids)
+
+    def fail_unreadable(
+        self, workflow_id: str, reason: str, fence: Callable[[Connection], None] | None = None
+    ) -> bool:
+        """Clear the times of ``workflow_id`` that no reader can read, and have the controller
+        end it FAILED_SERVER_ERROR with ``reason`` (once: False when it was asked before, or
+        the workflow ended)."""
+        with writing(self._engine) as connection:
+            if fence is not None:
+                fence(connection)
+            clear_workflow_times(connection, workflow_id)
+            asked = connection.execute(
+                workflows.update()
+                .where(workflows.c.workflow_id == workflow_id)
+                .where(workflows.c.status.in_(ALIVE))
+                .where(workflows.c.failure.is_(None))
+                .values(failure=reason)
+            ).rowcount
+            if asked:
+                tell_controller(connection, workflow_id, FAILED, self._clock())
+        return bool(asked)
 
     def manifests(self, group_uuids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
         """The stored objects of each group, by group uuid."""
