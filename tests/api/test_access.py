@@ -134,8 +134,9 @@ MATRIX: list[Case] = [
         "GET",
         "/api/configs",
         403,
-        "bob may not config:Read on config/*: "
-        f"denied: no policy of {BOB} allows config:Read on config/*.",
+        "bob may not config:Read on any config type (config/pool, config/pod_template, "
+        "config/group_template, config/resource_validation, config/role, config/backend, "
+        "config/workflow): no policy of theirs allows it.",
     ),
     Case("erin", "GET", "/api/configs/pool", 200, {}),
     Case("erin", "GET", "/api/configs/role", 200),

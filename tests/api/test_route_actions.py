@@ -95,11 +95,13 @@ def first_check(
 ) -> str | None:
     seen: list[str] = []
 
-    def spy(principal: Any, action: str, resource: str | None = None, **_: Any) -> None:
+    def spy(principal: Any, action: str, *_: Any, **__: Any) -> None:
         seen.append(action)
         raise Stop("stop")
 
-    monkeypatch.setattr(api.client.app.state.authorizer, "check", spy)  # type: ignore[attr-defined]
+    authorizer = api.client.app.state.authorizer  # type: ignore[attr-defined]
+    monkeypatch.setattr(authorizer, "check", spy)
+    monkeypatch.setattr(authorizer, "check_any", spy)
     path = re.sub(r"\{(\w+)\}", lambda m: SAMPLE[m.group(1)], template)
     path += "?config_type=POOL" if template == "/api/configs/diff" else ""
     body = BODIES.get((method, template), {"configs": {}} if method in ("PUT", "PATCH") else None)

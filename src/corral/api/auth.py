@@ -298,6 +298,19 @@ class Authorizer:
                 f"{decision.reason}."
             )
 
+    def check_any(
+        self, principal: Principal, action: str, resources: Sequence[str], what: str
+    ) -> list[str]:
+        """The ``resources`` ``principal`` may do ``action`` on, each asked for by name (a
+        request never names a pattern); 403 naming ``what`` when there is none."""
+        allowed = [found for found in resources if self.allows(principal, action, found)]
+        if not allowed:
+            raise ForbiddenError(
+                f"{principal.username} may not {action} on {what} ({', '.join(resources)}): "
+                "no policy of theirs allows it."
+            )
+        return allowed
+
     def allowed_pools(self, principal: Principal, pool_names: Sequence[str]) -> list[str]:
         """The pools ``principal`` may submit to (``workflow:Create`` on ``pool/<name>``)."""
         return allowed_pools(self.roles_of(principal), pool_names)

@@ -199,7 +199,9 @@ class NodeService:
     def _check_may_change(
         self, admin: NodeAdmin, node: Node, backend: KubernetesNodes | None
     ) -> None:
-        """``node:Update`` on one of the pools the node serves."""
+        """``node:Update`` on one of the pools the node serves (on ``node/<name>`` for a node
+        that serves none: only a policy on every resource grants it). Never on ``pool/*``: a
+        request names one resource (``domain/access/policies.py``)."""
         state = self._configs.state()
         kubernetes = kubernetes_backends(state)
         pools = [
@@ -208,7 +210,7 @@ class NodeService:
             if (pool.backend == backend.name if backend else pool.backend not in kubernetes)
         ]
         served = pool_layout(state, [node], pools).pools_of(node.name)
-        for resource in [*(f"pool/{pool}" for pool in served), "pool/*"]:
+        for resource in [f"pool/{pool}" for pool in served] or [f"node/{node.name}"]:
             try:
                 admin.require("node:Update", resource)
             except ForbiddenError:

@@ -43,8 +43,6 @@ def config(
         for t in ConfigType
         if authorizer.allows(principal, "config:Read", f"config/{t.url_segment}")
     ]
-    if not types:
-        authorizer.check(principal, "config:Read", "config/*")
     chosen = ConfigType.parse(type)
     authorizer.check(principal, "config:Read", f"config/{chosen.url_segment}")
     data, head = configs.snapshot(chosen)

@@ -194,8 +194,8 @@ MATRIX: list[tuple[str, str, str | None, bool, str]] = [
         "bob",
         "workflow:Create",
         "pool/*",
-        True,
-        "allowed by role 'osmo-user' policy 2: Allow workflow:* on pool/default",
+        False,
+        "denied: pool/* is a pattern; a request names one resource",
     ),
     (
         "carol",
@@ -261,14 +261,14 @@ MATRIX: list[tuple[str, str, str | None, bool, str]] = [
         "workflow:Create",
         "*",
         False,
-        "denied: no policy of unscoped allows workflow:Create on *",
+        "denied: * is a pattern; a request names one resource",
     ),
     (
         "frank",
         "workflow:Read",
         "pool/*",
         False,
-        "denied by role 'no-secret' policy 1: Deny workflow:* on pool/secret",
+        "denied: pool/* is a pattern; a request names one resource",
     ),
     (
         "frank",
@@ -415,8 +415,8 @@ MATRIX: list[tuple[str, str, str | None, bool, str]] = [
         "judy",
         "config:Read",
         "config/*",
-        True,
-        "allowed by role 'pool-editor' policy 1: Allow config:Read on config/pool",
+        False,
+        "denied: config/* is a pattern; a request names one resource",
     ),
     (
         "judy",
@@ -470,7 +470,11 @@ def test_within_a_role_deny_beats_an_earlier_allow() -> None:
         ("pool/team*", "pool/team-x", True),
         ("pool/team*", "pool/tea", False),
         ("config/pool", "config/POOL", False),  # case-sensitive (reference §13 item 10)
-        ("pool/a", "pool/*", True),  # wildcard request: a pattern under the prefix
+        # A request names one resource: OSMO matched ``pool/*`` against any pattern under
+        # ``pool/``, so node:Update on one pool passed a check on every pool.
+        ("pool/a", "pool/*", False),
+        ("*", "pool/*", False),
+        ("pool/*", "pool/*", False),
         ("config/pool", "pool/*", False),
     ],
 )

@@ -106,6 +106,39 @@ def test_changes_are_audited_and_need_node_update_on_a_pool_of_the_node(world: W
         )
 
 
+def test_node_update_on_one_pool_does_not_reach_the_nodes_of_another(world: World) -> None:
+    """A user holding node:Update on pool/team-development (and on a pool that does not
+    exist) drained an admin's nvl72 tray: the check asked for ``pool/*``, and a wildcard
+    request matched any policy under ``pool/``. A request names one pool now."""
+    status, body = world.api.call(
+        "PUT",
+        "/api/configs/role/l4-admins",
+        json={
+            "configs_dict": {
+                "description": "administers the L4 nodes of team-development",
+                "policies": [
+                    {"actions": ["node:Update"], "resources": ["pool/team-development"]},
+                    {"actions": ["node:Update"], "resources": ["pool/no-such-pool"]},
+                ],
+            }
+        },
+    )
+    assert status == 200, body
+    token = world.runtime.tokens.create(name="eve", username="eve", roles=["l4-admins"])
+    headers = {"Authorization": f"Bearer {token}"}
+    tray = world.gb200_nodes()[0]
+    for action in ("cordon", "drain", "fail"):
+        refused = world.api.client.post(f"/api/nodes/{tray}/{action}", headers=headers)
+        assert refused.status_code == 403, (action, refused.json())
+        assert refused.json()["message"] == (
+            f"Node {tray} serves no pool you may administer (node:Update on "
+            "pool/robotics-training, pool/my-pool, pool/nvl72); ask an admin."
+        )
+    assert world.runtime.node_admin.history(tray) == []
+    allowed = world.api.client.post("/api/nodes/l4-0/cordon", headers=headers)
+    assert allowed.status_code == 200, allowed.json()
+
+
 def eight_tray_gang(seconds: float = 3600) -> str:
     """8 tasks of 4 GPUs that must share one NVLink clique."""
     tasks = [task(f"shard{i}", lead=i == 0, seconds=seconds) for i in range(8)]

@@ -5,9 +5,11 @@ for global actions. Matching follows OSMO:
 
 * action: exact, ``*``/``*:*`` any, ``<type>:*`` any action of the type, ``*:<Verb>`` that verb;
 * resource: a global request (``None`` or ``""``) matches any policy of the action; a
-  scoped request needs a pattern that is ``*``, equal, ``prefix/*`` (anything under ``prefix/``),
-  ``prefix*`` (string prefix: ``pool/team*``), or, when the request itself is a wildcard
-  (``pool/*``), any pattern under the same prefix;
+  scoped request names one resource, and needs a pattern that is ``*``, equal, ``prefix/*``
+  (anything under ``prefix/``) or ``prefix*`` (string prefix: ``pool/team*``). A request is
+  never a pattern: one that names ``pool/*`` is denied. (OSMO matched a wildcard request
+  against any pattern under its prefix, so ``node:Update`` on one pool, even one that does not
+  exist, passed a check on ``pool/*``: docs/access.md#differences-from-osmo);
 * a policy with no ``resources`` matches global requests only — the documented rule; corral does not
   copy OSMO's DB-mode startup rewrite that widens it to ``*``
   (docs/access.md#differences-from-osmo);
@@ -81,11 +83,17 @@ def is_global(resource: str | None) -> bool:
 
 def resource_matches(pattern: str, resource: str) -> bool:
     """Whether the policy resource ``pattern`` covers the scoped ``resource``."""
+    if is_pattern(resource):
+        return False  # a request names one resource
     if pattern in ("*", resource):
         return True
-    if pattern.endswith("*") and resource.startswith(pattern[:-1]):
-        return True  # "prefix/*" and "prefix*"
-    return resource.endswith("/*") and pattern.startswith(resource[:-1])
+    return pattern.endswith("*") and resource.startswith(pattern[:-1])  # "prefix/*", "prefix*"
+
+
+def is_pattern(resource: str) -> bool:
+    """Whether ``resource`` is a pattern (it has a ``*``): what a policy may name, never a
+    request."""
+    return "*" in resource
 
 
 def _rule_resource(rule: Rule, resource: str | None) -> str | None:
@@ -159,6 +167,8 @@ def _first_match(
 
 def evaluate(roles: Sequence[Role], action: str, resource: str | None = None) -> Decision:
     """Whether ``roles`` together may do ``action`` on ``resource``; a Deny anywhere wins."""
+    if resource and is_pattern(resource):
+        return Decision(False, f"denied: {resource} is a pattern; a request names one resource")
     for role in roles:
         denied = _first_match(role, action, resource, "Deny")
         if denied is not None:
