@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 import structlog
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from corral import __version__
@@ -21,6 +21,7 @@ from corral.api import (
     workflow_routes,
 )
 from corral.api.auth import Authorizer, AuthSettings, config_roles
+from corral.api.deps import refuse_unknown_query
 from corral.api.errors import install_error_handlers
 from corral.api.guard import RequestGuard, RequestLimits
 from corral.api.metrics import Metrics
@@ -72,7 +73,7 @@ def create_app(
         node_routes,
         system_routes,
     ):
-        app.include_router(routes.router)
+        app.include_router(routes.router, dependencies=[Depends(refuse_unknown_query)])
     install_error_handlers(app)
     # Added before the observability middleware, so that it runs inside it: requests the
     # guard refuses are counted and logged like any other.

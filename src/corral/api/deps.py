@@ -12,7 +12,7 @@ The dependencies are ``async`` so that FastAPI calls them on the event loop: the
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Annotated, cast
+from typing import Annotated, Any, cast
 
 from fastapi import Depends, Request
 from starlette.concurrency import run_in_threadpool
@@ -21,6 +21,7 @@ from corral.api.auth import Authorizer, Principal
 from corral.api.guard import guarded_principal
 from corral.domain.configs.snapshot import Configs
 from corral.domain.workflows.record import StoredTask, StoredWorkflow
+from corral.errors import UserError
 from corral.services.capacity import ClusterCapacity
 from corral.services.config_service import ConfigService, WriteResult
 from corral.services.nodes import NodeService
@@ -135,3 +136,42 @@ WriteHookDep = Annotated[WriteHook, Depends(write_hook_of)]
 NodesDep = Annotated[NodeService, Depends(nodes_of)]
 TaskLogsDep = Annotated[TaskLogs, Depends(task_logs_of)]
 ForecastsDep = Annotated[ForecastStore, Depends(forecasts_of)]
+
+
+#: The request methods that write: an unknown query parameter on one is refused.
+WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_declared: dict[int, frozenset[str]] = {}
+
+
+async def refuse_unknown_query(request: Request) -> None:
+    """400 for a query parameter the write's route does not take: ``?dry_run=true`` on a
+    ``PUT`` of a role was ignored, and the write applied (docs/api.md#query-parameters)."""
+    if request.method not in WRITES or not request.query_params:
+        return
+    route = request.scope.get("route")
+    dependant = getattr(route, "dependant", None)
+    if dependant is None:
+        return
+    known = _declared.get(id(route))
+    if known is None:
+        known = _declared[id(route)] = _query_names(dependant)
+    unknown = [name for name in request.query_params if name not in known]
+    if unknown:
+        takes = ", ".join(sorted(known)) if known else "no query parameters"
+        raise UserError(
+            f"Unknown query parameter {unknown[0]!r} on {request.method} "
+            f"{getattr(route, 'path', request.url.path)}: it "
+            f"takes {takes}. Nothing was written.",
+            path=(unknown[0],),
+        )
+
+
+def _query_names(dependant: Any) -> frozenset[str]:
+    """The query parameters a route and its dependencies declare."""
+    names: set[str] = set()
+    stack = [dependant]
+    while stack:
+        current = stack.pop()
+        names.update(field.alias for field in current.query_params)
+        stack.extend(current.dependencies)
+    return frozenset(names)

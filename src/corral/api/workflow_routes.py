@@ -232,11 +232,19 @@ def query(
 
 @router.post("/api/workflow/{workflow_id}/cancel", response_model=R.Canceled)
 def cancel(
-    authorizer: AuthorizerDep, store: WorkflowsDep, caller: Caller, workflow_id: str
+    authorizer: AuthorizerDep,
+    store: WorkflowsDep,
+    caller: Caller,
+    workflow_id: str,
+    message: Annotated[str | None, Query(max_length=1000, pattern=r"^[^\x00]*$")] = None,
+    force: bool = False,
 ) -> dict[str, Any]:
     """Ask the lifecycle controller to cancel: the submitter, or whoever may
-    ``workflow:Cancel`` on the workflow's pool. 409 once finished or already canceling."""
-    request_cancel(store, authorizer, caller, workflow_id)
+    ``workflow:Cancel`` on the workflow's pool. 409 once finished or already canceling.
+    ``message`` says why (every task ends with it); ``force`` (OSMO's CLI sends it) changes
+    nothing: corral always stops every pod of the workflow."""
+    del force
+    request_cancel(store, authorizer, caller, workflow_id, message)
     return {
         "name": workflow_id,
         "message": f"Cancel requested for workflow {workflow_id}; its tasks will be "

@@ -211,9 +211,17 @@ IdArgument = Annotated[str, typer.Argument(metavar="ID", help="The workflow id."
 
 @app.command()
 @handle_errors
-def cancel(workflow_id: IdArgument, output: FormatOption = OutputFormat.text) -> None:
+def cancel(
+    workflow_id: IdArgument,
+    message: Annotated[
+        str | None,
+        typer.Option("--message", "-m", help="Why: every task of the workflow ends with it."),
+    ] = None,
+    output: FormatOption = OutputFormat.text,
+) -> None:
     """Cancel a workflow: its running tasks are stopped, it ends FAILED_CANCELED."""
-    found = Client().request("POST", f"{_path(workflow_id)}/cancel")
+    params = {"message": message} if message else None
+    found = Client().request("POST", f"{_path(workflow_id)}/cancel", params=params)
     if output is OutputFormat.json:
         print_json(found)
         return

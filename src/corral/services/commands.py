@@ -68,17 +68,21 @@ def read_workflow(
 
 
 def request_cancel(
-    store: WorkflowStore, authorizer: Access[C], caller: C, workflow_id: str
+    store: WorkflowStore,
+    authorizer: Access[C],
+    caller: C,
+    workflow_id: str,
+    message: str | None = None,
 ) -> None:
-    """Ask the controller to cancel: the submitter may, or whoever may ``workflow:Cancel`` on
-    the workflow's pool (403; 404 to who may not even read it); 409 once finished or already
-    canceling."""
+    """Ask the controller to cancel, saying why in ``message`` (its tasks end with it): the
+    submitter may, or whoever may ``workflow:Cancel`` on the workflow's pool (403; 404 to who
+    may not even read it); 409 once finished or already canceling."""
     workflow = store.get(workflow_id)
     if caller.username != workflow.submitted_by:
         if not may_read(authorizer, caller, workflow):
             raise missing(workflow_id)
         authorizer.check(caller, "workflow:Cancel", f"pool/{workflow.pool}")
-    if not store.request_cancel(workflow_id, caller.username):
+    if not store.request_cancel(workflow_id, caller.username, message):
         raise ConflictError(_not_cancelable(store.get(workflow_id)))
 
 

@@ -9,10 +9,11 @@ a write costs what it changes, not what is stored (docs/architecture.md#config-s
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from corral.domain.access.policies import admin_lockout
 from corral.domain.configs import references
 from corral.domain.configs.bundles import ParsedBundle, parse_bundle
 from corral.domain.configs.snapshot import Configs
@@ -112,10 +113,21 @@ def sandboxed_pool_check(
     )
 
 
+#: Every user's name and role names (who would lose the right to administer corral).
+RoleHolders = Callable[[], Sequence[tuple[str, Sequence[str]]]]
+
+
 class ConfigService:
-    def __init__(self, store: ConfigStore, check_pools: PoolCheck = sandboxed_pool_check) -> None:
+    def __init__(
+        self,
+        store: ConfigStore,
+        check_pools: PoolCheck = sandboxed_pool_check,
+        role_holders: RoleHolders | None = None,
+    ) -> None:
         self._store = store
         self._check_pools = check_pools
+        #: None: no users to keep an admin among (a service without a user store).
+        self._role_holders = role_holders
         self._state: tuple[tuple[int, ...], Configs] | None = None
 
     # ------------------------------------------------------------------------------ reads
@@ -395,6 +407,10 @@ class ConfigService:
         after = before.with_changes(effective)
         for problem in references.new_problems(before, after, changed):
             raise _located(problem, pending)
+        if ConfigType.ROLE in changed and self._role_holders is not None:
+            lockout = admin_lockout(before.roles, after.roles, self._role_holders())
+            if lockout is not None:
+                raise ConflictError(lockout)
         rendered = references.touched_pools(before, after, changed, references.TEMPLATE_TYPES)
         for problem in self._check_pools(before, after, rendered):
             raise _located(problem, pending)

@@ -266,14 +266,15 @@ def open_runtime(
     engine = make_engine(database_url)
     migrate(engine)
     tasks = work_dir or Path(platformdirs.user_data_dir("corral")) / "tasks"
-    configs = ConfigService(ConfigStore(engine, clock))
+    users = UserStore(engine, clock)
+    configs = ConfigService(ConfigStore(engine, clock), role_holders=users.role_holders)
     nodes = cluster or read_cluster(example_cluster_file())
     workflows = WorkflowStore(engine, clock)
     runtime = Runtime(
         engine,
         configs,
         TokenStore(engine, clock),
-        UserStore(engine, clock),
+        users,
         nodes,
         workflows,
         SubmissionService(

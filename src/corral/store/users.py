@@ -201,6 +201,12 @@ class UserStore:
             rows = connection.execute(select(users).order_by(users.c.username)).mappings()
             return [_user(row) for row in rows]
 
+    def role_holders(self) -> list[tuple[str, list[str]]]:
+        """Every user's name and role names (a role write must leave one who administers)."""
+        with self._engine.connect() as connection:
+            rows = connection.execute(select(users.c.username, users.c.roles)).all()
+        return [(row.username, list(row.roles)) for row in rows]
+
     def create(
         self, username: str, *, roles: Iterable[str], default_pool: str | None, by: str
     ) -> User:

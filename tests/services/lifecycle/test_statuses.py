@@ -151,7 +151,10 @@ def test_cancel_stops_running_and_waiting_groups(world: World) -> None:
         )
     )
     world.run_until(lambda: world.workflow(workflow_id).status == "RUNNING")
-    assert world.runtime.workflows.request_cancel(workflow_id, "admin") is True
+    status, body = world.api.call(
+        "POST", f"/api/workflow/{workflow_id}/cancel", params={"message": "wrong data", "force": 1}
+    )
+    assert status == 200, body
     assert world.runtime.workflows.request_cancel(workflow_id, "admin") is False
     world.finish(workflow_id)
     assert statuses(world, workflow_id) == {
@@ -161,7 +164,7 @@ def test_cancel_stops_running_and_waiting_groups(world: World) -> None:
         "t1": ("FAILED_CANCELED", None),
         "t2": ("FAILED_CANCELED", None),
     }
-    assert world.workflow(workflow_id).groups[0].tasks[0].message == "Canceled by admin."
+    assert world.workflow(workflow_id).groups[0].tasks[0].message == "Canceled by admin. wrong data"
     assert world.runtime.objects.all() == []
 
 

@@ -193,6 +193,30 @@ def allowed_pools(roles: Sequence[Role], pool_names: Iterable[str]) -> list[str]
     ]
 
 
+def administers(roles: Sequence[Role], names: Iterable[str]) -> bool:
+    """Whether a user holding the role ``names`` may administer corral under ``roles`` (the
+    admin-only requests: users, tokens of others; only ``*:*`` grants them)."""
+    return evaluate(roles_for_request(roles, names), UNREGISTERED).allowed
+
+
+def admin_lockout(
+    before: Sequence[Role], after: Sequence[Role], holders: Sequence[tuple[str, Sequence[str]]]
+) -> str | None:
+    """Why roles changed from ``before`` to ``after`` would leave none of ``holders`` (user
+    name, role names) able to administer corral, when one was; None when one still is, or
+    none was. A role write that did so answered 200, and every admin got 403 from then on."""
+    admins = [name for name, names in holders if administers(before, names)]
+    if not admins or any(administers(after, names) for _, names in holders):
+        return None
+    shown = ", ".join(admins[:5]) + (f" and {len(admins) - 5} more" if len(admins) > 5 else "")
+    return (
+        f"This change to the roles would leave no user who may administer corral: {shown} "
+        "would lose it, and every admin token would stop working. Keep a role that allows "
+        "*:* (osmo-admin's policy), or give a user such a role first "
+        "(corral user roles add NAME osmo-admin)."
+    )
+
+
 # ------------------------------------------------------------------------ roles per request
 
 

@@ -112,7 +112,14 @@ class WorkflowStep:
             if self.workflow.failure:  # its stored state could not be read
                 self._end_group(group, TaskStatus.FAILED_SERVER_ERROR, self.workflow.failure)
             elif canceled:
-                message = f"Canceled by {self.workflow.cancel_requested_by}."
+                message = " ".join(
+                    part
+                    for part in (
+                        f"Canceled by {self.workflow.cancel_requested_by}.",
+                        self.workflow.message,
+                    )
+                    if part
+                )
                 self._end_group(group, TaskStatus.FAILED_CANCELED, message)
             elif self._timed_out(group, TaskStatus.SCHEDULING, self.workflow.queue_timeout_s):
                 self._end_group(group, TaskStatus.FAILED_QUEUE_TIMEOUT, "Queue timeout.")

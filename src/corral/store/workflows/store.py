@@ -316,15 +316,16 @@ class WorkflowStore(WorkflowListings):
             for row in rows
         ]
 
-    def request_cancel(self, workflow_id: str, username: str) -> bool:
-        """Ask the controller to cancel; False when the workflow had already finished."""
+    def request_cancel(self, workflow_id: str, username: str, message: str | None = None) -> bool:
+        """Ask the controller to cancel (``message``: why, kept as the workflow's message);
+        False when the workflow had already finished."""
         with writing(self._engine) as connection:
             done = connection.execute(
                 workflows.update()
                 .where(workflows.c.workflow_id == workflow_id)
                 .where(workflows.c.status.in_(ALIVE))
                 .where(workflows.c.cancel_requested_by.is_(None))
-                .values(cancel_requested_by=username)
+                .values(cancel_requested_by=username, message=message)
             ).rowcount
             if done:
                 tell_controller(connection, workflow_id, CANCEL, self._clock())
