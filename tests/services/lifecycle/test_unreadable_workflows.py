@@ -43,8 +43,9 @@ def test_a_checkpoint_time_utc_does_not_have_or_before_the_task_is_refused(world
     status, body = report(world, job, at=YEAR_ZERO)
     assert status == 400, body
     assert body["message"].startswith("at: ")
-    assert "0001-01-01T00:00:00+14:00 is not a time between the years 1 and 9999 in UTC" in (
-        body["message"]
+    assert (
+        "0001-01-01T00:00:00+14:00 is not a time between the years 1 and 9999 in UTC"
+        in (body["message"])
     )
     before = (started - timedelta(seconds=1)).isoformat()
     status, body = report(world, job, at=before)
