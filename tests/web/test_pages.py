@@ -12,13 +12,15 @@ import pytest
 from fastapi.testclient import TestClient
 
 from corral.api.browser_session import COOKIE, csrf_ok, csrf_token, local_target
+from corral.domain.views.start_forecast import GroupForecast
+from corral.domain.workflows.record import Changes
 from corral.errors import TooManyRequestsError, UnavailableError
 from corral.services.runtime import open_runtime
+from corral.services.workflow_names import UNKNOWN, Owner, WorkflowNamer, opaque_tag
 from corral.web import live
 from corral.web.app import create_server_app
 from corral.web.drawing import age
 from corral.web.pages import _queue_positions
-from corral.web.topology_data import owner_names
 from tests.conftest import REPO, Api
 
 PAGES = ["/ui", "/ui/pools", "/ui/topology", "/ui/workflows", "/ui/config"]
@@ -245,14 +247,83 @@ def test_a_workflows_stream_answers_as_an_event_stream(examples: Api) -> None:
 
 
 def test_a_user_who_may_not_read_a_pools_workflows_sees_tags_not_their_ids() -> None:
-    key = b"k" * 32
-    everyone = owner_names(key, None)
-    assert everyone("train-3") == "train-3"
-    limited = owner_names(key, frozenset({"mine-1"}))
-    assert limited("mine-1") == "mine-1"
-    tag = limited("theirs-2")
+    name = WorkflowNamer(b"k" * 32, "ann", lambda pool: pool == "open")
+    assert name("train-3", Owner("open", "bob")) == "train-3"
+    assert name("mine-1", Owner("closed", "ann")) == "mine-1"
+    tag = name("theirs-2", Owner("closed", "bob"))
     assert tag.startswith("workflow-") and "theirs" not in tag
-    assert limited("theirs-2") == tag != limited("theirs-3")
+    assert name("theirs-2", Owner("closed", "bob")) == tag != name("theirs-3", UNKNOWN)
+    assert name("gone-1", UNKNOWN) == opaque_tag(b"k" * 32, "gone-1")
+
+
+def _reader_of(examples: Api, pool: str) -> str:
+    """A token of ``bob``, who may submit to and read ``pool`` only."""
+    role = {
+        "description": "x",
+        "policies": [
+            {
+                "actions": ["workflow:*", "pool:List", "resources:Read"],
+                "resources": [f"pool/{pool}"],
+            },
+            {"actions": ["workflow:List", "pool:List", "resources:Read"]},
+        ],
+    }
+    status, body = examples.call(
+        "PUT", "/api/configs/role/only-my-pool", json={"configs_dict": role}
+    )
+    assert status == 200, body
+    return examples.runtime.tokens.create(name="bob", username="bob", roles=["only-my-pool"])
+
+
+def test_a_node_shared_between_pools_names_only_the_workflows_the_viewer_may_read(
+    examples: Api,
+) -> None:
+    """my-pool and nvl72 share the GB200 racks: bob reads my-pool's page, whose trays hold
+    the admin's nvl72 workflow. The page checked the chosen pool, and named it."""
+    spec = (REPO / "examples" / "workflows" / "nvl72-single-rack.yaml").read_text()
+    status, answer = examples.call("POST", "/api/pool/nvl72/workflow", json={"file": spec})
+    assert status == 200, answer
+    admins = answer["name"]
+    examples.runtime.lifecycle().tick()  # binds it: its pods name their workflow and pool
+    assert examples.runtime.workflows.get(admins).groups[0].status != "SCHEDULING"
+    bob = logged_in(examples, _reader_of(examples, "my-pool"))
+    page = bob.get("/ui/topology?pool=my-pool")
+    assert page.status_code == 200
+    assert admins not in page.text
+    assert opaque_tag(examples.client.app.state.authorizer.sessions.key, admins) in page.text
+    admin = logged_in(examples)
+    assert admins in admin.get("/ui/topology?pool=my-pool").text
+
+
+def test_a_forecast_names_only_a_workflow_the_reader_may_read(examples: Api) -> None:
+    """bob's my-pool workflow most likely starts after the admin's nvl72 workflow ends: the
+    forecast named it to bob."""
+    spec = (REPO / "examples" / "workflows" / "nvl72-single-rack.yaml").read_text()
+    status, answer = examples.call("POST", "/api/pool/nvl72/workflow", json={"file": spec})
+    admins = answer["name"]
+    token = _reader_of(examples, "my-pool")
+    headers = {"Authorization": f"Bearer {token}"}
+    mine = examples.client.post(
+        "/api/pool/my-pool/workflow", json={"file": spec}, headers=headers
+    ).json()["name"]
+    group = examples.runtime.workflows.get(mine).groups[0].uuid
+    waiting = Changes()
+    waiting.group(group, status="SCHEDULING")  # as the controller leaves a group that waits
+    examples.runtime.workflows.commit(waiting)
+    now = datetime.now(UTC)
+    examples.runtime.forecasts.replace(
+        [GroupForecast(group, mine, now, now, now, now, "my-pool", 1, 1, waits_on=admins)]
+    )
+    explained = examples.client.get(f"/api/workflow/{mine}/explain", headers=headers).json()
+    reason = explained["groups"][0]["reason"]
+    tag = opaque_tag(examples.client.app.state.authorizer.sessions.key, admins)
+    assert f"after {tag} ends" in reason and admins not in reason
+    query = examples.client.get(f"/api/workflow/{mine}", headers=headers).json()
+    assert f"after {tag} ends" in query["groups"][0]["start_forecast"]
+    page = logged_in(examples, token).get(f"/ui/workflows/{mine}")
+    assert f"after {tag} ends" in page.text and admins not in page.text
+    status, mine_to_admin = examples.call("GET", f"/api/workflow/{mine}/explain")
+    assert f"after {admins} ends" in mine_to_admin["groups"][0]["reason"]
 
 
 def test_the_ghost_of_a_waiting_workflow_is_one_clique_of_the_pool(examples: Api) -> None:

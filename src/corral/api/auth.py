@@ -49,6 +49,7 @@ from corral.services.sessions import (
     load_session_key,
 )
 from corral.services.task_tokens import TASK_ISSUER, TaskScope, TaskTokens, refused_path
+from corral.services.workflow_names import WorkflowNamer
 
 ADMIN_ROLE = "osmo-admin"
 ADMIN_ONLY = UNREGISTERED  # the action of requests OSMO's registry does not list
@@ -310,6 +311,15 @@ class Authorizer:
                 "no policy of theirs allows it."
             )
         return allowed
+
+    def workflow_namer(self, principal: Principal) -> WorkflowNamer:
+        """How ``principal`` reads the names of workflows other views mention: by id in the
+        pools it may ``workflow:Read`` and for its own, else by opaque tag."""
+        return WorkflowNamer(
+            self.sessions.key,
+            principal.username,
+            lambda pool: self.allows(principal, "workflow:Read", f"pool/{pool}"),
+        )
 
     def allowed_pools(self, principal: Principal, pool_names: Sequence[str]) -> list[str]:
         """The pools ``principal`` may submit to (``workflow:Create`` on ``pool/<name>``)."""

@@ -41,6 +41,7 @@ from corral.services.submission import (
     SubmitRequest,
     SubmittingUser,
 )
+from corral.services.workflow_names import workflow_forecasts
 
 VALIDATED = "Workflow validation succeeded."
 #: Set on a submission's answer when its Idempotency-Key was used before: nothing new was made.
@@ -226,7 +227,9 @@ def query(
         str(http.base_url),
         utc_now(),
         verbose=verbose,
-        forecasts=forecasts.of_workflow(found.workflow_id),
+        forecasts=workflow_forecasts(
+            forecasts, store, found.workflow_id, authorizer.workflow_namer(caller)
+        ),
     )
 
 
@@ -300,7 +303,9 @@ def explain(
         workflow,
         utc_now(),
         pool_in_maintenance=pool is not None and pool.enable_maintenance,
-        forecasts=forecasts.of_workflow(workflow.workflow_id),
+        forecasts=workflow_forecasts(
+            forecasts, store, workflow.workflow_id, authorizer.workflow_namer(caller)
+        ),
         stops=store.stop_costs(workflow.workflow_id),
     )
     return {

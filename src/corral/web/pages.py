@@ -33,9 +33,10 @@ from corral.services.commands import check_template_reads, request_cancel
 from corral.services.placement_now import GroupPlacement
 from corral.services.pool_usage import pool_usage
 from corral.services.runtime import Runtime, utc_now
+from corral.services.workflow_names import workflow_forecasts
 from corral.web.dag import dag_svg
 from corral.web.page_context import PageContextDep
-from corral.web.topology_data import ghost_of, own_workflows, owner_names, pool_picture
+from corral.web.topology_data import ghost_of, owner_names, pool_picture
 from corral.web.topology_view import UNLABELLED, Level
 
 STATIC = Path(__file__).parent / "static"
@@ -196,16 +197,10 @@ def topology(
     queued = store.list(pools=[chosen], statuses=QUEUED, limit=PAGE_SIZE)
     ghost_of = context.readable(principal, ghost) if ghost else None
     drawn = pool_picture(state, cluster, chosen, levels, within)
-    readable_pool = authorizer.allows(principal, "workflow:Read", f"pool/{chosen}")
     return context.render(
         request,
         "topology.html",
-        owner=owner_names(
-            authorizer.sessions.key,
-            None
-            if readable_pool or cluster is None
-            else own_workflows(cluster, principal.username),
-        ),
+        owner=owner_names(authorizer.workflow_namer(principal), cluster),
         topic="workflows",
         pools=names,
         chosen=chosen,
@@ -316,7 +311,9 @@ def workflow(
     principal = context.caller(request)
     found = context.readable(principal, workflow_id)
     pool = configs.state().find_pool(found.pool)
-    forecasts = runtime.forecasts.of_workflow(workflow_id)
+    forecasts = workflow_forecasts(
+        runtime.forecasts, store, workflow_id, authorizer.workflow_namer(principal)
+    )
     explained = explain_workflow(
         found,
         utc_now(),

@@ -6,11 +6,10 @@ configuration, the nodes and the bound pods are the same objects (services/memo.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 from collections.abc import Callable
 from typing import Any
 
+from corral.domain.labels import POOL as POOL_LABEL
 from corral.domain.labels import SUBMITTED_BY, WORKFLOW_ID
 from corral.domain.workflows.record import ALIVE, StoredWorkflow
 from corral.services.capacity import ClusterCapacity
@@ -18,8 +17,11 @@ from corral.services.memo import SameInputs
 from corral.services.placement_now import GroupPlacement, OfferedGroup, groups_placed_now
 from corral.services.pool_usage import gpus_per_node, layout_of, node_gpus
 from corral.services.runtime import utc_now
+from corral.services.workflow_names import UNKNOWN, Owner, WorkflowNamer
 from corral.web.topology_view import Level, TopologyPicture, picture
 
+#: What a node's pod of no corral workflow is called.
+NOT_CORRALS = "(not corral's)"
 #: Group statuses before its pods are bound.
 UNPLACED = frozenset({"SUBMITTING", "WAITING", "PROCESSING", "SCHEDULING"})
 
@@ -56,7 +58,7 @@ def _draw(
     nodes = [node for node in cluster.nodes if pool in layout.pools_of(node.name)]
     owners: dict[str, set[str]] = {}
     for pod in cluster.pods:
-        owners.setdefault(pod.node, set()).add(pod.labels.get(WORKFLOW_ID, "(not corral's)"))
+        owners.setdefault(pod.node, set()).add(pod.labels.get(WORKFLOW_ID, NOT_CORRALS))
     return picture(
         nodes,
         levels,
@@ -67,26 +69,24 @@ def _draw(
     )
 
 
-def owner_names(key: bytes, own: frozenset[str] | None) -> Callable[[str], str]:
-    """How the page names a node's workflow: by its id when the caller may read the pool's
-    workflows (``own`` is None) or submitted it, else by an opaque tag (one workflow, one tag:
-    hovering still shows which nodes a workflow holds, not which workflow it is)."""
+def owner_names(name: WorkflowNamer, cluster: ClusterCapacity | None) -> Callable[[str], str]:
+    """How the page names a node's workflow: as ``services/workflow_names.py`` says, by the
+    workflow's own pool and submitter (read from its pods' labels). A node may serve several
+    pools: that the caller may read the page's pool says nothing of the others'."""
+    owners: dict[str, Owner] = {}
+    for pod in cluster.pods if cluster is not None else ():
+        workflow_id = pod.labels.get(WORKFLOW_ID)
+        if workflow_id is not None and workflow_id not in owners:
+            owners[workflow_id] = Owner(
+                pod.labels.get(POOL_LABEL, ""), pod.labels.get(SUBMITTED_BY, "")
+            )
 
-    def name(workflow_id: str) -> str:
-        if own is None or workflow_id in own:
+    def shown(workflow_id: str) -> str:
+        if workflow_id == NOT_CORRALS:
             return workflow_id
-        digest = hmac.new(key, workflow_id.encode(), hashlib.sha256).hexdigest()[:8]
-        return f"workflow-{digest}"
+        return name(workflow_id, owners.get(workflow_id, UNKNOWN))
 
-    return name
-
-
-def own_workflows(cluster: ClusterCapacity, username: str) -> frozenset[str]:
-    return frozenset(
-        pod.labels.get(WORKFLOW_ID, "")
-        for pod in cluster.pods
-        if pod.labels.get(SUBMITTED_BY) == username
-    )
+    return shown
 
 
 def ghost_of(state: Any, workflow: StoredWorkflow, cluster: ClusterCapacity) -> GroupPlacement:

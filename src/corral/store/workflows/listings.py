@@ -234,6 +234,16 @@ class WorkflowListings:
             rows = connection.execute(query).all()
         return [(row[0], row[1], row[2], utc(row[3]) or row[3]) for row in rows]
 
+    def owners(self, workflow_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """The pool and submitter of each of ``workflow_ids`` that exists."""
+        if not workflow_ids:
+            return {}
+        query = select(workflows.c.workflow_id, workflows.c.pool, workflows.c.submitted_by).where(
+            workflows.c.workflow_id.in_(list(workflow_ids))
+        )
+        with self._engine.connect() as connection:
+            return {row[0]: (row[1], row[2]) for row in connection.execute(query)}
+
     def change_marker(self, workflow_id: str | None = None) -> tuple[Any, ...]:
         """A value that changes when a workflow (``workflow_id``, or any) is submitted or
         changes status, or one of its groups or tasks does: what a live page polls."""
