@@ -30,6 +30,8 @@ import pytest
 from tests.conftest import LiveServer, start_server
 
 MiB = 2**20
+#: A GB200 tray of the example cluster.
+TRAY = "gb200-zone-a-s0-r0-g0-00"
 MAX_RSS_GROWTH = 300 * MiB
 DEEP = "nested more than 64 levels deep here; flatten the document"
 BURN = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}x"
@@ -305,6 +307,56 @@ TABLE = [
         params={"first": -(2**80)},
         dashboard=True,
     ),
+    # Issue 44, part 3, item 6: lax input.
+    Hostile(
+        "node fail: fabric 'yes'",
+        "POST",
+        f"/api/nodes/{TRAY}/fail",
+        400,
+        "fabric: Input should be a valid boolean",
+        json_body={"fabric": "yes"},
+    ),
+    Hostile(
+        "checkpoint: step '5'",
+        "POST",
+        "/api/workflow/nobody-1/task/t0/checkpoint",
+        400,
+        "step: Input should be a valid integer",
+        json_body={"step": "5"},
+    ),
+    Hostile(
+        "node cordon: a right-to-left override in the reason",
+        "POST",
+        f"/api/nodes/{TRAY}/cordon",
+        400,
+        "reason: text must not contain the bidirectional control U+202E",
+        json_body={"reason": "PSU swap \u202etoor yb"},
+    ),
+    Hostile(
+        "config write: a right-to-left override in the description",
+        "PUT",
+        "/api/configs/pool/hostile",
+        400,
+        "description: text must not contain the bidirectional control U+202E",
+        json_body={"configs": {"backend": "default"}, "description": "fix \u202eevil"},
+    ),
+    Hostile(
+        "cancel: a right-to-left isolate in the message",
+        "POST",
+        "/api/workflow/nobody-1/cancel",
+        400,
+        "message: text must not contain the bidirectional control U+2067",
+        params={"message": "oops \u2067x"},
+    ),
+    Hostile(
+        "node cordon: a 20,000-character unknown key",
+        "POST",
+        f"/api/nodes/{TRAY}/cordon",
+        400,
+        "Unknown key 'kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk'… (20,000 "
+        "characters) in the request",
+        json_body={"k" * 20_000: 1},
+    ),
 ]
 
 POD_TEMPLATE_BOMBS = [("pod template: nested range loops", BURN, POD_TOO_SLOW)]
@@ -424,6 +476,8 @@ def test_hostile_request_is_refused_and_the_server_lives(
 ) -> None:
     response = send(client, server, case)
     assert response.status_code == case.status, response.text[:500]
+    if not case.dashboard:
+        assert len(response.content) < 4_096, "an answer never echoes a value whole"
     assert case.says in (response.text if case.dashboard else response.json()["message"])
     assert health_seconds(server) < 1
     assert (

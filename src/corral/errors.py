@@ -9,6 +9,28 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+#: The most characters of a value an error quotes back: a 20,000-character key or key id
+#: sent back whole makes the answer as large as the attack.
+SHOWN_CHARS = 64
+
+
+def shown(value: object, limit: int = SHOWN_CHARS) -> str:
+    """``value`` as an error message quotes it: cut to ``limit`` characters, saying how long it
+    was when cut."""
+    text = str(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text):,} characters)"
+
+
+def quoted(value: object, limit: int = SHOWN_CHARS) -> str:
+    """``'value'`` (Python's quoting, so control characters show as escapes), cut as
+    :func:`shown` cuts it."""
+    text = str(value)
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}… ({len(text):,} characters)"
+
 
 class CorralError(Exception):
     """Base class: a failure the caller can act on."""
@@ -24,7 +46,7 @@ class CorralError(Exception):
     @property
     def field(self) -> str | None:
         """The dotted form of ``path`` (for messages), or None when no field is concerned."""
-        return ".".join(str(step) for step in self.path) or None
+        return ".".join(shown(step) for step in self.path) or None
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Errors cross process boundaries (the sandbox workers): rebuild without calling
@@ -44,7 +66,7 @@ class CorralError(Exception):
             "message": f"{self.field}: {self.message}",
             "error_code": self.error_code,
             "field": self.field,
-            "path": list(self.path),
+            "path": [step if isinstance(step, int) else shown(step) for step in self.path],
         }
 
 

@@ -191,6 +191,12 @@ REFUSALS = [
         "The identity token is signed with key 'rsa9', which the issuer's JWKS does not list.",
     ),
     (
+        {},
+        {"kid": "k" * 20_000},
+        "The identity token is signed with key "
+        f"'{'k' * 64}'… (20,000 characters), which the issuer's JWKS does not list.",
+    ),
+    (
         {"preferred_username": None, "sub": None},
         {},
         "The identity token names no user: it has no preferred_username or email or sub claim.",

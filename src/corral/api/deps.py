@@ -21,7 +21,7 @@ from corral.api.auth import Authorizer, Principal
 from corral.api.guard import guarded_principal
 from corral.domain.configs.snapshot import Configs
 from corral.domain.workflows.record import StoredTask, StoredWorkflow
-from corral.errors import UserError
+from corral.errors import UserError, quoted, shown
 from corral.services.capacity import ClusterCapacity
 from corral.services.config_service import ConfigService, WriteResult
 from corral.services.nodes import NodeService
@@ -159,10 +159,10 @@ async def refuse_unknown_query(request: Request) -> None:
     if unknown:
         takes = ", ".join(sorted(known)) if known else "no query parameters"
         raise UserError(
-            f"Unknown query parameter {unknown[0]!r} on {request.method} "
+            f"Unknown query parameter {quoted(unknown[0])} on {request.method} "
             f"{getattr(route, 'path', request.url.path)}: it "
             f"takes {takes}. Nothing was written.",
-            path=(unknown[0],),
+            path=(shown(unknown[0]),),
         )
 
 

@@ -18,7 +18,7 @@ from starlette.routing import Match
 
 from corral.domain.configs.config_type import ConfigType
 from corral.domain.formats.documents import position_of
-from corral.errors import CorralError
+from corral.errors import CorralError, quoted, shown
 
 log = structlog.get_logger("corral.api")
 
@@ -118,7 +118,8 @@ def allowed_methods(app: FastAPI, request: Request) -> list[str]:
 
 def no_such_path(request: Request) -> str:
     message = (
-        f"{request.url.path} is not a path of this API; GET /openapi.json lists them (docs/api.md)."
+        f"{shown(request.url.path)} is not a path of this API; GET /openapi.json lists them "
+        "(docs/api.md)."
     )
     if request.url.path.startswith("/api/configs/"):
         names = ", ".join(t.url_segment for t in ConfigType)
@@ -142,9 +143,10 @@ def _request_error(errors: Any, body: str) -> dict[str, Any]:
         where = position_of(body, offset)
         reason = first.get("ctx", {}).get("error", "syntax error")
         return {"message": f"request body:{where}: invalid JSON: {reason}", "error_code": "USER"}
+    location = [step if isinstance(step, int) else shown(step) for step in location]
     field = ".".join(str(step) for step in location)
     if first["type"] == "extra_forbidden":
-        message = f"Unknown key '{location[-1]}' in the request"
+        message = f"Unknown key {quoted(first['loc'][-1])} in the request"
     elif first["type"] == "missing":
         message = "Required field is missing"
     else:

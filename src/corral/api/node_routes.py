@@ -7,12 +7,12 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Request
-from pydantic import Field
+from pydantic import Field, StrictBool
 
 from corral.api import responses as R
 from corral.api.auth import Authorizer, Principal
 from corral.api.deps import AuthorizerDep, Caller, NodeChange, NodesDep
-from corral.api.schemas import StrictBody
+from corral.api.schemas import ShownText, StrictBody
 from corral.domain.formats.wire_time import wire_time
 from corral.domain.platform.node_health import health_json
 from corral.services.nodes import (
@@ -27,7 +27,7 @@ router = APIRouter(prefix="/api/nodes", tags=["nodes"])
 
 
 class ChangeBody(StrictBody):
-    reason: Annotated[str, Field(max_length=MAX_REASON)] = ""
+    reason: Annotated[ShownText, Field(max_length=MAX_REASON)] = ""
 
 
 class DrainBody(ChangeBody):
@@ -37,7 +37,7 @@ class DrainBody(ChangeBody):
 
 class FailBody(ChangeBody):
     #: Cut the tray off its NVLink fabric only (it stays Ready).
-    fabric: bool = False
+    fabric: StrictBool = False
 
 
 def _admin(authorizer: Authorizer, caller: Principal) -> NodeAdmin:

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 from fastapi import Path, Query
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -21,6 +22,7 @@ from starlette.convertors import Convertor, register_url_convertor
 
 from corral.domain.configs.config_type import ConfigType
 from corral.domain.configs.types import reject_unstorable
+from corral.domain.formats.shown_text import SHOWN_PATTERN, shown_text_refusal
 from corral.domain.formats.wire_time import in_utc
 from corral.errors import UserError
 
@@ -99,15 +101,30 @@ HistoryTypeName = Annotated[
 #: the database refuse the query).
 REVISION_MAX = 2**31 - 1
 RevisionQuery = Annotated[int | None, Query(ge=0, le=REVISION_MAX)]
+
+
+def _whole(value: Any) -> Any:
+    """A JSON integer: an int, or a number with nothing after its point (JSON Schema's
+    ``integer`` takes ``5.0``); never a string or a boolean (strict bodies refuse those)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+#: Reads an integer of a strict body as JSON Schema reads one; it comes after the field's
+#: bounds in an ``Annotated`` (before them, the document would not declare the bounds).
+WHOLE = BeforeValidator(_whole)
 RevisionPath = Annotated[int, Path(ge=0, le=REVISION_MAX)]
-BaseRevision = Annotated[int | None, Field(ge=0, le=REVISION_MAX)]
+BaseRevision = Annotated[int, Field(ge=0, le=REVISION_MAX), WHOLE] | None
 
 
 class StrictBody(BaseModel):
-    """A request body outside the config API: unknown keys refused, and nothing a database
-    cannot store (NUL characters, NaN): 400 naming the field, never a database error."""
+    """A request body outside the config API: unknown keys refused, nothing a database
+    cannot store (NUL characters, NaN): 400 naming the field, never a database error; and
+    every value of its declared JSON type (strict: ``"yes"`` is no boolean, ``"5"`` no
+    number)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     @model_validator(mode="before")
     @classmethod
@@ -120,8 +137,24 @@ class StrictBody(BaseModel):
 StoredText = Annotated[str, WithJsonSchema({"type": "string", "pattern": "^[^\\u0000]*$"})]
 
 
+def _shown(text: str) -> str:
+    refusal = shown_text_refusal(text)
+    if refusal is not None:
+        raise ValueError(refusal)
+    return text
+
+
+#: Text shown to other people as written (``formats/shown_text.py``): no NUL, and no
+#: bidirectional control that would make it read as other text.
+ShownText = Annotated[
+    str, AfterValidator(_shown), WithJsonSchema({"type": "string", "pattern": SHOWN_PATTERN})
+]
+
+
 class Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """A config API body: unknown keys refused, every value of its declared JSON type."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     @field_validator("description", "tags", "set_tags", "delete_tags", check_fields=False)
     @classmethod
@@ -157,8 +190,8 @@ class WriteBody(Body):
                 raise UserError("give a config document, not null", path=(key,))
         return data
 
-    description: StoredText | None = None
-    tags: list[StoredText] = []
+    description: ShownText | None = None
+    tags: list[ShownText] = []
     base_revision: BaseRevision = None
 
     def document(self) -> Any:
@@ -173,17 +206,17 @@ class PatchBody(WriteBody):
 
 
 class DeleteBody(Body):
-    description: StoredText | None = None
-    tags: list[StoredText] = []
+    description: ShownText | None = None
+    tags: list[ShownText] = []
     base_revision: BaseRevision = None
     force: StrictBool = False
 
 
 class RollbackBody(Body):
     config_type: ConfigTypeName
-    revision: int = Field(gt=0, le=REVISION_MAX)
-    description: StoredText | None = None
-    tags: list[StoredText] = []
+    revision: Annotated[int, Field(gt=0, le=REVISION_MAX), WHOLE]
+    description: ShownText | None = None
+    tags: list[ShownText] = []
     base_revision: BaseRevision = None
 
 
@@ -200,15 +233,15 @@ class TagsBody(Body):
         },
     )
 
-    set_tags: list[StoredText] = []
-    delete_tags: list[StoredText] = []
+    set_tags: list[ShownText] = []
+    delete_tags: list[ShownText] = []
 
 
 class ApplyBody(Body):
     bundle: dict[str, Any]
     dry_run: StrictBool = False
-    description: StoredText | None = None
-    tags: list[StoredText] = []
+    description: ShownText | None = None
+    tags: list[ShownText] = []
 
 
 class ConfigTypeConvertor(Convertor[ConfigType]):

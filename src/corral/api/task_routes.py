@@ -5,17 +5,15 @@ workflow's owner or an admin:
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from corral.api import task_responses as R
 from corral.api.auth import Authorizer, Principal
 from corral.api.deps import AuthorizerDep, Caller, WorkflowsDep
-from corral.api.schemas import StrictBody
-from corral.domain.formats.wire_time import in_utc
+from corral.api.schemas import WHOLE, IsoTime, ShownText, StrictBody
 from corral.domain.workflows.record import StoredWorkflow
 from corral.services.checkpoints import (
     Checkpoint,
@@ -33,15 +31,10 @@ router = APIRouter(tags=["tasks"])
 class CheckpointReport(StrictBody):
     """When the checkpoint was committed (default: now), at which step, and what it holds."""
 
-    at: datetime | None = None
+    at: IsoTime | None = None
     #: Within what a JSON number holds exactly (2^53).
-    step: Annotated[int, Field(ge=0, le=2**53)] | None = None
-    description: Annotated[str, Field(max_length=1000)] | None = None
-
-    @field_validator("at")
-    @classmethod
-    def _in_utc(cls, value: datetime | None) -> datetime | None:
-        return None if value is None else in_utc(value)
+    step: Annotated[int, Field(ge=0, le=2**53), WHOLE] | None = None
+    description: Annotated[ShownText, Field(max_length=1000)] | None = None
 
 
 @router.post(

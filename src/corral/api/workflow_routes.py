@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import PlainTextResponse
-from pydantic import Field, StringConstraints
+from pydantic import Field, StrictBool, StringConstraints
 from starlette.concurrency import run_in_threadpool
 
 from corral.api import responses as R
@@ -24,7 +24,7 @@ from corral.api.deps import (
     WorkflowsDep,
 )
 from corral.api.responses import LEAN
-from corral.api.schemas import StrictBody
+from corral.api.schemas import ShownText, StrictBody
 from corral.api.workflow_views import dashboard_page, logs_url, workflow_row, workflow_view
 from corral.domain.views.explain import explain_workflow
 from corral.domain.workflows.plan import PlannedGroup
@@ -71,7 +71,7 @@ class LocalFile(StrictBody):
     """A file the CLI read for ``files[].localpath``: text, or base64 for binary."""
 
     contents: str
-    base64: bool = False
+    base64: StrictBool = False
 
 
 class TemplateSpec(StrictBody):
@@ -239,7 +239,7 @@ def cancel(
     store: WorkflowsDep,
     caller: Caller,
     workflow_id: str,
-    message: Annotated[str | None, Query(max_length=1000, pattern=r"^[^\x00]*$")] = None,
+    message: Annotated[ShownText | None, Query(max_length=1000)] = None,
     force: bool = False,
 ) -> dict[str, Any]:
     """Ask the lifecycle controller to cancel: the submitter, or whoever may

@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import jwt
 
-from corral.errors import UnauthorizedError
+from corral.errors import UnauthorizedError, quoted
 
 ALGORITHMS = ("RS256", "ES256")
 USERNAME_CLAIMS = ("preferred_username", "email", "sub")
@@ -106,7 +106,7 @@ class OidcVerifier:
             self._refresh()
         if kid not in self._keys:
             raise UnauthorizedError(
-                f"The identity token is signed with key '{kid}', which the issuer's JWKS "
+                f"The identity token is signed with key {quoted(kid)}, which the issuer's JWKS "
                 "does not list."
             )
         return self._keys[kid]

@@ -6,6 +6,8 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 
+from corral.errors import quoted
+
 #: How alike a known name must be to be offered as "did you mean" (``cpu`` is not a ``gpu``).
 CLOSENESS = 0.75
 #: More allowed names than this are not listed (a Pod spec has over 40): the hint is enough.
@@ -20,7 +22,7 @@ def unknown_field(key: object, allowed: Sequence[str], *, suggestion: str | None
     listed = f"; the fields here are {', '.join(allowed)}" if allowed else ""
     if len(allowed) > MAX_LISTED:
         listed = ""
-    return f"unknown field {str(key)!r}{hint}{listed}."
+    return f"unknown field {quoted(key)}{hint}{listed}."
 
 
 def closest(word: str, choices: Sequence[str]) -> str | None:
