@@ -300,6 +300,7 @@ def test_a_forecast_names_only_a_workflow_the_reader_may_read(examples: Api) -> 
     forecast named it to bob."""
     spec = (REPO / "examples" / "workflows" / "nvl72-single-rack.yaml").read_text()
     status, answer = examples.call("POST", "/api/pool/nvl72/workflow", json={"file": spec})
+    assert status == 200, answer
     admins = answer["name"]
     token = _reader_of(examples, "my-pool")
     headers = {"Authorization": f"Bearer {token}"}
@@ -323,6 +324,7 @@ def test_a_forecast_names_only_a_workflow_the_reader_may_read(examples: Api) -> 
     page = logged_in(examples, token).get(f"/ui/workflows/{mine}")
     assert f"after {tag} ends" in page.text and admins not in page.text
     status, mine_to_admin = examples.call("GET", f"/api/workflow/{mine}/explain")
+    assert status == 200, mine_to_admin
     assert f"after {admins} ends" in mine_to_admin["groups"][0]["reason"]
 
 
