@@ -18,10 +18,12 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
+from corral.domain.formats.names import CONFIG_NAME_PATTERN
 from tests.conftest import REPO, LiveServer, start_server
 
 MIN_REQUESTS = 5_000
@@ -111,6 +113,48 @@ def test_the_document_declares_400_not_422(server: LiveServer) -> None:
     assert codes[("/api/configs/{segment}/{name}", "put")] >= {"200", "400", "401", "403", "413"}
     assert codes[("/health", "get")] == {"200", "503"}
     assert "ErrorBody" in document["components"]["schemas"]
+
+
+def test_the_document_declares_what_surrounds_a_document(server: LiveServer) -> None:
+    """What schemathesis found refused though the document allowed it: an item name a config
+    may not have, a bundle section that does not exist, a backend update that is no object,
+    NUL in a submission's text, a PATCH of a whole type that is not one object."""
+    admin = {"Authorization": f"Bearer {server.token}"}
+    paths = httpx.get(f"{server.url}/openapi.json", headers=admin, timeout=10).json()["paths"]
+
+    def parameter(path: str, method: str, name: str) -> dict[str, Any]:
+        found = paths[path][method]["parameters"]
+        return next(p["schema"] for p in found if p["name"] == name)
+
+    for path, method in (
+        ("/api/configs/{segment}/{name}", "put"),
+        ("/api/configs/{segment}/{name}", "patch"),
+        ("/api/configs/{segment}/{name}", "delete"),
+        ("/api/configs/backend/{name}", "post"),
+    ):
+        assert parameter(path, method, "name")["pattern"] == CONFIG_NAME_PATTERN
+    assert parameter("/api/configs/{segment}", "patch", "segment")["enum"] == [
+        "WORKFLOW",
+        "workflow",
+    ]
+    schemas = httpx.get(f"{server.url}/openapi.json", headers=admin).json()["components"]["schemas"]
+    bundle = schemas["ApplyBody"]["properties"]["bundle"]
+    assert bundle["additionalProperties"] is False
+    assert set(bundle["properties"]) == {
+        "pools",
+        "pod_templates",
+        "group_templates",
+        "resource_validations",
+        "roles",
+        "backends",
+        "workflow",
+        "podTemplates",
+        "groupTemplates",
+        "resourceValidations",
+    }
+    assert schemas["PatchBody"]["properties"]["configs_dict"]["type"] == "object"
+    texts = schemas["TemplateSpec"]["properties"]["set_string_variables"]["items"]
+    assert texts["pattern"] == "^[^\\u0000]*$"
 
 
 def test_a_wrong_method_says_what_the_path_allows(server: LiveServer) -> None:

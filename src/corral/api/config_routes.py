@@ -25,10 +25,12 @@ from corral.api.schemas import (
     DeleteBody,
     HistoryTypeName,
     IsoTime,
+    ItemName,
     PatchBody,
     RevisionPath,
     RevisionQuery,
     RollbackBody,
+    SingletonTypeName,
     TagsBody,
     WriteBody,
 )
@@ -249,7 +251,7 @@ def patch_type(
     on_write: WriteHookDep,
     service: ConfigsDep,
     caller: Caller,
-    segment: ConfigTypeName,
+    segment: SingletonTypeName,
     body: PatchBody,
 ) -> dict[str, Any]:
     ctype = segment
@@ -292,7 +294,7 @@ def put_item(
     service: ConfigsDep,
     caller: Caller,
     segment: ConfigTypeName,
-    name: str,
+    name: ItemName,
     body: WriteBody,
 ) -> dict[str, Any]:
     ctype = segment
@@ -309,7 +311,7 @@ def patch_item(
     service: ConfigsDep,
     caller: Caller,
     segment: ConfigTypeName,
-    name: str,
+    name: ItemName,
     body: PatchBody,
 ) -> dict[str, Any]:
     ctype = segment
@@ -325,8 +327,8 @@ def update_backend(
     on_write: WriteHookDep,
     service: ConfigsDep,
     caller: Caller,
-    name: str,
-    body: WriteBody,
+    name: ItemName,
+    body: PatchBody,
 ) -> dict[str, Any]:
     """OSMO's backend update: the given top-level fields replace the stored ones."""
     can(authorizer, caller, "config:Update", ConfigType.BACKEND)
@@ -344,7 +346,7 @@ def delete_item(
     service: ConfigsDep,
     caller: Caller,
     segment: ConfigTypeName,
-    name: str,
+    name: ItemName,
     body: Annotated[DeleteBody | None, Body()] = None,
 ) -> dict[str, Any]:
     ctype = segment

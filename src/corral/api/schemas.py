@@ -20,8 +20,10 @@ from pydantic import (
 )
 from starlette.convertors import Convertor, register_url_convertor
 
+from corral.domain.configs.bundles import BUNDLE_SECTIONS
 from corral.domain.configs.config_type import ConfigType
 from corral.domain.configs.types import reject_unstorable
+from corral.domain.formats.names import CONFIG_NAME_PATTERN, MAX_NAME_LENGTH
 from corral.domain.formats.shown_text import SHOWN_PATTERN, shown_text_refusal
 from corral.domain.formats.wire_time import in_utc
 from corral.errors import UserError
@@ -74,6 +76,20 @@ ConfigTypeName = Annotated[
     WithJsonSchema({"type": "string", "enum": CONFIG_TYPE_NAMES}),
 ]
 
+#: A config type that is one object (WORKFLOW): what a PATCH of a whole type names. The
+#: document declares only those; the route refuses another, after the caller's access check,
+#: with where to PATCH it.
+SingletonTypeName = Annotated[
+    ConfigType,
+    BeforeValidator(_config_type),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "enum": [name for name in CONFIG_TYPE_NAMES if ConfigType(name.upper()).spec.singleton],
+        }
+    ),
+]
+
 #: OSMO's config types corral has no configs of: a history query may name them (OSMO's CLI
 #: names them all) and finds no revisions of them.
 OSMO_ONLY_TYPES = ("BACKEND_TEST", "DATASET", "SERVICE")
@@ -115,6 +131,15 @@ def _whole(value: Any) -> Any:
 #: bounds in an ``Annotated`` (before them, the document would not declare the bounds).
 WHOLE = BeforeValidator(_whole)
 RevisionPath = Annotated[int, Path(ge=0, le=REVISION_MAX)]
+#: A config item's name in a write's path, declared as what a stored item may be called
+#: (OSMO's rule); the write refuses another with the rule, naming the item's type.
+ItemName = Annotated[
+    str,
+    Path(),
+    WithJsonSchema(
+        {"type": "string", "pattern": CONFIG_NAME_PATTERN, "maxLength": MAX_NAME_LENGTH}
+    ),
+]
 BaseRevision = Annotated[int, Field(ge=0, le=REVISION_MAX), WHOLE] | None
 
 
@@ -237,8 +262,27 @@ class TagsBody(Body):
     delete_tags: list[ShownText] = []
 
 
+def _bundle_schema() -> dict[str, Any]:
+    """A bundle as the document declares it: its known sections only (Helm's camelCase names
+    too), each a map of items by their names, or (roles, backends) a list; the workflow one
+    object."""
+    items = {"type": "object", "propertyNames": {"pattern": CONFIG_NAME_PATTERN}}
+    listed = {"anyOf": [items, {"type": "array", "items": {"type": "object"}}]}
+    sections: dict[str, Any] = {
+        key: (
+            {"type": "object"}
+            if ctype is ConfigType.WORKFLOW
+            else listed
+            if ctype in (ConfigType.ROLE, ConfigType.BACKEND)
+            else items
+        )
+        for key, ctype in BUNDLE_SECTIONS.items()
+    }
+    return {"type": "object", "properties": sections, "additionalProperties": False}
+
+
 class ApplyBody(Body):
-    bundle: dict[str, Any]
+    bundle: Annotated[dict[str, Any], WithJsonSchema(_bundle_schema())]
     dry_run: StrictBool = False
     description: ShownText | None = None
     tags: list[ShownText] = []

@@ -24,7 +24,7 @@ from corral.api.deps import (
     WorkflowsDep,
 )
 from corral.api.responses import LEAN
-from corral.api.schemas import ShownText, StrictBody
+from corral.api.schemas import ShownText, StoredText, StrictBody
 from corral.api.workflow_views import dashboard_page, logs_url, workflow_row, workflow_view
 from corral.domain.views.explain import explain_workflow
 from corral.domain.workflows.plan import PlannedGroup
@@ -70,7 +70,7 @@ Names = Annotated[list[Annotated[str, StringConstraints(pattern=r"^[^\x00]{1,256
 class LocalFile(StrictBody):
     """A file the CLI read for ``files[].localpath``: text, or base64 for binary."""
 
-    contents: str
+    contents: StoredText
     base64: StrictBool = False
 
 
@@ -78,12 +78,12 @@ class TemplateSpec(StrictBody):
     """OSMO's submit body: the file and the ``--set`` / ``--set-string`` values; corral's CLI
     adds the files named by ``files[].localpath``."""
 
-    file: str = Field(max_length=1_000_000)
-    set_variables: list[str] = Field(default_factory=list)
-    set_string_variables: list[str] = Field(default_factory=list)
-    uploaded_templated_spec: str | None = None
-    source: str = Field(default="workflow.yaml", max_length=256)
-    local_files: dict[str, LocalFile] = Field(default_factory=dict, max_length=1000)
+    file: StoredText = Field(max_length=1_000_000)
+    set_variables: list[StoredText] = Field(default_factory=list)
+    set_string_variables: list[StoredText] = Field(default_factory=list)
+    uploaded_templated_spec: StoredText | None = None
+    source: StoredText = Field(default="workflow.yaml", max_length=256)
+    local_files: dict[StoredText, LocalFile] = Field(default_factory=dict, max_length=1000)
 
 
 router = APIRouter(tags=["workflows"])

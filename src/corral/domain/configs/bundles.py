@@ -32,6 +32,11 @@ _HELM_KEYS = {
     "groupTemplates": "group_templates",
     "resourceValidations": "resource_validations",
 }
+#: Every section name a bundle may use (Helm's too), and its type.
+BUNDLE_SECTIONS: dict[str, ConfigType] = {
+    **BUNDLE_KEYS,
+    **{helm: BUNDLE_KEYS[key] for helm, key in _HELM_KEYS.items()},
+}
 _UNSUPPORTED = {
     "service": "SERVICE config is not managed by corral",
     "backend_tests": "BACKEND_TEST configs are not supported by corral",
