@@ -9,7 +9,7 @@ import pytest
 
 from corral.domain.configs.types import ConfigType
 from corral.errors import ConflictError
-from corral.services.config_service import WriteMeta
+from corral.services.config_writes import WriteMeta
 from corral.services.runtime import Runtime, open_runtime
 
 ROUNDS = 10

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from corral.files import read_bundle_directory
-from corral.services.config_service import ConfigService, WriteMeta
+from corral.services.config_service import ConfigService
+from corral.services.config_writes import WriteMeta
 from corral.services.runtime import utc_now
 from corral.store.config_store import ConfigStore
 from tests.conftest import REPO, Api

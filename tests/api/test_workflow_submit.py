@@ -557,6 +557,7 @@ def test_example_files_exist() -> None:
         *PODGROUP_SPECS,
         "compute-domain.yaml",
         "heterogeneous.yaml",
+        "checkpoint-on-notice.yaml",
     }
     assert Path(WORKFLOWS / "README.md").is_file()
 
@@ -565,6 +566,7 @@ EXAMPLE_POOLS = {
     **dict.fromkeys(PODGROUP_SPECS, "nvl72"),
     "compute-domain.yaml": "nvl72",
     "heterogeneous.yaml": "heterogeneous_pool",
+    "checkpoint-on-notice.yaml": "default",
 }
 
 

@@ -164,6 +164,7 @@ def test_query_shows_every_lifecycle_field(examples: Api) -> None:
                     "start_time": naive(t + timedelta(minutes=1)),
                     "end_time": naive(t + timedelta(minutes=2)),
                     "message": None,
+                    "attempts": [],
                 }
             ],
         },
@@ -192,6 +193,7 @@ def test_query_shows_every_lifecycle_field(examples: Api) -> None:
                     "start_time": naive(t + timedelta(minutes=4)),
                     "end_time": None,
                     "message": "Exit Action: RESCHEDULE the task for exit code 137.",
+                    "attempts": [],
                 }
             ],
         },
@@ -208,12 +210,14 @@ def test_query_shows_every_lifecycle_field(examples: Api) -> None:
                     "name": "simulate",
                     "status": "COMPLETED",
                     "reason": "completed: render-scenes exited 0",
+                    "details": [],
                 },
                 {
                     "name": "train",
                     "status": "RUNNING",
                     "reason": "running; train-policy on a100-1 (retry 1); "
                     "for 27m of the 2h exec timeout",
+                    "details": [],
                 },
             ],
         },
@@ -244,6 +248,7 @@ def test_query_and_explain_show_the_domain_and_nodes_of_a_topology_group(example
             "status": "INITIALIZING",
             "reason": f"initializing in domain {CLIQUE}; "
             + ", ".join(f"{name} on {node}" for name, node in nodes.items()),
+            "details": [],
         }
     ]
 
@@ -315,11 +320,13 @@ def test_explain_follows_a_workflow_from_submission_to_failure(examples: Api) ->
                     "name": "simulate",
                     "status": "FAILED",
                     "reason": "failed: render-scenes exited 2 (scene 17: bad mesh)",
+                    "details": [],
                 },
                 {
                     "name": "train",
                     "status": "FAILED_UPSTREAM",
                     "reason": "did not run: upstream group simulate failed",
+                    "details": [],
                 },
             ],
         },

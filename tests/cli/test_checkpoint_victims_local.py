@@ -29,7 +29,7 @@ from tests.cli.test_notice_local_tasks import stop_row
 from tests.cli.test_workflow_run_cli import query, wait_for_end
 from tests.conftest import LiveServer, start_server
 
-#: Says it is ready as soon as it hears the notice (SIGUSR1).
+#: Says it is ready as soon as it hears the notice: SIGUSR1, which it asks for (noticeSignal).
 READY_ON_NOTICE = [
     "sh",
     "-c",
@@ -44,6 +44,7 @@ def clique_gang(name: str) -> dict[str, Any]:
             "name": f"t{i}",
             "image": "sh",
             "command": READY_ON_NOTICE,
+            "noticeSignal": "SIGUSR1",
             **({"lead": True} if i == 0 else {}),
         }
         for i in range(2)

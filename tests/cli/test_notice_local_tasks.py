@@ -1,7 +1,8 @@
 """The notice before a stop, for real (docs/checkpoints.md#the-notice): ``corral server --demo``
-runs the training loop of docs/checkpoints.md as a local task on both databases, a drain
-gives it notice, and the stop comes when the task says it is ready, or at the deadline for a
-task that ignores the notice. What each stop cost is read from ``eviction_stops``."""
+runs the training loop of docs/checkpoints.md, from its example workflow as written, as a local
+task on both databases; a drain gives it notice, and the stop comes when the task says it is
+ready, or at the deadline for a task that ignores the notice. A drain is not the task's doing:
+the group is then placed again. What each stop cost is read from ``eviction_stops``."""
 
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ EXAMPLE = re.search(
 )
 assert EXAMPLE is not None
 TRAINING_LOOP = EXAMPLE.group(1)
+EXAMPLE_FILE = REPO / "examples" / "workflows" / "checkpoint-on-notice.yaml"
 
 
 TASK = {"name": "t0", "image": "python"}
@@ -105,24 +107,57 @@ def _epoch(moment: datetime) -> float:
     return found.timestamp()
 
 
-def logged(server: LiveServer, workflow_id: str, what: str) -> list[float]:
-    text = succeeded(server.cli("workflow", "logs", workflow_id))
+def logged(server: LiveServer, workflow_id: str, what: str, retry: int) -> list[float]:
+    """The times the task's attempt ``retry`` printed ``what`` at."""
+    text = succeeded(
+        server.cli("workflow", "logs", workflow_id, "--task", "trainer", "--retry-id", str(retry))
+    )
     return [float(m) for m in re.findall(rf"^{what} .*?at ([0-9.]+)", text, re.MULTILINE)]
+
+
+def test_the_example_holds_the_docs_loop_as_written() -> None:
+    (task,) = yaml.safe_load(EXAMPLE_FILE.read_text())["workflow"]["groups"][0]["tasks"]
+    assert task["command"] == ["python3", "-c"]
+    assert task["args"] == [TRAINING_LOOP]
+
+
+def wait_for_stop(server: LiveServer, workflow_id: str) -> dict[str, Any]:
+    """The row of the drain's stop of ``workflow_id``, once there is one."""
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            return stop_row(server, workflow_id)
+        except ValueError:  # no row yet
+            assert time.monotonic() < deadline, query(server, workflow_id)
+            time.sleep(0.2)
+
+
+def retried(server: LiveServer, workflow_id: str) -> dict[str, Any]:
+    """The task once its second attempt runs, placed again on another node."""
+    deadline = time.monotonic() + 60
+    while True:
+        found: Any = query(server, workflow_id)
+        (task,) = found["groups"][0]["tasks"]
+        if task["retry_id"] == 1 and task["status"] == "RUNNING":
+            return dict(task)
+        assert time.monotonic() < deadline, found
+        time.sleep(0.2)
 
 
 def test_a_task_that_acknowledges_is_stopped_within_a_second_of_it(
     server: LiveServer, tmp_path: Path
 ) -> None:
-    workflow_id = submit(server, tmp_path, "train", ["python3", "-c", TRAINING_LOOP])
+    """The example as written: submitted, drained with 20 s of notice."""
+    found = succeeded(server.cli("workflow", "submit", str(EXAMPLE_FILE), "--pool", "default"))
+    workflow_id = "checkpoint-on-notice-1"
+    assert workflow_id in found
     node = running_node(server, workflow_id)
     time.sleep(1)  # a few training steps
     succeeded(server.cli("node", "drain", node, "--grace", "20s", "--reason", "test"))
-    ended = wait_for_end(server, workflow_id)
-    assert ended["status"] == "FAILED_PREEMPTED", ended
-    row = stop_row(server, workflow_id)
-    (ready,) = logged(server, workflow_id, "ready")
-    (noticed,) = logged(server, workflow_id, "notice")
-    saved = logged(server, workflow_id, "checkpoint")[-1]
+    row = wait_for_stop(server, workflow_id)
+    (ready,) = logged(server, workflow_id, "ready", retry=0)
+    (noticed,) = logged(server, workflow_id, "notice", retry=0)
+    saved = logged(server, workflow_id, "checkpoint", retry=0)[-1]
     stopped = _epoch(row["at"])
     assert (row["cause"], row["gpus"], row["acknowledged"]) == ("drained", 1, True)
     assert 0 <= stopped - ready <= 1.0, (stopped, ready)  # not at the 20 s deadline
@@ -130,6 +165,11 @@ def test_a_task_that_acknowledges_is_stopped_within_a_second_of_it(
     assert noticed - row["notice_at"] <= 1.0  # the notice reached it at once
     assert row["deadline"] - row["notice_at"] == pytest.approx(20.0)
     assert row["lost_gpu_seconds"] == pytest.approx(1 * (stopped - saved), abs=1.0)
+    again = retried(server, workflow_id)  # a drain is not the task's doing: placed again
+    assert again["node"] != node
+    (attempt,) = again["attempts"]
+    assert (attempt["retry_id"], attempt["node"], attempt["exit_code"]) == (0, node, 3006)
+    assert attempt["message"].endswith("The group is placed again whole (retry 1 of 3).")
     explained = succeeded(server.cli("workflow", "explain", workflow_id))
     assert (
         f"lost {row['lost_gpu_seconds'] / 3600:.2f} GPU-h since its last checkpoint; stopped "
@@ -138,19 +178,20 @@ def test_a_task_that_acknowledges_is_stopped_within_a_second_of_it(
     metrics = httpx.get(f"{server.url}/metrics").text
     assert 'corral_eviction_stops{cause="drained",pool="default"} 1.0' in metrics
     assert 'corral_eviction_stops_acknowledged{cause="drained",pool="default"} 1.0' in metrics
+    succeeded(server.cli("workflow", "cancel", workflow_id))
+    assert wait_for_end(server, workflow_id)["status"] == "FAILED_CANCELED"
 
 
-def test_a_task_that_ignores_the_notice_is_stopped_at_the_deadline(
+def test_a_plain_task_keeps_its_whole_notice_and_is_stopped_at_the_deadline(
     server: LiveServer, tmp_path: Path
 ) -> None:
-    # it ignores the notice signal too (its default action would end it: ready at once)
-    workflow_id = submit(server, tmp_path, "deaf", ["sh", "-c", "trap '' USR1; sleep 600"])
+    """A plain ``sh`` that handles no signal: the notice's signal killed it at once (10 s of
+    grace became 1.2 s); now there is none, and it runs to the deadline."""
+    workflow_id = submit(server, tmp_path, "deaf", ["sh", "-c", "sleep 600"])
     node = running_node(server, workflow_id)
     started = time.time()
     succeeded(server.cli("node", "drain", node, "--grace", "4s", "--reason", "test"))
-    ended = wait_for_end(server, workflow_id)
-    assert ended["status"] == "FAILED_PREEMPTED", ended
-    row = stop_row(server, workflow_id)
+    row = wait_for_stop(server, workflow_id)
     stopped = _epoch(row["at"])
     assert (row["cause"], row["acknowledged"]) == ("drained", False)
     assert stopped - row["notice_at"] >= 4.0  # the whole notice, before the stop
@@ -158,6 +199,10 @@ def test_a_task_that_ignores_the_notice_is_stopped_at_the_deadline(
     assert row["stop_seconds"] == pytest.approx(stopped - row["notice_at"], abs=0.01)
     # never checkpointed: everything since its start is lost
     assert row["lost_gpu_seconds"] >= stopped - started
+    (attempt,) = retried(server, workflow_id)["attempts"]
+    assert (attempt["exit_code"], attempt["node"]) == (3006, node)
+    succeeded(server.cli("workflow", "cancel", workflow_id))
+    wait_for_end(server, workflow_id)
 
 
 def test_corral_task_inside_a_local_task_writes_its_control_directory(tmp_path: Path) -> None:
@@ -197,7 +242,7 @@ def own_token_env(server: LiveServer, tmp_path: Path, workflow_id: str) -> dict[
 
 
 def test_corral_task_through_the_api(server: LiveServer, tmp_path: Path) -> None:
-    workflow_id = submit(server, tmp_path, "api", ["sh", "-c", "trap '' USR1; sleep 600"])
+    workflow_id = submit(server, tmp_path, "api", ["sh", "-c", "sleep 600"])
     node = running_node(server, workflow_id)
     assert succeeded(server.cli("task", "notice", workflow_id, "t0")) == (
         f"{workflow_id} task t0: no notice\n"
@@ -219,10 +264,11 @@ def test_corral_task_through_the_api(server: LiveServer, tmp_path: Path) -> None
     )
     assert found["checkpoint_at"] is not None and found["notice"]["seconds_left"] > 50
     assert "ready at" in succeeded(server.cli("task", "ready", extra_env=as_the_task))
-    ended = wait_for_end(server, workflow_id)
-    assert ended["status"] == "FAILED_PREEMPTED"
-    row = stop_row(server, workflow_id)
+    row = wait_for_stop(server, workflow_id)
     assert row["acknowledged"] is True and row["stop_seconds"] < 30
+    retried(server, workflow_id)  # a drain is not the task's doing: placed again
+    succeeded(server.cli("workflow", "cancel", workflow_id))
+    wait_for_end(server, workflow_id)
 
 
 def test_corral_task_in_a_pod_says_which_token_file_is_wrong(tmp_path: Path) -> None:

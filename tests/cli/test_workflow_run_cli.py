@@ -109,7 +109,7 @@ def test_localpath_files_are_sent_with_the_workflow(
                 "submit",
                 str(spec),
                 "--pool",
-                "default",
+                "robotics-inference",  # a simulated backend: its pods mount the files
                 "--dry-run",
                 "--format",
                 "json",
@@ -117,10 +117,16 @@ def test_localpath_files_are_sent_with_the_workflow(
         )
     )
     [secret] = [m for m in found["groups"][0]["manifests"] if m["kind"] == "Secret"]
+    local = live_server.cli("workflow", "submit", str(spec), "--pool", "default")
+    assert local.returncode != 0  # its local processes have no pod to mount them in
+    assert (
+        "Task show has files (/cfg/train.cfg ...), which pool default cannot place: its "
+        "backend default runs tasks as local processes on the server's machine"
+    ) in local.stderr
     assert sorted(base64.b64decode(v) for v in secret["data"].values()) == sorted(
         [b"lr = 0.1\n", bytes(range(256))]
     )
     (tmp_path / "train.cfg").unlink()
-    missing = live_server.cli("workflow", "submit", str(spec), "--pool", "default")
+    missing = live_server.cli("workflow", "submit", str(spec), "--pool", "robotics-inference")
     assert missing.returncode != 0
     assert "The file/path train.cfg does not exist!" in missing.stderr

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from corral.domain.configs.types import ConfigType
-from corral.services.config_service import WriteMeta
+from corral.services.config_writes import WriteMeta
 from corral.services.runtime import open_runtime
 
 

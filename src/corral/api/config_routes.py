@@ -41,13 +41,8 @@ from corral.domain.formats.wire_time import wire_time
 from corral.domain.platform.resolved_pool import verbose_pool
 from corral.errors import UserError
 from corral.services.commands import check_template_reads
-from corral.services.config_service import (
-    SINGLETON,
-    ConfigService,
-    WriteMeta,
-    WriteResult,
-    type_data,
-)
+from corral.services.config_service import ConfigService, type_data
+from corral.services.config_writes import SINGLETON, WriteMeta, WriteResult
 
 REVISION_HEADER = "X-Corral-Revision"
 

@@ -23,7 +23,8 @@ from corral.domain.configs.snapshot import Configs
 from corral.domain.workflows.record import StoredTask, StoredWorkflow
 from corral.errors import UserError, quoted, shown
 from corral.services.capacity import ClusterCapacity
-from corral.services.config_service import ConfigService, WriteResult
+from corral.services.config_service import ConfigService
+from corral.services.config_writes import WriteResult
 from corral.services.nodes import NodeService
 from corral.services.runtime import Runtime
 from corral.services.submission import SubmissionService

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from corral.services.config_service import WriteResult
+from corral.services.config_writes import WriteResult
 
 
 @dataclass

@@ -312,6 +312,17 @@ class WorkflowList(Answer):
     more_entries: bool
 
 
+class AttemptView(Answer):
+    """An attempt of a task that ended while the task went on (corral's)."""
+
+    retry_id: int
+    node: str | None
+    start_time: str | None
+    end_time: str
+    exit_code: int | None
+    message: str | None
+
+
 class TaskView(Answer):
     name: str
     uuid: str
@@ -325,6 +336,8 @@ class TaskView(Answer):
     start_time: str | None
     end_time: str | None
     message: str | None
+    #: corral's: the attempts before this one, oldest first.
+    attempts: list[AttemptView] = []
 
 
 class GroupView(Answer):
@@ -367,6 +380,8 @@ class GroupReason(Answer):
     name: str
     status: str
     reason: str
+    #: Where each task is, when ``reason`` sums a large group up.
+    details: list[str] = []
 
 
 class Explained(Answer):

@@ -28,7 +28,7 @@ from corral.api.schemas import ShownText, StoredText, StrictBody
 from corral.api.workflow_views import dashboard_page, logs_url, workflow_row, workflow_view
 from corral.domain.views.explain import explain_workflow
 from corral.domain.workflows.plan import PlannedGroup
-from corral.domain.workflows.record import StoredTask, StoredWorkflow
+from corral.domain.workflows.record import StoredTask, StoredWorkflow, attempt_of
 from corral.domain.workflows.spec import TaskFileContents
 from corral.domain.workflows.statuses import WorkflowStatus
 from corral.errors import NotFoundError, UserError
@@ -264,10 +264,11 @@ def logs(
     workflow_id: str,
     task_name: Annotated[str | None, Query(max_length=256)] = None,
     last_n_lines: Annotated[int | None, Query(ge=1)] = None,
+    retry_id: Annotated[int | None, Query(ge=0, le=OFFSET_MAX)] = None,
 ) -> PlainTextResponse:
-    """One task's latest attempt's log as text (OSMO's ``task_name``); without it, every
-    task's, each under a ``==> <task> (retry N) <==`` header. ``last_n_lines`` keeps the
-    end of each log."""
+    """One task's latest attempt's log as text (OSMO's ``task_name``), or with ``retry_id``
+    that attempt's; without a task, every task's latest, each under a ``==> <task> (retry N)
+    <==`` header. ``last_n_lines`` keeps the end of each log."""
     workflow = readable(authorizer, store, caller, workflow_id)
     tasks = [t for group in workflow.groups for t in group.tasks]
 
@@ -275,11 +276,13 @@ def logs(
         return last_lines(_task_log(workflow, task, task_logs), last_n_lines)
 
     if task_name is None:
+        if retry_id is not None:
+            raise UserError("retry_id: name the task too (task_name): retries are per task.")
         sections = [f"==> {t.name} (retry {t.retry_id}) <==\n{log_of(t)}" for t in tasks]
         return PlainTextResponse("\n".join(sections))
     for candidate in tasks:
         if candidate.name == task_name:
-            return PlainTextResponse(log_of(candidate))
+            return PlainTextResponse(log_of(attempt_of(candidate, retry_id)))
     raise NotFoundError(
         f"Workflow {workflow_id} has no task {task_name}. Its tasks: "
         f"{', '.join(t.name for t in tasks)}."
@@ -312,7 +315,10 @@ def explain(
         "workflow_id": found.workflow_id,
         "status": found.status,
         "summary": found.summary,
-        "groups": [{"name": g.name, "status": g.status, "reason": g.reason} for g in found.groups],
+        "groups": [
+            {"name": g.name, "status": g.status, "reason": g.reason, "details": list(g.details)}
+            for g in found.groups
+        ],
     }
 
 

@@ -150,4 +150,15 @@ def task_view(task: StoredTask) -> dict[str, Any]:
         "start_time": optional_wire_time(task.started_at),
         "end_time": optional_wire_time(task.ended_at),
         "message": task.message,
+        "attempts": [
+            {
+                "retry_id": attempt.retry_id,
+                "node": attempt.node,
+                "start_time": optional_wire_time(attempt.started_at),
+                "end_time": wire_time(attempt.ended_at),
+                "exit_code": attempt.exit_code,
+                "message": attempt.message,
+            }
+            for attempt in task.attempts
+        ],
     }

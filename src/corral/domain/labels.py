@@ -32,6 +32,9 @@ NAMESPACE = "osmo.namespace"
 STOP_NOTICE = "corral.dev/stop-notice"
 #: On a task pod whose task sets ``stopNotice``: the most notice it wants, in seconds.
 STOP_NOTICE_SECONDS = "corral.dev/stop-notice-seconds"
+#: On a task pod whose task sets ``noticeSignal``: the signal it wants with the notice ("" for
+#: none), instead of its pool's.
+STOP_NOTICE_SIGNAL = "corral.dev/stop-notice-signal"
 #: In a task pod's containers: the file holding the task's own token
 #: (docs/checkpoints.md#a-tasks-own-token), which ``corral task ...`` calls the API with.
 TASK_TOKEN_FILE_ENV = "CORRAL_TASK_TOKEN_FILE"

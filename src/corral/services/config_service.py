@@ -10,12 +10,11 @@ a write costs what it changes, not what is stored (docs/architecture.md#config-s
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from corral.domain.access.policies import admin_lockout
 from corral.domain.configs import references
-from corral.domain.configs.bundles import ParsedBundle, parse_bundle
+from corral.domain.configs.bundles import parse_bundle
 from corral.domain.configs.snapshot import Configs
 from corral.domain.configs.types import (
     ConfigType,
@@ -30,56 +29,22 @@ from corral.domain.formats.patch import strategic_merge
 from corral.domain.platform.template_checks import new_pool_problems
 from corral.errors import ConflictError, NotFoundError, UserError
 from corral.services import sandbox
+from corral.services.config_writes import (
+    SINGLETON,
+    ItemChange,
+    Located,
+    Pending,
+    PendingFor,
+    WriteMeta,
+    WriteResult,
+    bundle_pending,
+    effective_items,
+    item_changes,
+    located_error,
+    new_revisions,
+)
 from corral.store.config_item_versions import Current, Heads
 from corral.store.config_store import ConfigStore, HistoryQuery, NewRevision, Revision
-
-Path = tuple[str | int, ...]
-Located = Mapping[str, Path]
-#: The item name under which a singleton type (WORKFLOW) is stored.
-SINGLETON = ""
-
-
-@dataclass(frozen=True)
-class WriteMeta:
-    """Who writes, why, and (optionally) which revision the write was based on."""
-
-    username: str
-    description: str | None = None
-    tags: list[str] = field(default_factory=list)
-    base_revision: int | None = None
-
-
-@dataclass(frozen=True)
-class ItemChange:
-    config_type: ConfigType
-    name: str
-    action: str  # created | updated | deleted | unchanged
-    changes: list[dict[str, Any]]
-
-
-@dataclass(frozen=True)
-class WriteResult:
-    revisions: list[Revision]
-    items: list[ItemChange]
-
-    @property
-    def changed(self) -> bool:
-        return bool(self.revisions)
-
-
-@dataclass
-class _Pending:
-    """The items one type's write sets (None: deletes), plus where its submitted items sit in
-    the request."""
-
-    changes: dict[str, Any]
-    description: str
-    name: str = ""
-    located: Located = field(default_factory=dict)
-
-
-#: Computes, from the configuration seen inside the write transaction, what each type changes.
-PendingFor = Callable[[Configs, Heads], dict[ConfigType, _Pending]]
 
 
 def empty_snapshot(ctype: ConfigType) -> Any:
@@ -292,11 +257,11 @@ class ConfigService:
     def apply(self, bundle: Any, meta: WriteMeta, *, dry_run: bool) -> WriteResult:
         """Upsert every item of a bundle atomically (one revision per changed type)."""
         parsed = parse_bundle(bundle)
-        pending_for = _bundle_pending(parsed, meta.description)
+        pending_for = bundle_pending(parsed, meta.description)
         if dry_run:
             heads = self._store.current(fresh=True)
             before = self._configs_of(heads)
-            return WriteResult([], _item_changes(before, self._build(before, heads, pending_for)))
+            return WriteResult([], item_changes(before, self._build(before, heads, pending_for)))
         return self._commit(pending_for, meta)
 
     def initialize(self, bundle: Any) -> bool:
@@ -310,8 +275,8 @@ class ConfigService:
             if heads:
                 return []
             before = self._configs_of(heads)
-            pending = self._build(before, heads, _bundle_pending(parsed, None))
-            return _new_revisions(pending, meta)
+            pending = self._build(before, heads, bundle_pending(parsed, None))
+            return new_revisions(pending, meta)
 
         return bool(self._store.write(plan))
 
@@ -368,7 +333,7 @@ class ConfigService:
     ) -> WriteResult:
         """Commit the items ``change(current items of ctype)`` returns (None: delete)."""
 
-        def pending_for(before: Configs, heads: Heads) -> dict[ConfigType, _Pending]:
+        def pending_for(before: Configs, heads: Heads) -> dict[ConfigType, Pending]:
             head = heads.get(ctype, Current(0, {}))
             if meta.base_revision is not None and meta.base_revision != head.revision:
                 raise ConflictError(
@@ -377,7 +342,7 @@ class ConfigService:
                 )
             if deleting is not None:
                 _refuse_if_referenced(before, ctype, deleting)
-            return {ctype: _Pending(change(head.items), description, name, located)}
+            return {ctype: Pending(change(head.items), description, name, located)}
 
         return self._commit(pending_for, meta)
 
@@ -387,97 +352,34 @@ class ConfigService:
         def plan(heads: Heads) -> list[NewRevision]:
             before = self._configs_of(heads)
             pending = self._build(before, heads, pending_for)
-            items.extend(_item_changes(before, pending))
-            return _new_revisions(pending, meta)
+            items.extend(item_changes(before, pending))
+            return new_revisions(pending, meta)
 
         revisions = self._store.write(plan)
         return WriteResult(revisions, items)
 
     def _build(
         self, before: Configs, heads: Heads, pending_for: PendingFor
-    ) -> dict[ConfigType, _Pending]:
+    ) -> dict[ConfigType, Pending]:
         """What each type changes, checked against everything else that will be stored: the
         references it makes or breaks, and every pool it touches rendered with its defaults
         (docs/templates.md#checked-on-write)."""
         pending = pending_for(before, heads)
         effective = {
-            ctype: _effective(before, ctype, new.changes) for ctype, new in pending.items()
+            ctype: effective_items(before, ctype, new.changes) for ctype, new in pending.items()
         }
         changed = {ctype: list(items) for ctype, items in effective.items()}
         after = before.with_changes(effective)
         for problem in references.new_problems(before, after, changed):
-            raise _located(problem, pending)
+            raise located_error(problem, pending)
         if ConfigType.ROLE in changed and self._role_holders is not None:
             lockout = admin_lockout(before.roles, after.roles, self._role_holders())
             if lockout is not None:
                 raise ConflictError(lockout)
         rendered = references.touched_pools(before, after, changed, references.TEMPLATE_TYPES)
         for problem in self._check_pools(before, after, rendered):
-            raise _located(problem, pending)
+            raise located_error(problem, pending)
         return pending
-
-
-def _effective(before: Configs, ctype: ConfigType, items: Mapping[str, Any]) -> dict[str, Any]:
-    """The items of a write that change something: not those set to what they are, nor
-    deletions of what is not there (the store records no more than these)."""
-    if ctype.spec.singleton:
-        value = items.get(SINGLETON)
-        return {SINGLETON: value} if value is not None and value != before[ctype] else {}
-    current: Mapping[str, Any] = before[ctype]
-    return {
-        name: value
-        for name, value in items.items()
-        if ((name in current) if value is None else current.get(name) != value)
-    }
-
-
-def _new_revisions(pending: Mapping[ConfigType, _Pending], meta: WriteMeta) -> list[NewRevision]:
-    return [
-        NewRevision(
-            config_type=ctype,
-            changes=new.changes,
-            name=new.name,
-            username=meta.username,
-            description=meta.description or new.description,
-            tags=list(meta.tags),
-        )
-        for ctype, new in pending.items()
-        if new.changes
-    ]
-
-
-def _bundle_pending(parsed: ParsedBundle, description: str | None) -> PendingFor:
-    def pending_for(before: Configs, heads: Heads) -> dict[ConfigType, _Pending]:
-        del before, heads
-        pending: dict[ConfigType, _Pending] = {}
-        for ctype, items in parsed.items.items():
-            pending[ctype] = _Pending(
-                dict(items),
-                description or f"Apply bundle: {', '.join(items)}",
-                located={name: (ctype.spec.bundle_key or "", name) for name in items},
-            )
-        if parsed.workflow is not None:
-            pending[ConfigType.WORKFLOW] = _Pending(
-                {SINGLETON: parsed.workflow},
-                description or "Apply bundle: workflow config",
-                located={SINGLETON: ("workflow",)},
-            )
-        return pending
-
-    return pending_for
-
-
-def _located(problem: references.Problem, pending: Mapping[ConfigType, _Pending]) -> UserError:
-    """The error for ``problem``: at its place in the request when the request holds the item,
-    else naming the item this change would break."""
-    located = pending.get(problem.ctype)
-    prefix = located.located.get(problem.name) if located else None
-    if prefix is not None:
-        return UserError(problem.message, path=(*prefix, *problem.path))
-    return UserError(
-        f"This change would break {problem.ctype.spec.label.lower()} {problem.name} "
-        f"({'.'.join(map(str, problem.path))}): {problem.message}"
-    )
 
 
 def _refuse_if_referenced(state: Configs, ctype: ConfigType, name: str) -> None:
@@ -487,25 +389,3 @@ def _refuse_if_referenced(state: Configs, ctype: ConfigType, name: str) -> None:
             f"{ctype.spec.label} {name} is used in pools {', '.join(users)}; remove it from "
             "those pools first."
         )
-
-
-def _item_changes(before: Configs, pending: Mapping[ConfigType, _Pending]) -> list[ItemChange]:
-    """Created, updated (with the field changes), deleted or unchanged: each item written."""
-    found: list[ItemChange] = []
-    for ctype, new in pending.items():
-        if ctype.spec.singleton:
-            delta = changes(before[ctype], new.changes.get(SINGLETON, before[ctype]))
-            action = "updated" if delta else "unchanged"
-            found.append(ItemChange(ctype, "", action, [c.to_dict() for c in delta]))
-            continue
-        old: Mapping[str, Any] = before[ctype]
-        for name, value in new.changes.items():
-            if value is None:
-                found.append(ItemChange(ctype, name, "deleted", []))
-            elif name not in old:
-                found.append(ItemChange(ctype, name, "created", []))
-            else:
-                delta = changes(old[name], value)
-                action = "updated" if delta else "unchanged"
-                found.append(ItemChange(ctype, name, action, [c.to_dict() for c in delta]))
-    return found

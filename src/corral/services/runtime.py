@@ -33,7 +33,8 @@ from corral.services.capacity import (
     cluster_of,
     read_capacity,
 )
-from corral.services.config_service import ConfigService, WriteMeta, WriteResult
+from corral.services.config_service import ConfigService
+from corral.services.config_writes import WriteMeta, WriteResult
 from corral.services.lifecycle.controller import LifecycleController
 from corral.services.lifecycle.forecasting import Forecaster, in_worker
 from corral.services.lifecycle.leadership import Leadership

@@ -159,6 +159,9 @@ workflow_groups = Table(
     Column("resource_kinds", JSON, nullable=False),
     Column("manifests", JSON, nullable=False),
     Column("scheduling_at", DateTime(timezone=True), nullable=True),
+    #: When it first waited for a scheduler: its place in the admission order, kept when a
+    #: fault, a drain or a preemption puts it back (``scheduling_at`` is this wait's start).
+    Column("admitted_at", DateTime(timezone=True), nullable=True),
     Column("started_at", DateTime(timezone=True), nullable=True),
     Column("ended_at", DateTime(timezone=True), nullable=True),
     #: Per set (subgroup name, "" for the group): the topology domain it was placed in.
@@ -337,6 +340,22 @@ task_logs = Table(
     Column("task_uuid", String(32), nullable=False),
     Column("retry_id", Integer, nullable=False),
     Column("text", Text, nullable=False),
+    PrimaryKeyConstraint("task_uuid", "retry_id"),
+)
+
+#: A task's attempts that ended while the task went on (placed again after a fault, a drain or
+#: a preemption, or rescheduled by an exit action): where and when each ran, how it ended and
+#: why (docs/lifecycle.md#attempts). The task's own row is its current attempt.
+task_attempts = Table(
+    "task_attempts",
+    metadata,
+    Column("task_uuid", String(32), nullable=False),
+    Column("retry_id", Integer, nullable=False),
+    Column("node", String(253), nullable=True),
+    Column("started_at", DateTime(timezone=True), nullable=True),
+    Column("ended_at", DateTime(timezone=True), nullable=False),
+    Column("exit_code", Integer, nullable=True),
+    Column("message", Text, nullable=True),
     PrimaryKeyConstraint("task_uuid", "retry_id"),
 )
 

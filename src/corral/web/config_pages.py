@@ -14,7 +14,7 @@ from starlette.concurrency import run_in_threadpool
 from corral.api.deps import AuthorizerDep, ConfigsDep, HistoryQuery
 from corral.domain.configs.types import ConfigType
 from corral.errors import UserError
-from corral.services.config_service import WriteMeta
+from corral.services.config_writes import WriteMeta
 from corral.web.page_context import PageContextDep
 
 #: Revision numbers are 32-bit integers in the store.

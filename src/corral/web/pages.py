@@ -24,7 +24,7 @@ from corral.domain.platform.render import render_pool
 from corral.domain.views.explain import explain_workflow
 from corral.domain.views.pool_quota import gpu_quota
 from corral.domain.views.start_forecast import forecast_text
-from corral.domain.workflows.record import ALIVE, GROUP_SCHEDULING, QUEUED
+from corral.domain.workflows.record import ALIVE, GROUP_SCHEDULING, QUEUED, attempt_of
 from corral.domain.workflows.statuses import WorkflowStatus
 from corral.errors import ForbiddenError, NotFoundError, UserError
 from corral.services import sandbox
@@ -307,6 +307,7 @@ def workflow(
     request: Request,
     workflow_id: str,
     task: str = "",
+    retry: Annotated[int | None, Query(ge=0, le=MAX_PAGE)] = None,
 ) -> HTMLResponse:
     principal = context.caller(request)
     found = context.readable(principal, workflow_id)
@@ -319,10 +320,14 @@ def workflow(
         utc_now(),
         pool_in_maintenance=pool is not None and pool.enable_maintenance,
         forecasts=forecasts,
+        stops=store.stop_costs(workflow_id),
     )
     waiting = [g.uuid for g in found.groups if g.status == GROUP_SCHEDULING and g.uuid in forecasts]
     tasks = [t for group in found.groups for t in group.tasks]
     shown = next((t for t in tasks if t.name == task), tasks[0] if tasks else None)
+    current = shown is not None and retry in (None, shown.retry_id)
+    if shown is not None:
+        shown = attempt_of(shown, retry)
     log = ""
     if shown is not None and shown.started_at is not None:
         log = runtime.task_logs(found, shown)[-LOG_TAIL_BYTES:]
@@ -345,7 +350,7 @@ def workflow(
         log=log,
         manifests=manifests,
         may_cancel=may_cancel,
-        alive=found.status in ALIVE,
+        live_log=found.status in ALIVE and current,
         position=position,
         eta=forecast_text(forecasts[waiting[0]], utc_now()) if waiting else None,
     )

@@ -197,7 +197,11 @@ def test_drain_patches_the_node_and_stops_what_runs_there(kube_world: KubeWorld)
     assert _pod_of(w, workflow_id) is None
     ended = w.workflow(workflow_id).groups[0].tasks[0]
     assert (ended.status, ended.exit_code) == ("FAILED_PREEMPTED", 3006)
-    assert ended.message == f"Preempted by the drain of node {tray} by admin: 'PSU swap'."
+    assert ended.message == (
+        f"Preempted by the drain of node {tray} by admin: 'PSU swap'. Not placed again: on a "
+        "Kubernetes backend corral cannot put a gang back in its queue yet "
+        "(docs/kubernetes.md#not-yet)."
+    )
 
 
 def test_without_read_on_compute_domains_imex_status_is_not_a_source(
@@ -240,7 +244,7 @@ def test_a_drain_annotates_the_pod_with_its_notice_and_deletes_it_once_ready(
     pod = _pod_of(w, workflow_id)
     assert pod is not None
     notice = json.loads(pod["metadata"]["annotations"]["corral.dev/stop-notice"])
-    assert (notice["seconds"], notice["signal"]) == (60.0, "SIGUSR1")
+    assert (notice["seconds"], notice["signal"]) == (60.0, "")  # no signal unless asked for
     assert notice["reason"] == f"Preempted by the drain of node {tray} by admin: 'PSU swap'."
     for _ in range(3):
         w.cycle()

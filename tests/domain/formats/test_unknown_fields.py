@@ -37,7 +37,7 @@ def test_the_three_readers_word_a_typo_alike() -> None:
         "workflow.tasks[0].imag: unknown field 'imag' (did you mean 'image'?); the fields here "
         "are name, image, command, args, lead, environment, credentials, inputs, outputs, files, "
         "volumeMounts, privileged, hostNetwork, resource, exitActions, checkpoint, downloadType, "
-        "cacheSize, kpis, stopNotice."
+        "cacheSize, kpis, stopNotice, noticeSignal."
     )
     assert cluster.value.message == (
         "cluster.yaml:3:3: nodes[0].lables: unknown field 'lables' (did you mean 'labels'?); "

@@ -135,7 +135,7 @@ REJECTIONS = [
         "workflow.yaml:7:5: workflow.tasks[0].colour: unknown field 'colour'; the fields here are "
         "name, image, command, args, lead, environment, credentials, inputs, outputs, files, "
         "volumeMounts, privileged, hostNetwork, resource, exitActions, checkpoint, "
-        "downloadType, cacheSize, kpis, stopNotice.",
+        "downloadType, cacheSize, kpis, stopNotice, noticeSignal.",
     ),
     (
         "workflow:\n  name: w\n  tasks:\n  - name: t\n    image: x\n    command: [a]\n"

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from corral.domain.platform.node_health import NOT_READY_GRACE
+from corral.domain.views.node_ranges import node_ranges
 from tests.services.lifecycle_world import CLIQUE, World, task, workflow_yaml
 
 
@@ -175,18 +176,104 @@ def test_a_running_gang_whose_tray_fails_is_placed_again_whole_in_another_clique
     cliques_now = {world.node_labels(node)[CLIQUE] for node in again}
     assert len(cliques_now) == 1 and cliques_now != first_clique
     task0 = group.tasks[0]
-    assert task0.exit_code == 3001
-    assert task0.message is not None
-    assert f"Stopped: node {failed} failed at 2026-11-21 12:" in task0.message
-    assert "NotReady for 5 min (PSU). The gang is placed again whole (retry 1 of 3)." in (
-        task0.message
+    assert task0.exit_code is None  # retry 1 runs: the exit code is its first attempt's
+    (attempt,) = world.runtime.workflows.get(workflow_id).groups[0].tasks[0].attempts
+    assert (attempt.retry_id, attempt.exit_code, attempt.node) == (0, 3001, first[0])
+    assert attempt.message is not None
+    assert attempt.message.startswith(f"Stopped: node {failed} failed at 2026-11-21 12:")
+    assert attempt.message.endswith(
+        "NotReady for 5 min (PSU). The group is placed again whole (retry 1 of 3)."
     )
+    assert task0.message == f"Attempt 0 stopped: {attempt.message}"
     assert group.fault is not None and group.fault.startswith(f"node {failed} failed at")
     count, gpu_seconds = world.runtime.workflows.node_fault_losses()["nvl72"]
     assert count == 1 and gpu_seconds >= 32 * NOT_READY_GRACE.total_seconds()  # 32 GPUs
     metrics = world.api.client.get("/metrics").text
     assert 'corral_node_fault_groups{pool="nvl72"} 1.0' in metrics
     assert f'corral_node_fault_gpu_seconds_lost{{pool="nvl72"}} {gpu_seconds}' in metrics
+
+
+def test_a_gang_back_in_the_queue_shows_its_attempts_and_each_attempts_log(world: World) -> None:
+    """A gang knocked back into the queue read as if it never ran: "no group is running yet",
+    exit code 3001 on tasks that wait, and nothing of what retry 0 printed."""
+    workflow_id = world.submit(eight_tray_gang())
+    world.run_until(lambda: world.workflow(workflow_id).groups[0].status == "RUNNING")
+    status, explained = world.api.call("GET", f"/api/workflow/{workflow_id}/explain")
+    (group,) = explained["groups"]
+    first = sorted(gang_nodes(world, workflow_id))
+    assert group["reason"].startswith(  # eight tasks: summed up, each one behind a toggle
+        f"running in domain {world.workflow(workflow_id).groups[0].domains['']}; 8 tasks on "
+        f"{node_ranges(first)}; for "
+    )
+    assert sorted(group["details"]) == sorted(
+        f"shard{i} on {t.node}" for i, t in enumerate(world.workflow(workflow_id).groups[0].tasks)
+    )
+    for clique, trays in cliques(world).items():  # nowhere else to go
+        world.occupy([t for t in trays if t not in first], gpus=4)
+    node_call(world, first[2], "fail", fabric=True, reason="IMEX down")
+    world.controller.tick()
+    status, found = world.api.call("GET", f"/api/workflow/{workflow_id}")
+    assert status == 200 and found["status"] == "PENDING"
+    tasks = found["groups"][0]["tasks"]
+    assert {(t["status"], t["retry_id"], t["exit_code"], t["node"]) for t in tasks} == {
+        ("SCHEDULING", 1, None, None)
+    }
+    shard0 = tasks[0]
+    (attempt,) = shard0["attempts"]
+    assert (attempt["retry_id"], attempt["exit_code"], attempt["node"]) == (0, 3001, first[0])
+    assert attempt["message"].startswith(f"Stopped: node {first[2]} failed at ")
+    assert shard0["message"] == f"Attempt 0 stopped: {attempt['message']}"
+    status, explained = world.api.call("GET", f"/api/workflow/{workflow_id}/explain")
+    assert explained["summary"].startswith(
+        f"group train ran before and is back in the queue after node {first[2]} failed at "
+    )
+    assert explained["summary"].endswith("; retry 1 waits")
+    logs = world.api.client.get(
+        f"/api/workflow/{workflow_id}/logs",
+        params={"task_name": "shard0", "retry_id": 0},
+        headers={"Authorization": f"Bearer {world.api.token}"},
+    )
+    assert logs.status_code == 200 and "simulated task (retry 0) started at" in logs.text
+    status, missing = world.api.call(
+        "GET", f"/api/workflow/{workflow_id}/logs", params={"task_name": "shard0", "retry_id": 5}
+    )
+    assert (status, missing["message"]) == (404, "Task shard0 has no retry 5; its retries: 0, 1.")
+    status, alone = world.api.call(
+        "GET", f"/api/workflow/{workflow_id}/logs", params={"retry_id": 0}
+    )
+    assert (status, alone["message"]) == (
+        400,
+        "retry_id: name the task too (task_name): retries are per task.",
+    )
+
+
+def sixteen_tray_gang(name: str) -> str:
+    """16 tasks of 4 GPUs (64 GPUs, the nvl72 pool's guarantee) in one NVLink clique."""
+    tasks = [task(f"shard{i}", lead=i == 0, seconds=3600) for i in range(16)]
+    resources = {"default": {"gpu": 4, "topology": [{"key": "gpu-clique"}]}}
+    return workflow_yaml([{"name": "train", "tasks": tasks}], name=name, resources=resources)
+
+
+def test_a_gang_a_fault_puts_back_keeps_its_place_ahead_of_younger_work(world: World) -> None:
+    """big-train-1 runs on the pool's whole guarantee; the younger big-train-2 waits for it.
+    A tray of big-train-1 fails: it goes back to the queue and is placed again first, in the
+    same tick. (Its requeue set its place to now: big-train-2 took the freed clique.)"""
+    first = world.submit(sixteen_tray_gang("big-train"))
+    world.run_until(lambda: world.workflow(first).groups[0].status == "RUNNING")
+    second = world.submit(sixteen_tray_gang("big-train"))
+    world.run_until(lambda: world.workflow(second).groups[0].pending_reason is not None)
+    world.clock.advance(600)  # big-train-2 has waited ten minutes
+    tray = gang_nodes(world, first)[5]
+    node_call(world, tray, "fail", fabric=True, reason="IMEX down")
+    world.controller.tick()
+    again = world.runtime.workflows.get(first).groups[0]
+    assert again.status == "INITIALIZING" and {t.retry_id for t in again.tasks} == {1}
+    assert tray not in gang_nodes(world, first)
+    assert again.admitted_at is not None and again.admitted_at < again.scheduling_at  # type: ignore[operator]
+    waiting = world.workflow(second).groups[0]
+    assert waiting.status == "SCHEDULING"
+    assert waiting.pending_reason is not None
+    assert "pool nvl72 would use 128 GPUs, over its maximum of 72" in waiting.pending_reason
 
 
 def test_a_lost_fabric_requeues_a_gang_at_once_and_fails_a_single_tray_task_as_backend_error(
@@ -202,8 +289,9 @@ def test_a_lost_fabric_requeues_a_gang_at_once_and_fails_a_single_tray_task_as_b
     node_call(world, gang_tray, "fail", fabric=True, reason="IMEX down")
     node_call(world, solo_tray, "fail", fabric=True, reason="IMEX down")
     world.controller.tick()
-    tasks = world.workflow(gang).groups[0].tasks
-    assert {t.retry_id for t in tasks} == {1} and {t.exit_code for t in tasks} == {3001}
+    tasks = world.runtime.workflows.get(gang).groups[0].tasks
+    assert {t.retry_id for t in tasks} == {1} and {t.exit_code for t in tasks} == {None}
+    assert {(a.retry_id, a.exit_code) for t in tasks for a in t.attempts} == {(0, 3001)}
     solo = world.workflow(single)
     assert solo.status == "FAILED"  # OSMO's aggregation: the task's status is the precise one
     solo_task = solo.groups[0].tasks[0]
@@ -220,8 +308,11 @@ def test_drain_moves_work_off_a_node_and_nothing_new_lands_there_until_uncordon(
         "PATCH", "/api/configs/workflow", json={"configs_dict": {"max_retry_per_task": 1}}
     )
     assert status == 200, body
-    mover = task("mover", seconds=3600, exitActions={"RESCHEDULE": "3006"})
-    stayer = task("stayer", seconds=3600)
+    # A drain is the operator's: by default the work is placed again whole, as after a fault
+    # (the drain used to end it FAILED_PREEMPTED: 10.68 GPU-hours lost); its exit actions can
+    # still say otherwise.
+    mover = task("mover", seconds=3600)
+    stayer = task("stayer", seconds=3600, exitActions={"FAIL": "3006"})
     moved = world.submit(workflow_yaml([{"name": "g", "tasks": [mover]}], name="moved"))
     ended = world.submit(workflow_yaml([{"name": "g", "tasks": [stayer]}], name="ended"))
     world.run_until(
@@ -233,14 +324,22 @@ def test_drain_moves_work_off_a_node_and_nothing_new_lands_there_until_uncordon(
         assert drained["after"]["drain_grace_s"] == 0 and drained["after"]["cordoned"]
     mover_tray = gang_nodes(world, moved)[0]
     world.controller.tick()
-    mover_task = world.workflow(moved).groups[0].tasks[0]
-    assert (mover_task.retry_id, mover_task.exit_code) == (1, 3006)
-    assert mover_task.message == (
-        f"Preempted by the drain of node {mover_tray} by admin: 'PSU swap'. "
-        "Exit Action: RESCHEDULE the task for exit code 3006."
+    mover_task = world.runtime.workflows.get(moved).groups[0].tasks[0]
+    assert (mover_task.retry_id, mover_task.exit_code) == (1, None)  # placed again at once
+    (attempt,) = mover_task.attempts
+    assert (attempt.retry_id, attempt.node, attempt.exit_code, attempt.message) == (
+        0,
+        mover_tray,
+        3006,
+        f"Preempted by the drain of node {mover_tray} by admin: 'PSU swap'. The group is placed "
+        "again whole (retry 1 of 3).",
     )
     stayer_task = world.workflow(ended).groups[0].tasks[0]
-    assert (stayer_task.status, stayer_task.exit_code) == ("FAILED_PREEMPTED", 3006)
+    assert (stayer_task.status, stayer_task.exit_code) == ("FAILED", 3006)
+    assert stayer_task.message == (
+        f"Preempted by the drain of node {gang_nodes(world, ended)[0]} by admin: 'PSU swap'. "
+        "Exit Action: FAIL the task for exit code 3006."
+    )
     world.run_until(lambda: world.workflow(moved).groups[0].status == "RUNNING")
     assert gang_nodes(world, moved)[0] not in trays
     newcomers = [

@@ -150,7 +150,9 @@ def test_a_preempted_gang_goes_back_to_the_queue_when_the_pool_reschedules_it(
     assert requeued.status in ("PENDING", "WAITING", "RUNNING")
     group = requeued.groups[0]
     assert group.status == "SCHEDULING"
-    assert {(t.status, t.retry_id, t.exit_code) for t in group.tasks} == {("SCHEDULING", 1, 3006)}
+    assert {(t.status, t.retry_id, t.exit_code) for t in group.tasks} == {("SCHEDULING", 1, None)}
+    attempts = [a for t in world.runtime.workflows.get(victim).groups[0].tasks for a in t.attempts]
+    assert {(a.retry_id, a.exit_code) for a in attempts} == {(0, 3006)}
     assert "back in the queue after it was preempted by" in explain(world, victim)["g"]
     # once the urgent work ends, the requeued gang runs again (its second attempt)
     world.run_until(lambda: world.workflow(victim).groups[0].status == "RUNNING", step=5)

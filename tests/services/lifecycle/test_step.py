@@ -52,7 +52,7 @@ class Cluster:
 
     def notify(self, run: TaskRun, notice: Notice) -> None:
         seconds = (notice.deadline - notice.given_at).total_seconds()
-        self.calls.append(f"notify {run.task_uuid} ({seconds:g} s, {notice.signal})")
+        self.calls.append(f"notify {run.task_uuid} ({seconds:g} s, {notice.signal or 'no signal'})")
 
     def acknowledgement(self, run: TaskRun) -> Acknowledgement | None:
         self.calls.append(f"ask {run.task_uuid}")
@@ -206,8 +206,12 @@ def test_an_evicted_group_gets_notice_then_stops_at_its_deadline_and_ends_preemp
     taken.decide()
     assert cluster.calls == []  # nothing polled: the eviction decides
     taken.apply()
-    # the notice is the grace period (the pool sets no notice of its own)
-    assert cluster.calls == ["notify lead-uuid (30 s, SIGUSR1)", "notify b-uuid (30 s, SIGUSR1)"]
+    # the notice is the grace period (the pool sets no notice of its own), and no signal comes
+    # with it: a task that does not handle one would die of it
+    assert cluster.calls == [
+        "notify lead-uuid (30 s, no signal)",
+        "notify b-uuid (30 s, no signal)",
+    ]
     assert taken.changes.groups["a-uuid"] == {
         "notice_at": NOW,
         "notice_deadline": NOW + timedelta(seconds=30),
@@ -313,7 +317,10 @@ def test_an_evicted_group_whose_tasks_all_reschedule_goes_back_to_the_queue() ->
     )
     taken.decide()
     taken.apply()
-    assert cluster.calls == ["notify lead-uuid (30 s, SIGUSR1)", "notify b-uuid (30 s, SIGUSR1)"]
+    assert cluster.calls == [
+        "notify lead-uuid (30 s, no signal)",
+        "notify b-uuid (30 s, no signal)",
+    ]
     evicted = noticed(evicted, taken)
     cluster.calls.clear()
     later = NOW + timedelta(seconds=30)
@@ -341,12 +348,20 @@ def test_an_evicted_group_whose_tasks_all_reschedule_goes_back_to_the_queue() ->
         assert (found["status"], found["retry_id"], found["exit_code"], found["node"]) == (
             "SCHEDULING",
             1,
-            3006,
+            None,
             None,
         )
-        assert found["message"] == (
+        why = (
             "Preempted by x-1 (queue p reclaimed its guarantee). Exit Action: RESCHEDULE the "
             "task for exit code 3006."
+        )
+        assert found["message"] == f"Attempt 0 stopped: {why}"
+        ended = next(a for a in taken.changes.attempts if a.task_uuid == f"{name}-uuid")
+        assert (ended.retry_id, ended.exit_code, ended.message, ended.ended_at) == (
+            0,
+            3006,
+            why,
+            later,
         )
 
 
@@ -358,9 +373,11 @@ def test_a_tasks_stop_notice_shortens_its_gangs_notice_never_lengthens_it() -> N
     )
     for manifest, seconds in zip(evicted.manifests, ("5", "90"), strict=True):
         manifest["metadata"]["annotations"] = {"corral.dev/stop-notice-seconds": seconds}
+    # b asked for a signal with its notice (noticeSignal: SIGUSR2)
+    evicted.manifests[1]["metadata"]["annotations"]["corral.dev/stop-notice-signal"] = "SIGUSR2"
     cluster = Cluster()
     taken = step(cluster, Controller(), workflow(evicted))
     taken.decide()
     taken.apply()
     # the pool's 30 s, shortened by lead's 5 s; b's 90 s does not lengthen it
-    assert cluster.calls == ["notify lead-uuid (5 s, SIGUSR1)", "notify b-uuid (5 s, SIGUSR1)"]
+    assert cluster.calls == ["notify lead-uuid (5 s, no signal)", "notify b-uuid (5 s, SIGUSR2)"]

@@ -83,12 +83,15 @@ class Preemption(StrictModel):
     queue). ``grace_period``: an evicted task gets SIGTERM and this long to stop before it is
     killed. ``notice``: before a preemption, a reclaim or a drain stops a gang, its tasks get a
     notice this long ahead (empty: the grace period; docs/checkpoints.md); ``notice_signal``
-    is sent to a local task with it ("" for none)."""
+    is sent to a local task with it: none by default, since a task that does not handle it
+    dies of it (a plain ``sh`` does, of SIGUSR1) and loses its notice; a task learns of it
+    from its control directory, the API and its pod's annotation, and gets SIGTERM at the
+    deadline. A task may ask for a signal of its own (``noticeSignal``)."""
 
     min_runtime: str = "0s"
     grace_period: str = "30s"
     notice: str = ""
-    notice_signal: str = "SIGUSR1"
+    notice_signal: str = ""
 
     @field_validator("min_runtime", "grace_period", "notice")
     @classmethod

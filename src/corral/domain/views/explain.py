@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, TypeVar
 
+from corral.domain.views.node_ranges import node_ranges
 from corral.domain.views.start_forecast import GroupForecast, forecast_text
 from corral.domain.views.stop_cost import StopCost
 from corral.domain.workflows.statuses import TaskStatus, WorkflowStatus
@@ -83,6 +84,8 @@ class GroupExplanation:
     name: str
     status: str
     reason: str
+    #: Where each task is, when ``reason`` sums a large group up ("" each: not summed up).
+    details: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,8 @@ class WorkflowExplanation:
 
 
 SCHEDULER_PENDING = "waiting for the scheduler"
+#: A group of more tasks than this is summed up in its line, its tasks listed apart.
+SUMMED_UP_ABOVE = 4
 
 E = TypeVar("E", TaskStatus, WorkflowStatus)
 
@@ -135,6 +140,7 @@ def explain_workflow(
                 ),
                 (stops or {}).get(group.uuid),
             ),
+            _details(group),
         )
         for group in workflow.groups
     )
@@ -159,6 +165,8 @@ def _summary(workflow: WorkflowView) -> str:
         text = f"status {workflow.status}"
     elif status.alive and workflow.cancel_requested_by:
         text = f"cancel requested by {workflow.cancel_requested_by}; its groups are being stopped"
+    elif status is WorkflowStatus.PENDING and (back := _back_in_queue(workflow)):
+        text = back
     elif status is WorkflowStatus.PENDING:
         text = "no group is running yet"
     elif status is WorkflowStatus.RUNNING:
@@ -172,6 +180,34 @@ def _summary(workflow: WorkflowView) -> str:
     else:
         text = f"ended {status.value}"
     return f"{text}: {workflow.message}" if workflow.message else text
+
+
+def _back_in_queue(workflow: WorkflowView) -> str:
+    """What a pending workflow whose groups ran before says: which were put back, and why
+    (a fault, a drain, a preemption); "" when none ran."""
+    back = [
+        group
+        for group in workflow.groups
+        if group.status == TaskStatus.SCHEDULING.value
+        and any(task.retry_id for task in group.tasks)
+    ]
+    if not back:
+        return ""
+    group = back[0]
+    retry = max(task.retry_id for task in group.tasks)
+    why = group.fault or _stopped_by(group.preempted_by)
+    cause = f" after {why}" if why else ""
+    return f"group {group.name} ran before and is back in the queue{cause}; retry {retry} waits"
+
+
+def _stopped_by(preempted_by: str | None) -> str:
+    """Who stopped a group: a drain names itself ("the drain of node N by alice"), anything
+    else preempted it."""
+    if not preempted_by:
+        return ""
+    if preempted_by.startswith("the drain of"):
+        return preempted_by
+    return f"it was preempted by {preempted_by}"
 
 
 def _group_reason(
@@ -191,7 +227,7 @@ def _group_reason(
         if group.fault:
             reason = f"{reason}; back in the queue after {group.fault}"
         elif group.preempted_by:
-            reason = f"{reason}; back in the queue after it was preempted by {group.preempted_by}"
+            reason = f"{reason}; back in the queue after {_stopped_by(group.preempted_by)}"
         queued = f"queued for {_elapsed(now, group.scheduling_at)}" if group.scheduling_at else ""
         limit = f"the {_span(workflow.queue_timeout_s)} queue timeout"
         return f"{reason}; {queued} of {limit}" if queued else f"{reason}; {limit} applies"
@@ -221,11 +257,49 @@ def _before_scheduling(
     return "waiting to start"
 
 
+def _details(group: GroupView) -> tuple[str, ...]:
+    """Each task's place, when the group's line sums its tasks up."""
+    status = _known(TaskStatus, group.status)
+    if status not in (TaskStatus.INITIALIZING, TaskStatus.RUNNING):
+        return ()
+    if len(group.tasks) <= SUMMED_UP_ABOVE:
+        return ()
+    return tuple(_task_place(task) for task in group.tasks)
+
+
+def _tasks_text(tasks: Sequence[TaskView]) -> str:
+    """Where the tasks are, each (a few), or summed up: ``16 tasks on`` and their nodes'
+    runs (``node_ranges``) ``(retry 1)``, then those waiting or ended."""
+    if len(tasks) <= SUMMED_UP_ABOVE:
+        return ", ".join(_task_place(task) for task in tasks)
+    placed = [t for t in tasks if t.node and not _ended(t)]
+    parts = []
+    if placed:
+        retries = {t.retry_id for t in placed}
+        retry = f" (retry {retries.pop()})" if len(retries) == 1 and 0 not in retries else ""
+        many = "s" if len(placed) != 1 else ""
+        nodes = node_ranges([t.node for t in placed if t.node])
+        parts.append(f"{len(placed)} task{many} on {nodes}{retry}")
+    waiting = [t for t in tasks if not t.node and not _ended(t)]
+    if waiting:
+        parts.append(f"{len(waiting)} waiting for a node")
+    ended = [_task_outcome(t) for t in tasks if _ended(t)]
+    if ended:
+        shown = ", ".join(ended[:3]) + (f" and {len(ended) - 3} more" if len(ended) > 3 else "")
+        parts.append(f"{len(ended)} ended: {shown}")
+    return "; ".join(parts)
+
+
+def _ended(task: TaskView) -> bool:
+    status = _known(TaskStatus, task.status)
+    return status is not None and status.finished
+
+
 def _where_it_runs(
     workflow: WorkflowView, group: GroupView, status: TaskStatus, now: datetime
 ) -> str:
     verb = "running" if status is TaskStatus.RUNNING else "initializing"
-    tasks = ", ".join(_task_place(task) for task in group.tasks)
+    tasks = _tasks_text(group.tasks)
     text = f"{verb}{_domains(group.domains)}; {tasks}"
     if status is TaskStatus.RUNNING and group.started_at is not None:
         text += (

@@ -42,7 +42,8 @@ def queue_entries(
 
     def order(entry: tuple[StoredWorkflow, StoredGroup]) -> tuple[Any, ...]:
         found = forecasts.get(entry[1].uuid)
-        since = entry[1].scheduling_at or entry[0].submitted_at
+        group = entry[1]
+        since = group.admitted_at or group.scheduling_at or entry[0].submitted_at
         return (found is None, found.position if found else 0, since, entry[1].uuid)
 
     entries: list[dict[str, Any]] = []

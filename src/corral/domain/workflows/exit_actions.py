@@ -64,46 +64,44 @@ def exit_outcome(
     return ExitOutcome(_plain(code, failed))
 
 
-#: How many times a gang whose node failed is placed again when no exit action covers the
-#: backend error, if the workflow config allows fewer retries (docs/health.md#running-work).
+#: How many times a group that corral stopped (a node fault under a gang, a drain) is placed
+#: again when no exit action covers its exit code, if the workflow config allows fewer retries
+#: (docs/health.md#running-work).
 FAULT_RETRIES = 3
 
 
-def fault_outcome(
+def stopped_outcome(
     code: int,
     task_actions: Sequence[ExitAction],
     pool_actions: Sequence[ExitAction],
     *,
     retry_id: int,
     max_retry: int,
-    gang: bool,
+    place_again: bool,
+    failed: TaskStatus,
 ) -> ExitOutcome:
-    """The task's status after a node under its group failed (exit ``code``, a backend error).
+    """The task's status after corral stopped its group with exit ``code`` for a reason that
+    is not the task's: a node fault (3001), a drain (3006).
 
-    The exit actions decide, as for any exit. A ``gang`` (a group spread over several nodes)
-    that none of them covers is placed again whole, up to ``max(max_retry, FAULT_RETRIES)``
-    retries: its node failed, not its code."""
+    The exit actions decide, as for any exit. A group that none of them covers is placed again
+    whole when ``place_again`` (a gang after a fault; any group after a drain), up to
+    ``max(max_retry, FAULT_RETRIES)`` retries: its node failed or was taken away, its code did
+    nothing wrong. Otherwise the task ends ``failed``."""
     covered = any(
         low <= code <= high
         for action in (*task_actions, *pool_actions)
         for low, high in action.ranges
     )
-    if not gang or covered:
+    if not place_again or covered:
         return exit_outcome(
-            code,
-            task_actions,
-            pool_actions,
-            retry_id=retry_id,
-            max_retry=max_retry,
-            failed=TaskStatus.FAILED_BACKEND_ERROR,
+            code, task_actions, pool_actions, retry_id=retry_id, max_retry=max_retry, failed=failed
         )
     limit = max(max_retry, FAULT_RETRIES)
     if retry_id >= limit:
-        return ExitOutcome(
-            TaskStatus.FAILED_BACKEND_ERROR, f"Not placed again: it was retried {limit} times."
-        )
+        return ExitOutcome(failed, f"Not placed again: it was retried {limit} times.")
     return ExitOutcome(
-        TaskStatus.RESCHEDULED, f"The gang is placed again whole (retry {retry_id + 1} of {limit})."
+        TaskStatus.RESCHEDULED,
+        f"The group is placed again whole (retry {retry_id + 1} of {limit}).",
     )
 
 

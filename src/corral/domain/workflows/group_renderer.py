@@ -11,7 +11,7 @@ from corral.domain.configs.backend_models import Backend
 from corral.domain.configs.models import Pool
 from corral.domain.formats.kubernetes_names import label_value_problem
 from corral.domain.jinja.compiled_tree import RenderMemo
-from corral.domain.labels import GROUP_UUID, PLATFORM, STOP_NOTICE_SECONDS
+from corral.domain.labels import GROUP_UUID, PLATFORM, STOP_NOTICE_SECONDS, STOP_NOTICE_SIGNAL
 from corral.domain.labels import POOL as POOL_LABEL
 from corral.domain.labels import PRIORITY as PRIORITY_LABEL
 from corral.domain.platform.manifests import (
@@ -160,6 +160,8 @@ class GroupRenderer:
         if task.stop_notice is not None:  # read back when the gang gets notice
             seconds = f"{task.stop_notice.total_seconds():g}"
             metadata.setdefault("annotations", {})[STOP_NOTICE_SECONDS] = seconds
+        if task.notice_signal is not None:
+            metadata.setdefault("annotations", {})[STOP_NOTICE_SIGNAL] = task.notice_signal
         self._mount_host_paths(pod, task)
         self._mount_files(pod, task, task_identity)
         if multi_task:

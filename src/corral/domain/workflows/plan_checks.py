@@ -217,6 +217,24 @@ def check_tasks(
     return mounts
 
 
+def check_files_placeable(state: Configs, pool_name: str, spec: WorkflowSpec) -> None:
+    """A task's ``files`` need a pod to mount them in: a pool whose backend runs tasks as
+    local processes cannot place them, and used to drop them silently."""
+    pool = pool_of(state, pool_name)
+    backend = state.backend(pool.backend)
+    if backend.kubernetes is not None or backend.execution.mode != "local_processes":
+        return
+    for task in spec.tasks():
+        if task.files:
+            raise UserError(
+                f"Task {task.name} has files ({task.files[0].path} ...), which pool "
+                f"{pool_name} cannot place: its backend {pool.backend} runs tasks as local "
+                "processes on the server's machine, without a pod to mount them in. Write "
+                "them from the task's command (it starts in a home of its own, also its "
+                "TMPDIR), or submit to a pool on a Kubernetes backend."
+            )
+
+
 def timeouts(state: Configs, pool_name: str, spec: WorkflowSpec) -> tuple[timedelta, timedelta]:
     """Exec and queue timeouts: the spec's, else the pool's, else the WORKFLOW config's default;
     capped by the pool's maximum, else the WORKFLOW config's."""

@@ -20,6 +20,7 @@ from corral.domain.workflows.plan import NewId, Submitter, WorkflowPlan
 from corral.domain.workflows.plan_checks import (
     Identities,
     Platforms,
+    check_files_placeable,
     check_name_lengths,
     check_task_count,
     check_tasks,
@@ -49,6 +50,7 @@ def plan_workflow(
     platforms = Platforms(state, pool_name)
     identities = Identities(spec, submitter, platform_of, new_id)
     host_mounts = check_tasks(spec, platform_of, platforms, nodes, identities)
+    check_files_placeable(state, pool_name, spec)
     exec_timeout, queue_timeout = timeouts(state, pool_name, spec)
     backend = state.backend(pool.backend)
     renderer = GroupRenderer(

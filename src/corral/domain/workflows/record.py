@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from corral.domain.workflows.spec import ExitAction, TaskFileContents
 from corral.domain.workflows.statuses import WorkflowStatus
+from corral.errors import NotFoundError
 
 #: Group status while a scheduler may place it.
 GROUP_SCHEDULING = "SCHEDULING"
@@ -50,6 +51,8 @@ class Changes:
     node_faults: list[dict[str, Any]] = field(default_factory=list)
     #: Rows of ``eviction_stops``: gangs a preemption, a reclaim or a drain stopped.
     eviction_stops: list[dict[str, Any]] = field(default_factory=list)
+    #: Attempts that ended while their task went on (``task_attempts``).
+    attempts: list[TaskAttempt] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
@@ -63,6 +66,7 @@ class Changes:
             or self.preemptions
             or self.node_faults
             or self.eviction_stops
+            or self.attempts
         )
 
     def merge(self, other: Changes) -> None:
@@ -80,6 +84,7 @@ class Changes:
         self.preemptions.extend(other.preemptions)
         self.node_faults.extend(other.node_faults)
         self.eviction_stops.extend(other.eviction_stops)
+        self.attempts.extend(other.attempts)
 
     def workflow(self, workflow_id: str, **values: Any) -> None:
         self.workflows.setdefault(workflow_id, {}).update(values)
@@ -89,6 +94,20 @@ class Changes:
 
     def task(self, task_uuid: str, **values: Any) -> None:
         self.tasks.setdefault(task_uuid, {}).update(values)
+
+
+@dataclass(frozen=True)
+class TaskAttempt:
+    """An attempt of a task that ended while the task went on (docs/lifecycle.md#attempts):
+    where and when it ran, its exit code and why it stopped."""
+
+    task_uuid: str
+    retry_id: int
+    node: str | None
+    started_at: datetime | None
+    ended_at: datetime
+    exit_code: int | None
+    message: str | None
 
 
 @dataclass(frozen=True)
@@ -112,6 +131,9 @@ class StoredTask:
     checkpoint_note: str | None = None
     #: When it said it was ready to stop, after a notice (None: it did not).
     ready_at: datetime | None = None
+    #: Its attempts before the current one, oldest first (read for the API and the pages only:
+    #: the controller's records hold none).
+    attempts: tuple[TaskAttempt, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -125,6 +147,8 @@ class StoredGroup:
     tasks: list[StoredTask]
     ignore_non_lead: bool = True
     scheduling_at: datetime | None = None
+    #: When it first waited for a scheduler: its place in the admission order.
+    admitted_at: datetime | None = None
     started_at: datetime | None = None
     ended_at: datetime | None = None
     domains: dict[str, str] | None = None
@@ -218,3 +242,26 @@ def pod_of(workflow: StoredWorkflow, task: StoredTask) -> dict[str, Any]:
             if manifest["kind"] == "Pod" and manifest["metadata"]["name"] == task.pod_name:
                 return manifest
     raise LookupError(f"task {task.name} of {workflow.workflow_id} has no stored pod")
+
+
+def attempt_of(task: StoredTask, retry_id: int | None) -> StoredTask:
+    """``task`` as its attempt ``retry_id`` was (None: the current one); 404 naming the
+    retries it has."""
+    if retry_id is None or retry_id == task.retry_id:
+        return task
+    for attempt in task.attempts:
+        if attempt.retry_id == retry_id:
+            return dataclasses.replace(
+                task,
+                retry_id=attempt.retry_id,
+                node=attempt.node,
+                started_at=attempt.started_at,
+                ended_at=attempt.ended_at,
+                exit_code=attempt.exit_code,
+                message=attempt.message,
+            )
+    known = [*(a.retry_id for a in task.attempts), task.retry_id]
+    raise NotFoundError(
+        f"Task {task.name} has no retry {retry_id}; its retries: "
+        f"{', '.join(str(r) for r in known)}."
+    )

@@ -89,6 +89,9 @@ class TaskSpec:
     #: corral only: at most this much notice before a preemption, a reclaim or a drain stops
     #: the task (shorter than the pool's; docs/checkpoints.md#the-notice). None: the pool's.
     stop_notice: timedelta | None = None
+    #: corral only: the signal a local task gets with that notice (``SIGUSR1``...; "" for none).
+    #: None: the pool's ``preemption.notice_signal``, by default none.
+    notice_signal: str | None = None
     #: Accepted but not interpreted here (``checkpoint``, ``downloadType``, ``kpis``), verbatim.
     extra: Mapping[str, Any] = field(default_factory=dict)
 

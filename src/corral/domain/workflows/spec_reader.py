@@ -35,7 +35,7 @@ GROUP_KEYS = ("name", "tasks", "barrier", "ignoreNonleadStatus")
 TASK_KEYS = (
     "name", "image", "command", "args", "lead", "environment", "credentials", "inputs",
     "outputs", "files", "volumeMounts", "privileged", "hostNetwork", "resource", "exitActions",
-    "checkpoint", "downloadType", "cacheSize", "kpis", "stopNotice",
+    "checkpoint", "downloadType", "cacheSize", "kpis", "stopNotice", "noticeSignal",
 )  # fmt: skip
 RESOURCE_KEYS = ("cpu", "gpu", "memory", "storage", "platform", "nodesExcluded", "topology")
 TOPOLOGY_KEYS = ("key", "group", "requirementType")

@@ -8,6 +8,7 @@ import binascii
 from collections.abc import Mapping
 from typing import Any
 
+from corral.domain.formats.signals import NOTICE_SIGNALS
 from corral.domain.workflows.spec import (
     ExitAction,
     TaskFile,
@@ -86,8 +87,25 @@ def parse_task(reader: Reader, raw: Any, path: Path) -> TaskSpec:
             if body.get("stopNotice") is None
             else duration(reader, body["stopNotice"], (*path, "stopNotice"))
         ),
+        notice_signal=_parse_notice_signal(
+            reader, body.get("noticeSignal"), (*path, "noticeSignal")
+        ),
         extra=_parse_extra(reader, body, path),
     )
+
+
+def _parse_notice_signal(reader: Reader, value: Any, path: Path) -> str | None:
+    """A signal a local task takes notice by (docs/checkpoints.md#the-notice), or ""."""
+    if value is None:
+        return None
+    signal = reader.string(value, path)
+    if signal and signal not in NOTICE_SIGNALS:
+        reader.fail(
+            path,
+            f"{signal!r} is not a notice signal: use one of {', '.join(NOTICE_SIGNALS)}, "
+            'or "" for none.',
+        )
+    return signal
 
 
 def _parse_resource_name(reader: Reader, value: Any, path: Path) -> str:

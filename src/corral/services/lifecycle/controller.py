@@ -62,6 +62,7 @@ from corral.services.lifecycle.node_faults import (
     stop_work_on_bad_nodes,
     stop_work_on_kubernetes,
 )
+from corral.services.lifecycle.reading import note_checkpoints, readable_workflows
 from corral.services.lifecycle.step import WorkflowStep
 from corral.services.lifecycle.tick_index import HOLDS_NODES, WorkingSetIndexer
 from corral.services.lifecycle.tick_report import TickReport
@@ -247,27 +248,10 @@ class LifecycleController:
         return working
 
     def readable_workflows(self, ids: Sequence[str] | None = None) -> list[StoredWorkflow]:
-        """The alive workflows (of ``ids``) as the controller works on them; one whose stored
-        state cannot be read is left out, and ended FAILED_SERVER_ERROR once its unreadable
-        times are cleared (docs/lifecycle.md#a-workflow-that-cannot-be-read): one bad row
-        never stops the tick of every other workflow."""
-        unreadable: dict[str, str] = {}
-        found = self.workflows.controller_view(ids, unreadable)
+        """The alive workflows (of ``ids``) as the controller works on them, without one whose
+        stored state cannot be read (``reading.readable_workflows``)."""
         fence = self.leadership.fence() if self.leadership is not None else None
-        for workflow_id, error in unreadable.items():
-            reason = (
-                f"corral could not read this workflow's stored state ({error}) and stopped it; "
-                "times no reader can read were cleared. Submit it again; tell your admin if "
-                "this happens again."
-            )
-            asked = self.workflows.fail_unreadable(workflow_id, reason, fence)
-            log.error(
-                "workflow cannot be read; it is left out of the tick",
-                workflow_id=workflow_id,
-                error=error,
-                failing=asked,
-            )
-        return found
+        return readable_workflows(self.workflows, ids, fence)
 
     def _sync_scheduler_objects(self, state: Configs, clusters: Sequence[ClusterBackend]) -> None:
         """Each Kubernetes backend's KAI Queues and Topologies, as the pools say now."""
@@ -280,16 +264,6 @@ class LifecycleController:
                 backend.sync_scheduler_objects(desired)
             except BackendError as err:
                 log.warning("queue sync failed", backend=backend.name, error=err.message)
-
-
-def note_checkpoints(placements: SchedulerCache, alive: Sequence[StoredWorkflow]) -> None:
-    """Each bound group's latest checkpoint, of any of its tasks, for preemption to weigh
-    (docs/checkpoints.md)."""
-    for workflow in alive:
-        for group in workflow.groups:
-            marks = [task.checkpoint_at for task in group.tasks if task.checkpoint_at]
-            if marks:
-                placements.checkpoint(group.uuid, max(marks))
 
 
 class _Tick:

@@ -10,7 +10,7 @@ from datetime import datetime
 
 import structlog
 
-from corral.domain.workflows.exit_actions import ExitOutcome, exit_outcome, fault_outcome
+from corral.domain.workflows.exit_actions import ExitOutcome, exit_outcome, stopped_outcome
 from corral.domain.workflows.notices import stop_message
 from corral.domain.workflows.record import Changes, StoredGroup, StoredTask, StoredWorkflow
 from corral.domain.workflows.spec import ExitAction
@@ -70,6 +70,12 @@ def record_evictions(
     return evicted
 
 
+def drained(group: StoredGroup) -> bool:
+    """Whether ``group`` was evicted by a drain (which alone gives a grace period of its own;
+    ``node_faults.py``), not by the scheduler."""
+    return group.stop_grace_s is not None
+
+
 @dataclass(frozen=True)
 class Eviction:
     """How an evicted group's tasks end: their exit code, the status a failure ends in, the
@@ -90,7 +96,9 @@ def eviction_of(
     pool_grace_s: float,
 ) -> Eviction:
     """A node fault ends the tasks at once with 3001 (a gang that no exit action covers is
-    placed again); a preemption or a drain with 3006, after its grace period."""
+    placed again); a drain with 3006 after its grace period (a group that no exit action covers
+    is placed again: the drain is the operator's, not the task's); a preemption with 3006
+    after its grace period, as its exit actions say."""
     if group.fault:
         gang = len({task.node for task in group.tasks if task.node}) > 1
         return Eviction(
@@ -98,20 +106,37 @@ def eviction_of(
             TaskStatus.FAILED_BACKEND_ERROR,
             f"Stopped: {group.fault}.",
             None,
-            lambda task: fault_outcome(
+            lambda task: stopped_outcome(
                 BACKEND_ERROR_CODE,
                 task.exit_actions,
                 pool_actions,
                 retry_id=task.retry_id,
                 max_retry=max_retry,
-                gang=gang,
+                place_again=gang,
+                failed=TaskStatus.FAILED_BACKEND_ERROR,
+            ),
+        )
+    if drained(group):
+        return Eviction(
+            PREEMPTED_CODE,
+            TaskStatus.FAILED_PREEMPTED,
+            stop_message(group.preempted_by),
+            group.stop_grace_s,
+            lambda task: stopped_outcome(
+                PREEMPTED_CODE,
+                task.exit_actions,
+                pool_actions,
+                retry_id=task.retry_id,
+                max_retry=max_retry,
+                place_again=True,
+                failed=TaskStatus.FAILED_PREEMPTED,
             ),
         )
     return Eviction(
         PREEMPTED_CODE,
         TaskStatus.FAILED_PREEMPTED,
         stop_message(group.preempted_by),
-        group.stop_grace_s if group.stop_grace_s is not None else pool_grace_s,
+        pool_grace_s,
         lambda task: exit_outcome(
             PREEMPTED_CODE,
             task.exit_actions,

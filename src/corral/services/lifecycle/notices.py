@@ -11,13 +11,14 @@ whether every task acknowledged, and the seconds from the notice to the stop.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from corral.backends.execution import TaskExecutor, TaskRun
-from corral.domain.labels import STOP_NOTICE_SECONDS
+from corral.domain.labels import STOP_NOTICE_SECONDS, STOP_NOTICE_SIGNAL
 from corral.domain.workflows.notices import (
     Acknowledgement,
     Checkpoint,
@@ -54,6 +55,13 @@ def notice_of(
             seconds = min(seconds, wanted)
     reason = stop_message(group.preempted_by)
     return Notice(now, now + timedelta(seconds=seconds), reason, signal)
+
+
+def task_notice(notice: Notice, pod: Mapping[str, Any]) -> Notice:
+    """``notice`` as one task gets it: with the signal its task asked for (``noticeSignal``),
+    else its pool's."""
+    wanted = ((pod.get("metadata") or {}).get("annotations") or {}).get(STOP_NOTICE_SIGNAL)
+    return notice if wanted is None else dataclasses.replace(notice, signal=wanted)
 
 
 def _wanted_notice(pod: Mapping[str, Any]) -> float | None:

@@ -15,18 +15,15 @@ idempotent, so redoing one after a crash is safe.
 
 from __future__ import annotations
 
-import dataclasses
-from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any
 
-import structlog
-
-from corral.backends.execution import TaskExecutor, TaskRun
-from corral.backends.port import BackendError, ClusterBackend
-from corral.domain.configs.snapshot import Configs
-from corral.domain.workflows.exit_actions import exit_outcome, pool_exit_actions
+from corral.backends.port import BackendError
+from corral.domain.workflows.exit_actions import exit_outcome
 from corral.domain.workflows.group_order import GroupState, failed_downstream, ready_groups
-from corral.domain.workflows.record import Changes, StoredGroup, StoredTask, StoredWorkflow, pod_of
+from corral.domain.workflows.record import (
+    StoredGroup,
+    StoredTask,
+)
 from corral.domain.workflows.statuses import TaskState, TaskStatus, group_status, workflow_status
 from corral.services.lifecycle.creation_errors import (
     creation_failure,
@@ -36,73 +33,23 @@ from corral.services.lifecycle.creation_errors import (
 )
 from corral.services.lifecycle.effects import (
     CreateGroup,
-    Effect,
     NotifyTask,
     StartTask,
     StopTask,
 )
-from corral.services.lifecycle.evictions import eviction_of
+from corral.services.lifecycle.evicted_step import EvictedGroups
 from corral.services.lifecycle.notices import (
-    Answers,
-    answers,
-    eviction_stop,
     keep_checkpoints,
-    notice_of,
     relayed_checkpoint,
-    stop_due,
 )
-from corral.services.lifecycle.tick_report import TickReport
-from corral.services.task_tokens import TaskTokens, group_tokens
-
-log = structlog.get_logger("corral.lifecycle")
+from corral.services.lifecycle.step_base import RUNNING_STATES
+from corral.services.task_tokens import group_tokens
 
 UPSTREAM_FAILED_CODE = 3000
-#: A task in one of these holds a node (and may have a process to stop).
-_RUNNING_STATES = (TaskStatus.INITIALIZING, TaskStatus.RUNNING)
 
 
-class Controller(Protocol):
-    """What a step needs of the lifecycle controller."""
-
-    #: Group uuid -> ticks its objects failed to be created with a transient error.
-    create_failures: dict[str, int]
-    task_tokens: TaskTokens | None  # mints the tasks' own tokens (None: none are given)
-    nodes_under_notice: frozenset[tuple[str, str]]  # (backend, node): a victim still stops
-
-    def check_leading(self) -> None: ...
-
-
-class WorkflowStep:
+class WorkflowStep(EvictedGroups):
     """Step 1 of a tick for one workflow (``services/lifecycle/controller.py``)."""
-
-    def __init__(
-        self,
-        controller: Controller,
-        workflow: StoredWorkflow,
-        configs: Configs,
-        report: TickReport,
-        backend: ClusterBackend,
-        executor: TaskExecutor,
-        now: datetime,
-    ) -> None:
-        self.controller = controller
-        self.backend = backend
-        self.workflow = workflow
-        self.report = report
-        self.now = now
-        pool = configs.find_pool(workflow.pool)  # None: deleted while the workflow runs
-        self.pool_actions = pool_exit_actions(pool.default_exit_actions if pool else {})
-        self.in_maintenance = pool is not None and pool.enable_maintenance
-        self.grace_seconds = pool.preemption.grace_seconds() if pool else 0.0
-        self.notice_seconds = pool.preemption.notice_seconds() if pool else 0.0
-        self.notice_signal = pool.preemption.notice_signal if pool else ""
-        self.levels = tuple(key.label for key in pool.topology_keys) if pool else ()
-        self.max_retry = configs.workflow.max_retry_per_task
-        self.executor = executor
-        self.changes = Changes()
-        self.effects: list[Effect] = []
-        self.group_status = {g.name: TaskStatus(g.status) for g in workflow.groups}
-        self.task_status = {t.uuid: TaskStatus(t.status) for g in workflow.groups for t in g.tasks}
 
     # -- deciding ---------------------------------------------------------------------------
 
@@ -127,7 +74,7 @@ class WorkflowStep:
                 self._evicted(group)
             elif self._timed_out(group, TaskStatus.RUNNING, self.workflow.exec_timeout_s):
                 self._end_group(group, TaskStatus.FAILED_EXEC_TIMEOUT, "Exec timeout.")
-            elif self.group_status[group.name] in _RUNNING_STATES:
+            elif self.group_status[group.name] in RUNNING_STATES:
                 self._follow_tasks(group)
         self._fail_downstream()
         self._start_ready_groups()
@@ -162,177 +109,16 @@ class WorkflowStep:
             return
         self.controller.create_failures.pop(group.uuid, None)
         self.group_status[group.name] = TaskStatus.SCHEDULING
-        self.changes.group(group.uuid, status=TaskStatus.SCHEDULING.value, scheduling_at=self.now)
+        admitted = {} if group.admitted_at is not None else {"admitted_at": self.now}
+        self.changes.group(
+            group.uuid, status=TaskStatus.SCHEDULING.value, scheduling_at=self.now, **admitted
+        )
         for task in group.tasks:
             self.task_status[task.uuid] = TaskStatus.SCHEDULING
             self.changes.task(task.uuid, status=TaskStatus.SCHEDULING.value)
         self.report.created_groups += 1
 
-    # -- ending -----------------------------------------------------------------------------
-
-    def _timed_out(self, group: StoredGroup, status: TaskStatus, limit_s: float) -> bool:
-        """Whether ``group`` has been in ``status`` (queued: since SCHEDULING; running: since
-        RUNNING) for longer than ``limit_s`` seconds."""
-        if self.group_status[group.name] is not status:
-            return False
-        since = group.scheduling_at if status is TaskStatus.SCHEDULING else group.started_at
-        return since is not None and self.now - since > timedelta(seconds=limit_s)
-
-    def _end_group(self, group: StoredGroup, status: TaskStatus, message: str = "") -> None:
-        """Stop whatever of ``group`` still runs; every unfinished task and the group end as
-        ``status``."""
-        if self.group_status[group.name].group_finished:
-            return
-        for task in group.tasks:
-            self._end_task(task, status, message=message)
-        self._set_group(group, status)
-
-    def _end_task(
-        self,
-        task: StoredTask,
-        status: TaskStatus,
-        *,
-        message: str = "",
-        code: int | None = None,
-        stop: bool = True,
-        grace_s: float | None = None,
-    ) -> None:
-        if self.task_status[task.uuid].group_finished:
-            return
-        if stop and self.task_status[task.uuid] in _RUNNING_STATES:
-            run = self._run(task)
-            self._keep_log(task, run)  # before stopping: a stopped pod takes its log with it
-            self.effects.append(StopTask(run, grace_s))
-        self.task_status[task.uuid] = status
-        values: dict[str, Any] = {"status": status.value, "ended_at": self.now}
-        if message:
-            values["message"] = message
-        if code is not None:
-            values["exit_code"] = code
-        self.changes.task(task.uuid, **values)
-        self.report.finished_tasks += 1
-
-    def _set_group(self, group: StoredGroup, status: TaskStatus) -> None:
-        if self.group_status[group.name] is status:
-            return
-        self.group_status[group.name] = status
-        values: dict[str, Any] = {"status": status.value}
-        if status.group_finished:
-            values["ended_at"] = self.now
-        elif status is TaskStatus.RUNNING and group.started_at is None:
-            values["started_at"] = self.now
-        self.changes.group(group.uuid, **values)
-
-    # -- evicted --------------------------------------------------------------------------
-
-    def _evicted(self, group: StoredGroup) -> None:
-        """The group was evicted (its pods are unbound already) by the scheduler, a drain, or
-        a node that failed under it: stop its tasks; each ends as its exit code says (3006
-        preempted, 3001 backend error for a node fault: the task's exit actions, then the
-        pool's). When every task would be RESCHEDULED, the group goes back to the queue
-        instead (its tasks' next attempts); otherwise every task ends. Unless a node failed,
-        the tasks first get notice (``notices.py``), and stop at once when it ends."""
-        if self.group_status[group.name] not in _RUNNING_STATES:
-            self.changes.group(group.uuid, evict=False)
-            return  # it ended in this tick already
-        eviction = eviction_of(
-            group, self.pool_actions, max_retry=self.max_retry, pool_grace_s=self.grace_seconds
-        )
-        if eviction.grace_s is not None:  # not a node fault
-            said = self._after_notice(group)
-            if said is None:
-                return  # noticed: it stops at the first of every task ready or the deadline
-            eviction = dataclasses.replace(eviction, grace_s=0.0)
-            self.changes.eviction_stops.append(eviction_stop(self.workflow, group, said, self.now))
-        self.changes.group(group.uuid, evict=False)
-        outcomes = {task.uuid: eviction.outcome(task) for task in group.tasks}
-        requeue = not self.backend.schedules_itself and all(
-            outcome.status is TaskStatus.RESCHEDULED for outcome in outcomes.values()
-        )
-        for task in group.tasks:
-            outcome = outcomes[task.uuid]
-            note = " ".join(part for part in (eviction.message, outcome.message) if part)
-            if requeue:
-                self._requeue_task(task, note, eviction.code, eviction.grace_s)
-            else:  # a gang is requeued whole or not at all
-                status = outcome.status
-                if status is TaskStatus.RESCHEDULED:
-                    status = eviction.failed
-                self._end_task(
-                    task, status, message=note, code=eviction.code, grace_s=eviction.grace_s
-                )
-        if requeue:
-            self.group_status[group.name] = TaskStatus.SCHEDULING
-            self.changes.group(
-                group.uuid,
-                status=TaskStatus.SCHEDULING.value,
-                scheduling_at=self.now,
-                started_at=None,
-                domains=None,
-                pending_reason=None,
-            )
-        else:
-            states = [TaskState(self.task_status[t.uuid], t.lead) for t in group.tasks]
-            self._set_group(
-                group, group_status(states, ignore_non_lead_status=group.ignore_non_lead)
-            )
-
-    def _after_notice(self, group: StoredGroup) -> Answers | None:
-        """The running tasks' answers once the group is to stop now; None while its notice
-        runs (given now, the first time)."""
-        runs = [
-            (task, self._run(task))
-            for task in group.tasks
-            if self.task_status[task.uuid] in _RUNNING_STATES
-        ]
-        if group.notice_deadline is None:
-            notice = notice_of(
-                self.workflow, group, self.notice_seconds, self.notice_signal, self.now
-            )
-            if runs and notice.deadline > self.now:
-                self.changes.group(group.uuid, notice_at=self.now, notice_deadline=notice.deadline)
-                self.effects.extend(NotifyTask(run, notice) for _, run in runs)
-                return None
-        said = answers(runs, self.executor, self.now)
-        keep_checkpoints(self.changes, said.checkpoints)
-        return said if stop_due(group, said, self.now) else None
-
-    def _requeue_task(
-        self, task: StoredTask, message: str, code: int, grace_s: float | None
-    ) -> None:
-        """Stop the attempt; the next one waits for the scheduler with the group."""
-        if self.task_status[task.uuid] in _RUNNING_STATES:
-            run = self._run(task)
-            self._keep_log(task, run)
-            self.effects.append(StopTask(run, grace_s))
-        self.task_status[task.uuid] = TaskStatus.SCHEDULING
-        self.changes.task(
-            task.uuid,
-            status=TaskStatus.SCHEDULING.value,
-            retry_id=task.retry_id + 1,
-            exit_code=code,
-            message=message,
-            started_at=None,
-            node=None,
-        )
-
     # -- running tasks ----------------------------------------------------------------------
-
-    def _keep_log(self, task: StoredTask, run: TaskRun) -> None:
-        """Keep an ending attempt's log in the database when the backend's copy goes away
-        with its objects (a Kubernetes pod); a log that cannot be read now is not kept."""
-        if self.executor.keeps_logs or task.started_at is None:
-            return
-        try:
-            text = self.executor.logs(run)
-        except BackendError as err:
-            log.warning("could not keep a task's log", task_uuid=task.uuid, error=err.message)
-            return
-        self.changes.logs[(task.uuid, task.retry_id)] = text
-
-    def _run(self, task: StoredTask, started_at: datetime | None = None) -> TaskRun:
-        when = started_at or task.started_at or self.now
-        return TaskRun(task.uuid, task.retry_id, pod_of(self.workflow, task), when)
 
     def _follow_tasks(self, group: StoredGroup) -> None:
         """Start bound tasks and collect every task's own exit first; only then apply the lead
@@ -385,13 +171,14 @@ class WorkflowStep:
         self._keep_log(task, run)
         if status is TaskStatus.RESCHEDULED:
             # Runs again on the node it holds: the group keeps its placement.
+            self._end_attempt(task, ended.code, message)
             self.task_status[task.uuid] = TaskStatus.INITIALIZING
             self.changes.task(
                 task.uuid,
                 status=TaskStatus.INITIALIZING.value,
                 retry_id=task.retry_id + 1,
-                exit_code=ended.code,
-                message=message,
+                exit_code=None,
+                message=f"Attempt {task.retry_id} exited {ended.code}: {message}",
                 started_at=None,
             )
             return None

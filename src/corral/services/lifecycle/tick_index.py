@@ -122,7 +122,9 @@ class WorkingSetIndexer:
         levels = tuple(key.label for key in pool.topology_keys) if pool else ()
         fabric = fabric_rule(pool) if pool else NO_FABRIC_RULE
         position = next(i for i, g in enumerate(workflow.groups) if g.uuid == group.uuid)
-        since = group.scheduling_at or self.controller.clock()
+        # Its first wait, not this one: a group put back by a fault, a drain or a preemption
+        # keeps its place (docs/health.md#running-work).
+        since = group.admitted_at or group.scheduling_at or self.controller.clock()
         waiting = self.working.placements.add(
             group.uuid,
             manifests,

@@ -14,9 +14,16 @@ from corral.domain.workflows.record import (
     SharedReason,
     StoredGroup,
     StoredWorkflow,
+    TaskAttempt,
 )
-from corral.store.tables import pending_shapes, workflow_groups, workflow_tasks, workflows
-from corral.store.workflows.records import group_record, shared_reason_for, workflow_record
+from corral.store.tables import (
+    pending_shapes,
+    task_attempts,
+    workflow_groups,
+    workflow_tasks,
+    workflows,
+)
+from corral.store.workflows.records import group_record, shared_reason_for, utc, workflow_record
 
 
 def read_workflow(connection: Connection, workflow_id: str) -> StoredWorkflow | None:
@@ -41,13 +48,41 @@ def read_workflow(connection: Connection, workflow_id: str) -> StoredWorkflow | 
         .order_by(workflow_tasks.c.position),
     )
     shared = _shared_reasons(connection, groups)
+    attempts = _attempts(connection, [t["task_uuid"] for t in tasks])
     return workflow_record(
         row,
         [
-            group_record(g, [t for t in tasks if t["group_uuid"] == g["group_uuid"]], shared)
+            group_record(
+                g, [t for t in tasks if t["group_uuid"] == g["group_uuid"]], shared, attempts
+            )
             for g in groups
         ],
     )
+
+
+def _attempts(connection: Connection, task_uuids: Sequence[str]) -> dict[str, list[TaskAttempt]]:
+    """Each task's ended attempts, oldest first."""
+    found: dict[str, list[TaskAttempt]] = {}
+    if not task_uuids:
+        return found
+    rows = connection.execute(
+        select(task_attempts)
+        .where(task_attempts.c.task_uuid.in_(list(task_uuids)))
+        .order_by(task_attempts.c.task_uuid, task_attempts.c.retry_id)
+    ).mappings()
+    for row in rows:
+        found.setdefault(row["task_uuid"], []).append(
+            TaskAttempt(
+                task_uuid=row["task_uuid"],
+                retry_id=int(row["retry_id"]),
+                node=row["node"],
+                started_at=utc(row["started_at"]),
+                ended_at=utc(row["ended_at"]) or row["ended_at"],
+                exit_code=row["exit_code"],
+                message=row["message"],
+            )
+        )
+    return found
 
 
 def _shared_reasons(connection: Connection, groups: Sequence[Any]) -> dict[str, SharedReason]:

@@ -15,6 +15,7 @@ from corral.domain.workflows.record import (
     StoredGroup,
     StoredTask,
     StoredWorkflow,
+    TaskAttempt,
 )
 from corral.domain.workflows.spec import ExitAction, TaskFileContents
 
@@ -64,7 +65,15 @@ def shared_reason_for(found: SharedReason, pod_names: Sequence[str]) -> str:
     return reason
 
 
-def group_record(row: Any, tasks: Sequence[Any], shared: Mapping[str, SharedReason]) -> StoredGroup:
+def group_record(
+    row: Any,
+    tasks: Sequence[Any],
+    shared: Mapping[str, SharedReason],
+    attempts: Mapping[str, Sequence[TaskAttempt]] | None = None,
+) -> StoredGroup:
+    """A group's rows as its record; ``attempts``: each task's ended attempts, by task uuid
+    (left out where nobody reads them)."""
+    attempts = attempts or {}
     reason = row["pending_reason"]
     found = shared.get(row["pending_shape"] or "")
     if reason is None and found is not None and row["status"] == GROUP_SCHEDULING:
@@ -78,6 +87,7 @@ def group_record(row: Any, tasks: Sequence[Any], shared: Mapping[str, SharedReas
         manifests=list(row["manifests"]),
         ignore_non_lead=bool(row["ignore_non_lead"]),
         scheduling_at=utc(row["scheduling_at"]),
+        admitted_at=utc(row["admitted_at"]),
         started_at=utc(row["started_at"]),
         ended_at=utc(row["ended_at"]),
         domains=row["domains"],
@@ -112,6 +122,7 @@ def group_record(row: Any, tasks: Sequence[Any], shared: Mapping[str, SharedReas
                 checkpoint_step=t["checkpoint_step"],
                 checkpoint_note=t["checkpoint_note"],
                 ready_at=utc(t["ready_at"]),
+                attempts=tuple(attempts.get(t["task_uuid"], ())),
             )
             for t in tasks
         ],

@@ -76,6 +76,7 @@ from corral.store.workflows.writes import (
     take_key,
     task_rows,
     update_changed_rows,
+    write_attempts,
     write_logs,
     write_shapes,
 )
@@ -359,6 +360,7 @@ class WorkflowStore(WorkflowListings):
             ):
                 update_changed_rows(connection, table, key, rows)
             write_logs(connection, changes.logs)
+            write_attempts(connection, changes.attempts)
             write_shapes(connection, changes.shapes, self._clock())
             mark_seen(connection, changes.inbox_done)
             if changes.preemptions:

@@ -3,7 +3,8 @@ task logs kept, the pending reasons of shapes, and the idempotency keys."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -12,11 +13,12 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.exc import IntegrityError
 
 from corral.domain.workflows.plan import WorkflowPlan
-from corral.domain.workflows.record import SharedReason
+from corral.domain.workflows.record import SharedReason, TaskAttempt
 from corral.store.bulk import update_rows
 from corral.store.tables import (
     idempotency_keys,
     pending_shapes,
+    task_attempts,
     task_logs,
 )
 from corral.store.workflows.records import IdempotencyKey
@@ -123,6 +125,22 @@ def write_logs(connection: Connection, logs: Mapping[tuple[str, int], str]) -> N
             for (task, retry), text in logs.items()
         ],
     )
+
+
+def write_attempts(connection: Connection, attempts: Sequence[TaskAttempt]) -> None:
+    """Record ended attempts; one written before (a tick done again after a crash) is
+    replaced, not doubled."""
+    if not attempts:
+        return
+    rows = [dataclasses.asdict(attempt) for attempt in attempts]
+    connection.execute(
+        task_attempts.delete().where(
+            task_attempts.c.task_uuid == bindparam("row_task"),
+            task_attempts.c.retry_id == bindparam("row_retry"),
+        ),
+        [{"row_task": row["task_uuid"], "row_retry": row["retry_id"]} for row in rows],
+    )
+    connection.execute(task_attempts.insert(), rows)
 
 
 def write_shapes(connection: Connection, shapes: Mapping[str, SharedReason], now: datetime) -> None:
