@@ -208,7 +208,7 @@ def test_a_gang_back_in_the_queue_shows_its_attempts_and_each_attempts_log(world
     assert sorted(group["details"]) == sorted(
         f"shard{i} on {t.node}" for i, t in enumerate(world.workflow(workflow_id).groups[0].tasks)
     )
-    for clique, trays in cliques(world).items():  # nowhere else to go
+    for trays in cliques(world).values():  # nowhere else to go
         world.occupy([t for t in trays if t not in first], gpus=4)
     node_call(world, first[2], "fail", fabric=True, reason="IMEX down")
     world.controller.tick()

@@ -21,7 +21,6 @@ from corral.services.lifecycle.notices import (
 )
 from corral.services.lifecycle.step_base import RUNNING_STATES, StepBase
 
-
 #: Why a group that would be placed again ends instead on a cluster that places pods itself.
 NOT_PLACED_AGAIN = (
     "Not placed again: on a Kubernetes backend corral cannot put a gang back in its queue yet "
@@ -58,10 +57,10 @@ class EvictedGroups(StepBase):
         )
         for task in group.tasks:
             outcome = outcomes[task.uuid]
-            said = outcome.message
+            added = outcome.message
             if outcome.status is TaskStatus.RESCHEDULED and not requeue:
-                said = NOT_PLACED_AGAIN if self.backend.schedules_itself else ""
-            note = " ".join(part for part in (eviction.message, said) if part)
+                added = NOT_PLACED_AGAIN if self.backend.schedules_itself else ""
+            note = " ".join(part for part in (eviction.message, added) if part)
             if requeue:
                 self._requeue_task(task, note, eviction.code, eviction.grace_s)
             else:  # a gang is requeued whole or not at all
