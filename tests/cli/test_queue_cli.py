@@ -142,10 +142,13 @@ def test_pool_shapes_prints_each_clique_as_the_api_answers(server: LiveServer) -
         "nvidia.com/gpu-clique",
     )
     lines = succeeded(server.cli("pool", "shapes", "nvl72")).splitlines()
-    largest = found["largest_gang"]
-    assert lines[0].startswith(
-        "Pool nvl72 by gpu-clique (nvidia.com/gpu-clique): the largest whole-node gang in one "
-        f"gpu-clique now is {largest} tasks of 4 GPUs; the next whole gpu-clique is free "
+    largest, physically = found["largest_gang"], found["largest_physically"]
+    assert largest == 16 and physically == 18  # NORMAL work: within the guarantee of 64
+    assert lines[0] == (
+        "Pool nvl72 by gpu-clique (nvidia.com/gpu-clique), NORMAL work: the largest whole-node "
+        "gang in one gpu-clique now is 16 tasks of 4 GPUs (18 physically; guarantee 64 for HIGH "
+        "and NORMAL work, 0 in use); the next whole gpu-clique is free at a moment not known "
+        "(not within the forecast, or not at this quota)."
     ), lines[0]
     assert lines[1].split() == [
         "Domain",
@@ -156,10 +159,11 @@ def test_pool_shapes_prints_each_clique_as_the_api_answers(server: LiveServer) -
         "GPUs",
         "Largest",
         "gang",
+        "Physically",
         "Whole",
         "free",
     ]
-    rows = [line.split()[:6] for line in lines[3:]]
+    rows = [line.split()[:7] for line in lines[3:]]
     assert rows == [
         [
             d["domain"],
@@ -168,9 +172,15 @@ def test_pool_shapes_prints_each_clique_as_the_api_answers(server: LiveServer) -
             str(d["free"]),
             f"{d['free_gpus']}/{d['gpus']}",
             str(d["largest_gang"]),
+            str(d["physical"]),
         ]
         for d in found["domains"]
     ]
+    low = succeeded(server.cli("pool", "shapes", "nvl72", "--priority", "LOW")).splitlines()
+    assert low[0] == (
+        "Pool nvl72 by gpu-clique (nvidia.com/gpu-clique), LOW work: the largest whole-node "
+        "gang in one gpu-clique now is 18 tasks of 4 GPUs; the next whole gpu-clique is free now."
+    )
     assert failed(server.cli("pool", "shapes", "nope")) == (
         "error: Pool nope does not exist, or you may not use it: `corral pool list` shows yours."
     )

@@ -347,7 +347,7 @@ def test_a_waiting_workflow_a_failure_and_a_broken_pool_at_phone_and_desktop_wid
             )
         )
         assert (
-            page.locator('#pools tr[data-pool="nvl72"] .muted')
+            page.locator('#pools tr[data-pool="nvl72"] td:first-child .muted')
             .inner_text()
             .startswith("GB200 NVL72 racks")
         )

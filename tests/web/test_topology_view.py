@@ -1,5 +1,6 @@
-"""The topology page's picture: panels per zone and spine, blocks per clique, free GPUs, the
-largest gang that fits, aggregation at scale, drill-down."""
+"""The topology page's picture: panels per zone and spine, blocks per clique, free GPUs, each
+block's figures from the capacity model (tests/services/test_capacity_model.py holds those to
+the scheduler), aggregation at scale, drill-down."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from hypothesis import strategies as st
 
 from corral.domain.platform.node_health import Cordon, NodeHealth
 from corral.domain.platform.nodes import Node
+from corral.domain.views.capacity import TIMES, DomainCapacity, PoolCapacity, QuotaRoom
 from corral.web.topology_view import AGGREGATE_ABOVE, UNLABELLED, Level, picture
 
 ZONE = Level("zone", "topology.kubernetes.io/zone")
@@ -45,9 +47,9 @@ def test_nodes_are_grouped_by_zone_and_spine_then_clique() -> None:
         ("c1", ["a-1", "a-2"]),
     ]
     c1 = first.blocks[1]
-    assert (c1.gpus, c1.free, c1.largest_gang, c1.owners) == (8, 3, 0, ("w-1", "w-2"))
+    assert (c1.gpus, c1.free, c1.owners) == (8, 3, ("w-1", "w-2"))
     assert [(n.label, n.shade) for n in c1.nodes] == [("0/4", "shade-full"), ("3/4", "shade-part")]
-    assert first.blocks[0].largest_gang == 1
+    assert [b.key for b in first.blocks] == ["za.s0.c0", "za.s0.c1"]
     assert (drawn.gpus, drawn.free, drawn.aggregated) == (16, 11, False)
 
 
@@ -59,7 +61,7 @@ def test_a_closed_tray_counts_no_free_gpus_and_says_why_without_colour() -> None
         ("4/4", "shade-free", ""),
         ("✕ 0/4", "shade-closed", "cordoned by alice"),
     ]
-    assert (block.free, block.largest_gang, drawn.free) == (4, 1, 4)
+    assert (block.free, drawn.free) == (4, 4)
 
 
 def test_unlabelled_nodes_and_pools_without_levels_still_show() -> None:
@@ -107,8 +109,25 @@ def test_every_node_is_drawn_once_and_the_sums_add_up(found: list[tuple]) -> Non
     assert sorted(n.name for n in cells) == sorted(n.name for n in nodes)
     assert all(0 <= n.free <= n.gpus for n in cells)
     assert drawn.free == sum(p.free for p in drawn.panels) == sum(n.free for n in cells)
-    for panel in drawn.panels:
-        for block in panel.blocks:
-            size = block.task_gpus
-            assert block.largest_gang * size <= block.free
-            assert size == 0 or all(n.free < size for n in block.nodes) or block.largest_gang > 0
+    assert all(b.capacity is None and b.fits == "" for p in drawn.panels for b in p.blocks)
+
+
+def test_each_block_takes_its_domains_capacity_by_path_not_by_name() -> None:
+    """Two cliques called c0 under two spines are two domains: each block says its own."""
+    nodes = [tray("a", "za", "s0", "c0"), tray("b", "za", "s1", "c0")]
+    quota = QuotaRoom("p", "NORMAL", 64, 72, 64, 64)
+    domains = tuple(
+        DomainCapacity("c0", key, 1, 1, 1, 1, 4, 4, 4, 1, fits, False)
+        for key, fits in (("za.s0.c0", 0), ("za.s1.c0", 1))
+    )
+    capacity = PoolCapacity(quota, CLIQUE.label, 8, 8, 8, domains)
+    drawn = draw(nodes, LEVELS, {}, {}, capacity=capacity)
+    found = {b.key: (b.largest_gang, b.fits) for p in drawn.panels for b in p.blocks}
+    assert found == {
+        "za.s0.c0": (
+            0,
+            f"fits now: 0 {TIMES} 4-GPU tasks (1 physically; guarantee 64 for HIGH and NORMAL "
+            "work, 64 in use)",
+        ),
+        "za.s1.c0": (1, f"fits now: 1 {TIMES} 4-GPU task"),
+    }

@@ -78,13 +78,16 @@ def shapes(
     forecasts: ForecastsDep,
     caller: Caller,
     pool: str,
+    priority: Annotated[str, Query(pattern="^(?i:HIGH|NORMAL|LOW)$")] = "NORMAL",
 ) -> dict[str, Any]:
     """Per domain of the pool's finest topology level: trays healthy, free and in all, the
-    largest gang of whole-node tasks that fits now, and when it is next wholly free."""
+    largest gang of whole-node tasks the scheduler would place there now for work of
+    ``priority`` (the pool's quota and the NVLink fabric included), and when it is next wholly
+    free."""
     authorizer.check(caller, "pool:List")
     state = service.state()
     if pool not in authorizer.allowed_pools(caller, state.pool_names()):
         raise NotFoundError(
             f"Pool {pool} does not exist, or you may not use it: `corral pool list` shows yours."
         )
-    return pool_shapes(state, capacity(state), forecasts, pool, utc_now())
+    return pool_shapes(state, capacity(state), forecasts, pool, utc_now(), priority.upper())

@@ -15,7 +15,6 @@ from corral.api.deps import (
     CapacityDep,
     ConfigsDep,
     ForecastsDep,
-    PreemptedDep,
     WorkflowsDep,
 )
 from corral.domain.formats.wire_time import wire_time
@@ -34,7 +33,6 @@ def queue(
     forecasts: ForecastsDep,
     configs: ConfigsDep,
     capacity: CapacityDep,
-    preempted: PreemptedDep,
     caller: Caller,
     pools: Names = [],  # noqa: B006 - FastAPI query list
     users: Names = [],  # noqa: B006
@@ -49,7 +47,6 @@ def queue(
         store,
         forecasts,
         capacity(state),
-        preempted(),
         partial(shown_in_queue, authorizer, caller),
         now,
         pools=pools,

@@ -6,7 +6,7 @@ field added to an answer without its model fails the tests instead of going undo
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -139,11 +139,15 @@ class DomainShape(Answer):
     domain: str
     trays: int
     healthy: int
+    open: int
     free: int
     gpus: int
     free_gpus: int
     task_gpus: int
+    #: Whole-node tasks its open nodes hold; of those, what one gang is placed with now.
+    physical: int
     largest_gang: int
+    fits: str
     whole_free_at: str | None
     forecast_at: str | None
 
@@ -153,7 +157,11 @@ class PoolShapes(Answer):
     at: str
     level: str
     label: str
+    priority: str
+    #: What the pool's quota leaves work of ``priority``, in words ("": no limit).
+    quota: str
     largest_gang: int
+    largest_physically: int
     next_whole_free: str | None
     domains: list[DomainShape]
 
@@ -248,8 +256,11 @@ class EvictionView(Answer):
 
 
 class PlacementNowView(Answer):
-    """Where the group would be placed on the live cluster now, or why not."""
+    """Where the group would be placed on the live cluster now, or why not: ``verdict`` is
+    ``runs`` (now), ``waits`` (``reason`` says why) or ``never`` (``reason`` is what a
+    submission is refused with)."""
 
+    verdict: Literal["runs", "waits", "never"]
     nodes: dict[str, str]
     domains: dict[str, str]
     evicts: list[EvictionView]

@@ -396,6 +396,7 @@ def _planned_group(group: PlannedGroup, live: GroupPlacement | None = None) -> d
     placement = None
     if live is not None:
         placement = {
+            "verdict": live.verdict,
             "nodes": live.nodes,
             "domains": live.domains,
             "evicts": [dataclasses.asdict(e) for e in live.evicts],

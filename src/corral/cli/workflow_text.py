@@ -123,6 +123,8 @@ def print_dry_run(found: dict[str, Any]) -> None:
 def placement_line(placement: dict[str, Any]) -> str:
     """Where a dry run's group would be placed now: its domain and nodes, what it would evict,
     or why it would wait."""
+    if placement.get("verdict") == "never":
+        return f"could never run: {placement['reason']}"
     if placement["reason"] is not None:
         return f"now: would wait: {placement['reason']}"
     domains = placement["domains"]

@@ -58,50 +58,61 @@ def plan_checked(
     *,
     refuse: bool = True,
 ) -> WorkflowPlan:
-    """:func:`plan_workflow`, then :func:`check_can_run` (what a sandbox worker runs): a group
+    """:func:`plan_workflow`, then :func:`never_runs` (what a sandbox worker runs): a group
     that could never run is refused, or, unless ``refuse``, named in the plan (a dry run
     shows every object and then why)."""
     plan = plan_workflow(state, spec, submitter, nodes, new_id)
-    try:
-        check_can_run(state, plan, nodes)
-    except UserError as err:
-        if refuse:
-            raise
-        return dataclasses.replace(plan, could_never_run=err.message)
-    return plan
+    never = never_runs(state, plan, nodes)
+    if not never:
+        return plan
+    first = next(iter(never.values()))
+    if refuse:
+        raise UserError(first)
+    return dataclasses.replace(plan, could_never_run=first, never_runs=never)
 
 
-def check_can_run(state: Configs, plan: WorkflowPlan, nodes: Sequence[Node]) -> None:
-    """UserError naming the first group that could never run, and why."""
+def never_runs(state: Configs, plan: WorkflowPlan, nodes: Sequence[Node]) -> dict[str, str]:
+    """Each group of ``plan`` that could never run, and why, in the groups' order: the one
+    verdict a submission refuses by and a dry run shows per group."""
+    found: dict[str, str] = {}
+    for group in plan.groups:
+        reason = _never_reason(state, plan, nodes, group)
+        if reason is not None:
+            found[group.name] = reason
+    return found
+
+
+def _never_reason(
+    state: Configs, plan: WorkflowPlan, nodes: Sequence[Node], group: PlannedGroup
+) -> str | None:
     pool_name = plan.submitter.pool
     pool = state.pool(pool_name)
     quota = pool.resources.gpu or GpuQuota()
+    root = _read(group)
+    gpus = root.total.gpu
+    if quota.maximum != -1 and gpus > quota.maximum:
+        return (
+            f"Group {group.name} needs {gpus} GPUs at once, more than pool {pool_name}'s "
+            f"maximum of {quota.maximum}: it could never run. Use fewer GPUs in the group, "
+            "or ask an admin to raise the pool's resources.gpu.maximum."
+        )
+    if plan.submitter.priority != "LOW" and quota.guarantee != -1 and gpus > quota.guarantee:
+        return (
+            f"Pool {pool_name} has {quota.guarantee} GPUs guaranteed for NORMAL/HIGH "
+            f"priority workflows and group {group.name} requires {gpus} GPUs. Higher gpu "
+            "counts must be submitted with LOW priority"
+        )
+    if not nodes:
+        return None  # an unreachable backend: its node checks said so already
     levels = tuple(key.label for key in pool.topology_keys)
-    preemptible = plan.submitter.priority == "LOW"
-    for group in plan.groups:
-        root = _read(group)
-        gpus = root.total.gpu
-        if quota.maximum != -1 and gpus > quota.maximum:
-            raise UserError(
-                f"Group {group.name} needs {gpus} GPUs at once, more than pool {pool_name}'s "
-                f"maximum of {quota.maximum}: it could never run. Use fewer GPUs in the group, "
-                "or ask an admin to raise the pool's resources.gpu.maximum."
-            )
-        if not preemptible and quota.guarantee != -1 and gpus > quota.guarantee:
-            raise UserError(
-                f"Pool {pool_name} has {quota.guarantee} GPUs guaranteed for NORMAL/HIGH "
-                f"priority workflows and group {group.name} requires {gpus} GPUs. Higher gpu "
-                "counts must be submitted with LOW priority"
-            )
-        if not nodes:
-            continue  # an unreachable backend: its node checks said so already
-        reason = _never_fits(_empty(nodes, levels), root)
-        if reason is not None:
-            raise UserError(
-                f"Group {group.name} could never be placed in pool {pool_name}, not even on its "
-                f"empty cluster: {reason}. Change the group's size or topology "
-                "requirements (corral pool topology shows the domains)."
-            )
+    reason = _never_fits(_empty(nodes, levels), root)
+    if reason is None:
+        return None
+    return (
+        f"Group {group.name} could never be placed in pool {pool_name}, not even on its "
+        f"empty cluster: {reason}. Change the group's size or topology "
+        "requirements (corral pool topology shows the domains)."
+    )
 
 
 def _never_fits(empty: _EmptyCluster, root: PodSet) -> str | None:

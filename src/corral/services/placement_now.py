@@ -46,6 +46,14 @@ class GroupPlacement:
     domains: dict[str, str] = field(default_factory=dict)
     evicts: tuple[Eviction, ...] = ()
     reason: str | None = None
+    #: The reason is why it could never run (``scheduler/feasibility.never_runs``): the
+    #: verdict a submission is refused with, not a wait.
+    never: bool = False
+
+    @property
+    def verdict(self) -> str:
+        """``runs`` now, ``waits``, or could ``never`` run."""
+        return "never" if self.never else "waits" if self.reason is not None else "runs"
 
 
 @dataclass(frozen=True)
@@ -60,11 +68,25 @@ class OfferedGroup:
 def placements_now(
     state: Configs, plan: WorkflowPlan, cluster: ClusterCapacity, now: datetime
 ) -> list[GroupPlacement]:
-    """One entry per group of ``plan``, in order (see the module docstring)."""
-    groups = [OfferedGroup(group.uuid, group.name, group.manifests) for group in plan.groups]
-    return groups_placed_now(
+    """One entry per group of ``plan``, in order (see the module docstring): a group that
+    could never run says so, with the reason a submission would be refused with, and is not
+    offered to the scheduler."""
+    never = plan.never_runs
+    groups = [
+        OfferedGroup(group.uuid, group.name, group.manifests)
+        for group in plan.groups
+        if group.name not in never
+    ]
+    placed = groups_placed_now(
         state, plan.submitter.pool, plan.submitter.priority, groups, cluster, now
     )
+    by_name = {found.group: found for found in placed}
+    return [
+        GroupPlacement(group.name, reason=never[group.name], never=True)
+        if group.name in never
+        else by_name[group.name]
+        for group in plan.groups
+    ]
 
 
 def groups_placed_now(

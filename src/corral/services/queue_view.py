@@ -6,18 +6,18 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
 from corral.domain.configs.snapshot import Configs
-from corral.domain.views.pool_quota import gpu_quota
+from corral.domain.views.capacity import BORROWING, QuotaRoom
 from corral.domain.views.queue import queue_entries
 from corral.domain.views.requested_shape import RequestedShape
 from corral.domain.workflows.record import GROUP_SCHEDULING, StoredWorkflow
 from corral.scheduler.podgroup import requested_shape
 from corral.services.capacity import ClusterCapacity
-from corral.services.pool_usage import pool_usage
+from corral.services.capacity_model import pool_capacities
 from corral.store.forecasts import ForecastStore
 from corral.store.workflows.store import WorkflowStore
 
@@ -27,7 +27,6 @@ def queue_view(
     store: WorkflowStore,
     forecasts: ForecastStore,
     clusters: Sequence[ClusterCapacity],
-    preempted: Mapping[str, int],
     may_read: Callable[[StoredWorkflow], bool],
     now: datetime,
     *,
@@ -52,7 +51,7 @@ def queue_view(
         users=users,
         reasons=store.waiting_reasons(alive),
         shapes=shapes,
-        headroom=_headroom(state, clusters, preempted, {w.pool for w in alive}),
+        quotas=_quotas(state, clusters, {w.pool for w in alive}),
     )
 
 
@@ -85,19 +84,10 @@ class _KnownShapes:
 _known_shapes = _KnownShapes()
 
 
-def _headroom(
-    state: Configs,
-    clusters: Sequence[ClusterCapacity],
-    preempted: Mapping[str, int],
-    pools: set[str],
-) -> dict[str, int | None]:
-    """Per pool: the GPUs left under its guarantee (None: it has no guarantee)."""
-    configured = state.pools()
-    names = sorted(pools & set(configured))
-    usage = pool_usage(state, clusters, names, preempted).report
-    used = {quota.name: quota.usage.quota_used for s in usage.node_sets for quota in s.pools}
-    found: dict[str, int | None] = {}
-    for name in names:
-        guarantee = gpu_quota(configured[name])["guarantee"]
-        found[name] = None if guarantee < 0 else guarantee - used.get(name, 0)
-    return found
+def _quotas(
+    state: Configs, clusters: Sequence[ClusterCapacity], pools: set[str]
+) -> dict[str, QuotaRoom]:
+    """Per pool: its queue now, for LOW work (what borrows), from the capacity model."""
+    names = sorted(pools & set(state.pools()))
+    found = pool_capacities(state, clusters, names, BORROWING)
+    return {name: capacity.quota for name, capacity in found.items()}

@@ -29,6 +29,7 @@ from corral.domain.workflows.statuses import WorkflowStatus
 from corral.errors import ForbiddenError, NotFoundError, UserError
 from corral.services import sandbox
 from corral.services.capacity import cluster_of
+from corral.services.capacity_model import pool_capacities, pool_capacity
 from corral.services.commands import check_template_reads, request_cancel
 from corral.services.placement_now import GroupPlacement
 from corral.services.pool_usage import pool_usage
@@ -97,10 +98,12 @@ def overview(
     counts = store.status_counts(now - RECENT, visible_to=visible)
     state = configs.state()
     names = context.usable_pools(principal)
-    usage = pool_usage(state, runtime.capacity(state), names, runtime.recently_preempted())
+    clusters = runtime.capacity(state)
+    usage = pool_usage(state, clusters, names, runtime.recently_preempted())
     return context.render(
         request,
         "overview.html",
+        capacities=pool_capacities(state, clusters, names, "NORMAL"),
         topic="workflows",
         running=counts.get("RUNNING", 0),
         waiting=sum(counts.get(status, 0) for status in QUEUED),
@@ -127,7 +130,8 @@ def pools(
     principal = context.caller(request)
     state = configs.state()
     names = context.usable_pools(principal)
-    usage = pool_usage(state, runtime.capacity(state), names, runtime.recently_preempted())
+    clusters = runtime.capacity(state)
+    usage = pool_usage(state, clusters, names, runtime.recently_preempted())
     quotas = {
         quota.name: quota.usage for node_set in usage.report.node_sets for quota in node_set.pools
     }
@@ -161,6 +165,8 @@ def pools(
         "pools.html",
         pools=[state.pool(name) for name in names],
         quotas=quotas,
+        capacities=pool_capacities(state, clusters, names, "NORMAL"),
+        borrowing=pool_capacities(state, clusters, names, "LOW"),
         limits={name: gpu_quota(state.pool(name)) for name in names},
         lost=runtime.recently_lost(),
         chosen=chosen,
@@ -197,6 +203,10 @@ def topology(
     queued = store.list(pools=[chosen], statuses=QUEUED, limit=PAGE_SIZE)
     ghost_of = context.readable(principal, ghost) if ghost else None
     drawn = pool_picture(state, cluster, chosen, levels, within)
+    capacity = low = None
+    if cluster is not None:
+        capacity = pool_capacity(state, cluster, chosen)
+        low = pool_capacity(state, cluster, chosen, priority="LOW")
     return context.render(
         request,
         "topology.html",
@@ -207,6 +217,8 @@ def topology(
         levels=levels,
         within=within,
         picture=drawn,
+        capacity=capacity,
+        low=low,
         queued=queued,
         ghost=ghost_of,
         query=lambda **changes: _query({"pool": chosen, "domain": domain, "ghost": ghost}, changes),

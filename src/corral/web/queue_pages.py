@@ -40,7 +40,6 @@ def queue(
         runtime.workflows,
         runtime.forecasts,
         runtime.capacity(state),
-        runtime.recently_preempted(),
         partial(shown_in_queue, authorizer, principal),
         now,
         pools=[pool] if pool else (),

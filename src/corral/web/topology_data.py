@@ -13,6 +13,7 @@ from corral.domain.labels import POOL as POOL_LABEL
 from corral.domain.labels import SUBMITTED_BY, WORKFLOW_ID
 from corral.domain.workflows.record import ALIVE, StoredWorkflow
 from corral.services.capacity import ClusterCapacity
+from corral.services.capacity_model import pool_capacity
 from corral.services.memo import SameInputs
 from corral.services.placement_now import GroupPlacement, OfferedGroup, groups_placed_now
 from corral.services.pool_usage import gpus_per_node, layout_of, node_gpus
@@ -33,6 +34,8 @@ def pool_picture(
     levels: tuple[Level, ...],
     within: tuple[str, str] | None,
 ) -> TopologyPicture:
+    """The pool's picture, each domain with what fits there now for NORMAL work (the
+    capacity model's figures: ``services/capacity_model.py``)."""
     if cluster is None:
         return picture([], levels, {}, {}, {})
     return _pictures.get(
@@ -66,6 +69,7 @@ def _draw(
         gpus_per_node(cluster.pods),
         {node: sorted(found) for node, found in owners.items()},
         within,
+        pool_capacity(state, cluster, pool),
     )
 
 

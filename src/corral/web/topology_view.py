@@ -14,11 +14,14 @@ from dataclasses import dataclass, field
 
 from corral.domain.platform.node_health import closed_reason
 from corral.domain.platform.nodes import Node
+from corral.domain.views.capacity import DomainCapacity, PoolCapacity, fits_words
 
 #: Above this many nodes (after a drill-down), each finest domain is one cell.
 AGGREGATE_ABOVE = 400
 #: The label of a node that lacks a topology label.
 UNLABELLED = "(none)"
+#: The capacity model's key of such nodes' domain (``scheduler/capacity.py``).
+UNLABELLED_KEY = "(none)"
 
 
 #: What a closed node's cell says before its figures (docs/health.md): colour is never the only cue.
@@ -58,6 +61,13 @@ class Block:
     nodes: list[NodeCell] = field(default_factory=list)
     #: The value of the domain around it (its panel's finest), which ``short`` leaves out.
     parent: str = ""
+    #: Its path: every level's value, coarsest first, joined by "." (``DomainCapacity.key``).
+    key: str = ""
+    #: What the scheduler would place in it now (``domain/views/capacity.py``); None: not
+    #: known (a picture drawn without the model).
+    capacity: DomainCapacity | None = None
+    #: The words of ``capacity`` ("" without it).
+    fits: str = ""
 
     @property
     def short(self) -> str:
@@ -90,15 +100,10 @@ class Block:
         return shade(self.free, self.gpus)
 
     @property
-    def task_gpus(self) -> int:
-        """The GPUs of a whole-node task here: the most any node of the domain has."""
-        return max((node.gpus for node in self.nodes), default=0)
-
-    @property
     def largest_gang(self) -> int:
-        """How many whole-node tasks (:attr:`task_gpus` GPUs each) fit in the domain now."""
-        size = self.task_gpus
-        return sum(node.free // size for node in self.nodes) if size else 0
+        """How many whole-node tasks one gang requiring the domain is placed with now (the
+        capacity model's: the quota and the fabric included; 0 when not known)."""
+        return self.capacity.fits if self.capacity is not None else 0
 
     @property
     def owners(self) -> tuple[str, ...]:
@@ -157,9 +162,12 @@ def picture(
     used_gpus: Mapping[str, int],
     owners: Mapping[str, Sequence[str]],
     within: tuple[str, str] | None = None,
+    capacity: PoolCapacity | None = None,
 ) -> TopologyPicture:
     """``nodes`` (a pool's, with their ``gpus``) grouped by ``levels`` (coarsest first);
-    ``within=(label, value)`` keeps the nodes with that label value."""
+    ``within=(label, value)`` keeps the nodes with that label value; ``capacity`` (the
+    pool's, from the capacity model) says what fits in each domain now."""
+    fitting = {d.key: d for d in capacity.domains} if capacity is not None else {}
     if within is not None:
         label, value = within
         nodes = [node for node in nodes if node.labels.get(label, UNLABELLED) == value]
@@ -186,9 +194,18 @@ def picture(
             title = " / ".join(f"{lv.key} {value}" for lv, value in zip(outer, path, strict=True))
             panel = panels[path] = Panel(title or "all nodes")
         value = node.labels.get(finest, UNLABELLED) if finest else UNLABELLED
-        block = blocks.get((*path, value))
+        key = _key(node, levels)
+        block = blocks.get((*path, key))
         if block is None:
-            block = blocks[(*path, value)] = Block(finest, value, parent=path[-1] if path else "")
+            found = fitting.get(key)
+            block = blocks[(*path, key)] = Block(
+                finest,
+                value,
+                parent=path[-1] if path else "",
+                key=key,
+                capacity=found,
+                fits=fits_words(found, capacity.quota) if found and capacity else "",
+            )
             panel.blocks.append(block)
         block.nodes.append(cell)
     ordered = tuple(panels[key] for key in sorted(panels))
@@ -197,3 +214,12 @@ def picture(
     return TopologyPicture(
         tuple(levels), ordered, len(nodes) > AGGREGATE_ABOVE, len(nodes), total, free
     )
+
+
+def _key(node: Node, levels: Sequence[Level]) -> str:
+    """The path of the node's finest domain, as the scheduler's snapshot names it; the
+    capacity model's ``UNLABELLED`` for a node that lacks a level's label."""
+    values = [node.labels.get(level.label) for level in levels]
+    if not levels or any(value is None for value in values):
+        return UNLABELLED_KEY
+    return ".".join(str(value) for value in values)

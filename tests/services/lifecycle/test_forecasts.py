@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 
+from corral.domain.views.capacity import TIMES
 from corral.domain.views.explain import explain_workflow
 from corral.services.lifecycle.forecasting import Forecaster, in_process, in_worker
+from corral.services.runtime import utc_now
 from tests.services.lifecycle_world import World, task, workflow_yaml
 
 
@@ -111,12 +113,18 @@ def test_the_queue_lists_waiting_groups_in_order_with_their_forecast(world: Worl
     assert entries[0]["tasks"] == 8 and entries[0]["on_timeouts"] is True
     assert entries[0]["p50"] is not None and entries[0]["p50"] <= entries[1]["p50"]
     assert entries[0]["reason"].startswith("pool nvl72 would use 96 GPUs")
-    # nvl72's guarantee of 64 GPUs is held by the two running gangs: all 32 would be borrowed
+    # NORMAL work never borrows (it runs within the guarantee): the queue said it would
+    # borrow 32 GPUs
     assert (entries[0]["shape"], entries[0]["gpus"], entries[0]["borrows"]) == (
         "8 x 4 GPUs, required gpu-clique",
         32,
-        32,
+        None,
     )
+    low = world.submit(gang("low"), priority="LOW")  # 64 in use: 8 of its 32 fit the maximum
+    world.controller.tick()
+    status, body = world.api.call("GET", "/api/queue")
+    (entry,) = [e for e in body["entries"] if e["workflow_id"] == low]
+    assert entry["borrows"] == 32  # all above the guarantee of 64, all held
     status, mine = world.api.call("GET", "/api/queue", params={"users": ["someone-else"]})
     assert status == 200 and mine["entries"] == []
     status, other = world.api.call("GET", "/api/queue", params={"pools": ["default"]})
@@ -124,6 +132,7 @@ def test_the_queue_lists_waiting_groups_in_order_with_their_forecast(world: Worl
 
 
 def test_pool_shapes_show_each_clique_and_when_a_busy_one_is_whole_again(world: World) -> None:
+    world.clock.now = utc_now()  # the API answers at the real time: a forecast past it is stale
     runtime = world.runtime
     world.controller.forecaster = Forecaster(
         runtime.forecasts, runtime.workflows.completed_runtimes, background=False
@@ -134,6 +143,18 @@ def test_pool_shapes_show_each_clique_and_when_a_busy_one_is_whole_again(world: 
     status, body = world.api.call("GET", "/api/pool/nvl72/shapes")
     assert status == 200, body
     assert (body["level"], body["label"]) == ("gpu-clique", "nvidia.com/gpu-clique")
+    # NORMAL work runs within the guarantee of 64, 32 of it in use: 8 more trays anywhere,
+    # and never a whole clique (72 GPUs), whatever ends.
+    assert (body["priority"], body["largest_gang"], body["largest_physically"]) == (
+        "NORMAL",
+        8,
+        18,
+    )
+    assert body["quota"] == "guarantee 64 for HIGH and NORMAL work, 32 in use"
+    assert {d["largest_gang"] for d in body["domains"]} == {8}
+    assert all(d["whole_free_at"] is None for d in body["domains"])
+    status, body = world.api.call("GET", "/api/pool/nvl72/shapes", params={"priority": "low"})
+    assert status == 200, body
     busy = [d for d in body["domains"] if d["free"] < d["trays"]]
     started = world.workflow(first).groups[0].started_at
     assert started is not None
@@ -142,11 +163,14 @@ def test_pool_shapes_show_each_clique_and_when_a_busy_one_is_whole_again(world: 
             "domain": "zone-b-spine-0-rack-0-gpu-clique-0",
             "trays": 18,
             "healthy": 18,
+            "open": 18,
             "free": 10,
             "gpus": 72,
             "free_gpus": 40,
             "task_gpus": 4,
+            "physical": 10,
             "largest_gang": 10,
+            "fits": f"fits now: 10 {TIMES} 4-GPU tasks",
             "whole_free_at": busy[0]["whole_free_at"],
             "forecast_at": busy[0]["forecast_at"],
         }
@@ -157,8 +181,14 @@ def test_pool_shapes_show_each_clique_and_when_a_busy_one_is_whole_again(world: 
     assert timedelta(0) <= started + timedelta(hours=1) - whole_free <= timedelta(seconds=5)
     assert busy[0]["forecast_at"] is not None
     idle = [d for d in body["domains"] if d not in busy]
-    assert len(idle) == 4 and body["largest_gang"] == 18
-    assert all(d["whole_free_at"] == body["at"] and d["forecast_at"] is None for d in idle)
+    # LOW work may borrow up to the maximum of 72: 40 GPUs left, so no idle clique is whole
+    # free now either; its next moment is not known (the forecast's was now).
+    assert len(idle) == 4 and body["largest_gang"] == 10
+    assert all(d["whole_free_at"] is None and d["largest_gang"] == 10 for d in idle)
+    assert (
+        idle[0]["fits"]
+        == f"fits now: 10 {TIMES} 4-GPU tasks (18 physically; pool maximum 72, 32 in use)"
+    )
     status, missing = world.api.call("GET", "/api/pool/nope/shapes")
     assert (status, missing["message"]) == (
         404,

@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from corral.domain.formats.wire_time import optional_wire_time, read_wire_time
+from corral.domain.views.capacity import BORROWING, QuotaRoom
 from corral.domain.views.requested_shape import RequestedShape
 from corral.domain.views.start_forecast import STALE_SECONDS, GroupForecast, duration_text
 from corral.domain.workflows.record import GROUP_SCHEDULING, StoredGroup, StoredWorkflow
@@ -24,13 +25,13 @@ def queue_entries(
     users: Sequence[str] = (),
     reasons: Mapping[str, str] | None = None,
     shapes: Mapping[str, RequestedShape] | None = None,
-    headroom: Mapping[str, int | None] | None = None,
+    quotas: Mapping[str, QuotaRoom] | None = None,
 ) -> list[dict[str, Any]]:
     """Each waiting group of ``pools`` (all when empty), the forecast's admission order first
     (groups not forecast yet after, oldest first). With ``users``, only theirs that the caller
     may read: an opaque entry would say who waits. ``reasons``: why groups wait whose record
     has no reason of its own (their shape's). ``shapes``: what each group asks for, by uuid;
-    ``headroom``: per pool, the GPUs left under its guarantee (None: it has none)."""
+    ``quotas``: per pool, its queue now, as the scheduler counts it."""
     waiting = [
         (workflow, group)
         for workflow in workflows
@@ -71,18 +72,27 @@ def queue_entries(
             "on_timeouts": found.on_timeouts if found else None,
             "forecast_at": optional_wire_time(found.computed_at) if found else None,
             "reason": group.pending_reason or (reasons or {}).get(group.uuid),
-            **_shape_fields((shapes or {}).get(group.uuid), (headroom or {}).get(workflow.pool)),
+            **_shape_fields(
+                (shapes or {}).get(group.uuid),
+                (quotas or {}).get(workflow.pool),
+                workflow.priority,
+            ),
         }
         entries.append(row)
     return entries
 
 
-def _shape_fields(shape: RequestedShape | None, headroom: int | None) -> dict[str, Any]:
-    """What the group asks for, and how many of its GPUs would be borrowed beyond its pool's
-    guarantee if it started now (None: not known, or the pool has no guarantee)."""
+def _shape_fields(
+    shape: RequestedShape | None, quota: QuotaRoom | None, priority: str
+) -> dict[str, Any]:
+    """What the group asks for, and how many of its GPUs it would borrow above its pool's
+    guarantee if it started now: only LOW work borrows (HIGH and NORMAL work runs within the
+    guarantee: ``scheduler/queues.py``); None where it cannot, or the pool has no guarantee."""
     if shape is None:
         return {"shape": None, "gpus": None, "borrows": None}
-    borrows = None if headroom is None else min(shape.gpus, max(shape.gpus - headroom, 0))
+    borrows = None
+    if quota is not None and priority == BORROWING:
+        borrows = quota.borrowed_by(shape.gpus)
     return {"shape": shape.text, "gpus": shape.gpus, "borrows": borrows}
 
 

@@ -5,8 +5,8 @@ applies)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -70,5 +70,7 @@ class WorkflowPlan:
     exec_timeout: timedelta
     queue_timeout: timedelta
     groups: tuple[PlannedGroup, ...]
-    #: Why a group could never run, where a dry run asked to be told instead of refused.
+    #: Why a group could never run, where a dry run asked to be told instead of refused: the
+    #: first such group's reason, and each such group's by name.
     could_never_run: str | None = None
+    never_runs: Mapping[str, str] = field(default_factory=dict)
