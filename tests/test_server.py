@@ -43,8 +43,13 @@ def test_demo_server_start_token_file_and_examples(live_server: LiveServer) -> N
     assert "Admin token written to" in log
     assert live_server.token not in log  # the secret itself is never printed
     assert " ".join(log.split()).count(f"Dashboard: {live_server.url}/ui (log in with") == 1
+    assert '"event": "request"' not in log  # requests are logged with --access-log only
     login = httpx.get(f"{live_server.url}/ui", follow_redirects=True)
     assert login.status_code == 200 and "Log in to corral" in login.text
+    # why the page is shown, in a prompt's colour (it was in the error's red)
+    assert '<p class="notice" role="status">Log in to see the dashboard.</p>' in login.text
+    made_up = httpx.get(f"{live_server.url}/ui/login", params={"why": "Call +1 555 0100"})
+    assert "555" not in made_up.text  # the page says only its own words
     assert "(database: SQLite in" in log
     metrics = httpx.get(f"{live_server.url}/metrics").text
     assert "corral_http_requests_total" in metrics

@@ -6,8 +6,13 @@ import json
 from typing import Any
 
 import pytest
+import structlog
+from fastapi.testclient import TestClient
 
 from corral.domain.configs.types import ConfigType, parse_items
+from corral.services.runtime import Runtime
+from corral.services.server_logs import LogLevel, configure_logging
+from corral.web.app import create_server_app
 from tests.conftest import REPO, Api
 
 EXAMPLES = REPO / "examples" / "configs"
@@ -413,3 +418,26 @@ def test_openapi_schema_for_authenticated_callers(api: Api) -> None:
     assert status == 200
     assert "/api/configs/{segment}/{name}" in schema["paths"]
     assert api.call("GET", "/docs")[0] == 404  # no docs UI (anonymous callers get 401 first)
+
+
+def test_requests_are_logged_with_the_access_log_only(
+    runtime: Runtime, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A log line per request was the default; it is ``corral server --access-log`` now."""
+    configure_logging(LogLevel.INFO)  # as corral server does
+    try:
+        for access_log, lines in ((False, 0), (True, 1)):
+            client = TestClient(create_server_app(runtime, access_log=access_log))
+            capsys.readouterr()
+            assert client.get("/health").status_code == 200
+            logged = [json.loads(line) for line in capsys.readouterr().err.splitlines() if line]
+            found = [entry for entry in logged if entry.get("event") == "request"]
+            assert len(found) == lines
+            if lines:
+                assert {k: found[0][k] for k in ("method", "route", "status")} == {
+                    "method": "GET",
+                    "route": "/health",
+                    "status": 200,
+                }
+    finally:
+        structlog.reset_defaults()

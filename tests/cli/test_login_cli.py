@@ -96,6 +96,8 @@ def test_device_login_submit_renew_and_logout(
     env = researcher(server, tmp_path)
     out, _ = device_login(env, server.url, oidc_provider, "cli-bob")
     assert out == f"Logged in to {server.url} as cli-bob (roles: osmo-user).\n"
+    profile = succeeded(corral(env, "profile", "show", "--format", "json"))
+    assert json.loads(profile)["roles"] == ["osmo-user"]  # the roles login named, no other
     first = stored(env)
     assert first["client_id"] == CLI and first["refresh_token"]
     spec = tmp_path / "hello.yaml"

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import re
 from datetime import UTC, datetime, timedelta
-from urllib.parse import urlencode
 
 import pytest
 from fastapi.testclient import TestClient
@@ -48,9 +47,7 @@ def test_a_page_without_a_session_redirects_to_the_login(examples: Api) -> None:
     client = TestClient(examples.client.app)
     answer = client.get("/ui/workflows", follow_redirects=False)
     assert answer.status_code == 303
-    assert answer.headers["location"] == (
-        "/ui/login?next=%2Fui%2Fworkflows&why=Log+in+to+see+the+dashboard."
-    )
+    assert answer.headers["location"] == ("/ui/login?next=%2Fui%2Fworkflows&why=login")
     assert client.get("/ui/static/htmx.min.js").status_code == 200  # public
 
 
@@ -404,7 +401,7 @@ def test_a_log_out_ends_the_session_on_every_server(api: Api, database_url: str)
         server.cookies.set(COOKIE, cookie, path="/ui")
         page = server.get("/ui", follow_redirects=False)
         assert page.status_code == 303
-        assert page.headers["location"] == "/ui/login?" + urlencode({"next": "/ui", "why": ended})
+        assert page.headers["location"] == "/ui/login?next=%2Fui&why=expired"
     bearer = other.get("/api/pool", headers={"Authorization": f"Bearer {cookie}"})
     assert (bearer.status_code, bearer.json()["message"]) == (401, ended)
     other_runtime.engine.dispose()
@@ -438,3 +435,12 @@ def test_a_login_posted_from_another_site_is_refused(
         follow_redirects=False,
     )
     assert same.status_code == 303
+
+
+def test_a_browser_at_the_servers_address_is_sent_to_the_dashboard(examples: Api) -> None:
+    """``http://127.0.0.1:8000/`` in a browser answered a raw JSON 401."""
+    client = TestClient(examples.client.app, raise_server_exceptions=False)
+    page = client.get("/", headers={"Accept": "text/html,*/*"}, follow_redirects=False)
+    assert (page.status_code, page.headers["location"]) == (303, "/ui")
+    api = client.get("/", headers={"Accept": "application/json"})
+    assert api.status_code == 401 and api.json()["error_code"] == "UNAUTHORIZED"

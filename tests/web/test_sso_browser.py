@@ -60,6 +60,12 @@ def test_sign_in_through_the_provider_and_out(
     page.set_default_timeout(20_000)
     page.goto(server.url + "/ui")
     assert page.locator("#sso").inner_text() == "Sign in with Test IdP"
+    assert (
+        "(corral login signs the CLI in through Test IdP)"
+        in page.locator(".hint").last.inner_text()
+    )
+    banner = " ".join((server.home / "server.log").read_text().split())
+    assert f"Dashboard: {server.url}/ui (sign in through Test IdP, or log in with" in banner
     screenshot(page, "sso-login", tmp_path)
     sign_in(page, "sso-alice")
     page.wait_for_url(server.url + "/ui")
@@ -128,7 +134,9 @@ def test_an_ended_session_signs_in_again_silently_while_the_provider_allows(
     end_the_session()
     page.goto(server.url + "/ui/pools")
     page.wait_for_url(re.compile(r".*/ui/login\?.*"))
-    assert page.locator("p.error").inner_text() == "Your session has ended; sign in again."
+    # the reason the page is shown, not an error: no alert red
+    assert page.locator("p.notice").inner_text() == "Your session has ended; sign in again."
+    assert page.locator("p.error").count() == 0
     assert session_cookies(page) == []
     context.close()
 

@@ -32,10 +32,15 @@ log = structlog.get_logger("corral.api")
 
 
 def create_app(
-    runtime: Runtime, auth: AuthSettings | None = None, limits: RequestLimits | None = None
+    runtime: Runtime,
+    auth: AuthSettings | None = None,
+    limits: RequestLimits | None = None,
+    *,
+    access_log: bool = False,
 ) -> FastAPI:
     """The app over ``runtime``; ``auth`` (default: from the environment, see docs/access.md)
-    holds the session key and the trusted OIDC issuer; ``limits`` bounds request bodies."""
+    holds the session key and the trusted OIDC issuer; ``limits`` bounds request bodies; with
+    ``access_log``, every request is a log line (else only at the debug level)."""
     # The schema is served only to authenticated callers (below); no unauthenticated UI pages.
     # No redirect of "/path/" to "/path": a DELETE of ".../BACKEND/" (an empty item name)
     # was sent on, with its method, to the type's own path.
@@ -78,22 +83,24 @@ def create_app(
     # Added before the observability middleware, so that it runs inside it: requests the
     # guard refuses are counted and logged like any other.
     app.add_middleware(RequestGuard, authorizer=authorizer, limits=limits or RequestLimits())
-    _install_observability(app, metrics)
+    _install_observability(app, metrics, access_log)
     app.openapi = lambda: corral_openapi(app)  # type: ignore[method-assign]
     return app
 
 
-def _install_observability(app: FastAPI, metrics: Metrics) -> None:
-    app.add_middleware(_Observe, metrics=metrics)
+def _install_observability(app: FastAPI, metrics: Metrics, access_log: bool) -> None:
+    app.add_middleware(_Observe, metrics=metrics, access_log=access_log)
 
 
 class _Observe:
     """Counts, times and logs every request (a plain ASGI middleware: Starlette's
     ``BaseHTTPMiddleware`` costs a task group and a stream per request)."""
 
-    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+    def __init__(self, app: ASGIApp, metrics: Metrics, access_log: bool) -> None:
         self.app = app
         self.metrics = metrics
+        #: A line per request at info (``corral server --access-log``), else at debug.
+        self.log = log.info if access_log else log.debug
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -117,6 +124,6 @@ class _Observe:
             self.metrics.requests.labels(method, template, str(status)).inc()
             self.metrics.latency.labels(method, template).observe(elapsed)
             # Never log headers: they carry the bearer token.
-            log.info(
+            self.log(
                 "request", method=method, route=template, status=status, ms=round(elapsed * 1000, 1)
             )

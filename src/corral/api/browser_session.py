@@ -35,7 +35,17 @@ def local_target(target: str) -> str:
     return target
 
 
+#: Why the login page was sent to, by the code its address carries: the page says only these
+#: (never text from the address, which anyone can write and send someone).
+LOGIN_REASONS = {
+    "login": "Log in to see the dashboard.",
+    "ended": "Your session has ended; sign in again.",
+    "expired": "Your session is no longer valid; log in again.",
+}
+
+
 def login_url(next_page: str, why: str) -> str:
+    """The login page, and why (a key of :data:`LOGIN_REASONS`)."""
     return "/ui/login?" + urlencode({"next": next_page, "why": why})
 
 

@@ -78,6 +78,9 @@ class RequestGuard:
         if scope["type"] != "http" or scope["path"] in ANONYMOUS_PATHS:
             await self.app(scope, receive, send)
             return
+        if scope["path"] == "/" and _wants_a_page(scope):  # a browser at the server's address
+            await RedirectResponse("/ui", status_code=303)(scope, receive, send)
+            return
         if browser_session.is_ui(scope["path"]):
             await self._dashboard(scope, receive, send)
             return
@@ -126,7 +129,7 @@ class RequestGuard:
             principal = await run_in_threadpool(self.authorizer.authenticate_token, token)
         except CorralError as err:
             if scope["method"] == "GET":
-                target = browser_session.login_url(path, err.message)
+                target = browser_session.login_url(path, "login" if token is None else "expired")
                 if token is not None and self.authorizer.sso is not None:
                     # An ended session: try the provider silently before asking the person.
                     target = "/ui/login/sso?" + urlencode({"next": path, "silent": "true"})
@@ -193,6 +196,14 @@ class RequestGuard:
             "send less (split a bundle, leave large files out of the workflow), or ask an "
             "admin to raise corral server --max-body-bytes."
         )
+
+
+def _wants_a_page(scope: Scope) -> bool:
+    """Whether a GET asks for HTML (a browser), not JSON (the API's clients)."""
+    if scope["method"] not in ("GET", "HEAD"):
+        return False
+    accept = Request(scope).headers.get("accept", "")
+    return "text/html" in accept
 
 
 def merge_slashes(path: str) -> str:

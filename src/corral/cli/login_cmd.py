@@ -101,9 +101,9 @@ def _keep_pasted_token(target: str) -> None:
 def _greet(target: str) -> None:
     profile: Any = Client(target).get("/api/profile/settings")
     name = profile["profile"]["username"]
-    roles = [role for role in profile["roles"] if role != "osmo-default"]
+    roles = list(profile["roles"])  # as `corral profile show` lists them
     echo(f"Logged in to {target} as {name} (roles: {', '.join(roles) or 'none'}).")
-    if not roles:
+    if not [role for role in roles if role != "osmo-default"]:
         _say(
             f"WARNING: {name} holds no corral role, so most requests will be refused: an admin "
             "maps one of your groups to a role (its external_roles), or grants one: corral "

@@ -111,9 +111,12 @@ def say(text: str) -> None:
     console.print(text, soft_wrap=True, highlight=False, markup=False)
 
 
-def print_banner(address: str, database_url: str, token_file: Path | None) -> None:
-    """Where the server listens, which database it uses, where the admin token is, and the
-    line that points another shell's CLI at it."""
+def print_banner(
+    address: str, database_url: str, token_file: Path | None, sign_in: str | None = None
+) -> None:
+    """Where the server listens, which database it uses, where the admin token is, how
+    people log in to the dashboard (``sign_in``: the identity provider, with single sign-on),
+    and the line that points another shell's CLI at it."""
     reachable = server_key(address)  # 0.0.0.0 is reached at 127.0.0.1
     if database_url.startswith("postgresql"):
         database = "PostgreSQL"
@@ -122,8 +125,9 @@ def print_banner(address: str, database_url: str, token_file: Path | None) -> No
     say(f"corral listening on {address} (database: {database})")
     if token_file:
         say(f"Admin token written to {token_file} (mode 0600); the CLI finds it there.")
+    how = f"sign in through {sign_in}, or log in" if sign_in else "log in"
     say(
-        f"Dashboard: {reachable}/ui (log in with an API token: the admin token is in "
+        f"Dashboard: {reachable}/ui ({how} with an API token: the admin token is in "
         f"{credentials_file()})"
     )
     say("Point the CLI at this server from another shell with:")
@@ -246,6 +250,7 @@ def server(
     oidc_groups_claim: opt.OidcGroupsClaimOption = "groups",
     lease_seconds: opt.LeaseSecondsOption = DEFAULT_LEASE_SECONDS,
     log_level: opt.LogLevelOption = LogLevel.INFO,
+    access_log: opt.AccessLogOption = False,
     max_body_bytes: opt.MaxBodyBytesOption = 10 * 2**20,
     max_header_bytes: opt.MaxHeaderBytesOption = ConnectionLimits.max_header_bytes,
     header_timeout: opt.HeaderTimeoutOption = ConnectionLimits.header_timeout,
@@ -283,7 +288,7 @@ def server(
         say(f"Example configs loaded ({loaded or 'already up to date'}).")
     address = f"http://{host}:{port}"
     written = ensure_admin_token(runtime, address)
-    print_banner(address, url, written)
+    print_banner(address, url, written, _sign_in(auth))
     controller = _start_controller(
         runtime,
         ControllerSettings(
@@ -300,7 +305,15 @@ def server(
     limits = ConnectionLimits(
         max_header_bytes, header_timeout, body_timeout, max_connections_per_client
     )
-    _serve(runtime, controller, listening, auth, RequestLimits(max_body_bytes), limits)
+    _serve(runtime, controller, listening, auth, RequestLimits(max_body_bytes), limits, access_log)
+
+
+def _sign_in(auth: AuthSettings) -> str | None:
+    """Whom people sign in through, with single sign-on (None: none)."""
+    client = auth.oidc_client
+    if client is None or auth.oidc is None:
+        return None
+    return client.provider_name or auth.oidc.issuer
 
 
 def _auth_settings(
@@ -337,6 +350,7 @@ def _serve(
     auth: AuthSettings,
     request_limits: RequestLimits,
     connection_limits: ConnectionLimits,
+    access_log: bool,
 ) -> None:
     """Serve until a signal; then stop the controller, close the backends, and exit as the
     signal says."""
@@ -347,7 +361,7 @@ def _serve(
 
     received = _record_exit_signals()
     try:
-        app = create_server_app(runtime, auth, request_limits)
+        app = create_server_app(runtime, auth, request_limits, access_log=access_log)
         warm_views(runtime)
         protocol = bounded_protocol(connection_limits)
         uvicorn.Server(uvicorn.Config(app, log_level="warning", http=protocol)).run(

@@ -106,6 +106,16 @@ LogLevelOption = Annotated[
     ),
 ]
 
+AccessLogOption = Annotated[
+    bool,
+    typer.Option(
+        "--access-log/--no-access-log",
+        envvar="CORRAL_ACCESS_LOG",
+        help="Write a log line per request (method, route, status, time); without it, "
+        "requests are logged at the debug level only.",
+    ),
+]
+
 MaxBodyBytesOption = Annotated[
     int,
     typer.Option(

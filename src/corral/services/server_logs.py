@@ -16,8 +16,9 @@ class LogLevel(StrEnum):
 
 
 def configure_logging(level: LogLevel = LogLevel.INFO) -> None:
-    """JSON lines on stderr: one per request, never with headers (they carry tokens); at
-    ``debug``, also one per controller tick (what it did, how long, how many queries)."""
+    """JSON lines on stderr, never with headers (they carry tokens); at ``debug``, also one
+    per request and one per controller tick (what it did, how long, how many queries). With
+    ``corral server --access-log``, one per request at ``info`` too."""
     structlog.configure(
         wrapper_class=structlog.make_filtering_bound_logger(level.value.upper()),
         processors=[

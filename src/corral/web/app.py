@@ -25,10 +25,14 @@ FAVICON = Path(__file__).parent / "static" / "favicon.svg"
 
 
 def create_server_app(
-    runtime: Runtime, auth: AuthSettings | None = None, limits: RequestLimits | None = None
+    runtime: Runtime,
+    auth: AuthSettings | None = None,
+    limits: RequestLimits | None = None,
+    *,
+    access_log: bool = False,
 ) -> FastAPI:
     """What ``corral server`` serves: the API of :func:`create_app` and the dashboard."""
-    app = create_app(runtime, auth, limits)
+    app = create_app(runtime, auth, limits, access_log=access_log)
     app.state.stream_slots = live.StreamSlots()
     for routes in (login_pages, pages, config_pages, queue_pages, live):
         app.include_router(routes.router)

@@ -53,7 +53,8 @@ def redirect_url(sso: SingleSignOn, request: Request) -> str:
 def login_page(
     context: PageContextDep, request: Request, next: str = "/ui", why: str = ""
 ) -> HTMLResponse:
-    return login_page_of(context, request, browser_session.local_target(next), why)
+    reason = browser_session.LOGIN_REASONS.get(why, "")
+    return login_page_of(context, request, browser_session.local_target(next), reason, error=False)
 
 
 @router.post("/login", response_model=None)
@@ -162,8 +163,7 @@ def _refused_by_provider(flow: Flow, error: str, description: str) -> Response:
     """A silent sign-in that needs the person goes to the login page; any other refusal is
     said as the provider said it."""
     if flow.silent and error in NEEDS_PERSON:
-        why = "Your session has ended; sign in again."
-        answer = RedirectResponse(browser_session.login_url(flow.next, why), status_code=303)
+        answer = RedirectResponse(browser_session.login_url(flow.next, "ended"), status_code=303)
         answer.delete_cookie(FLOW_COOKIE, path=FLOW_PATH)
         answer.delete_cookie(browser_session.COOKIE, path="/ui")  # it no longer works
         return answer
@@ -191,10 +191,17 @@ def logout_target(authorizer: Authorizer, request: Request) -> str:
 
 
 def login_page_of(
-    context: PageContext, request: Request, next_page: str, why: str, status: int = 200
+    context: PageContext,
+    request: Request,
+    next_page: str,
+    why: str,
+    status: int = 200,
+    *,
+    error: bool = True,
 ) -> HTMLResponse:
     """The login page: a button to sign in through the provider, if one is configured, and
-    the token form."""
+    the token form; ``why`` said as an error (a refused login) or, without ``error``, as the
+    reason the page is shown."""
     authorizer = context.authorizer
     return context.render(
         request,
@@ -202,6 +209,7 @@ def login_page_of(
         status,
         next=next_page,
         why=why,
+        error=error,
         oidc=authorizer.oidc_issuer,
         sso=authorizer.sso.provider_name if authorizer.sso else None,
     )
