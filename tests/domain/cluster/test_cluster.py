@@ -231,7 +231,8 @@ ERRORS: list[tuple[str, str]] = [
     ),
     (
         "nodes: [\n",
-        "cluster.yaml:2:1: invalid YAML: expected the node content, but found '<stream end>'",
+        "cluster.yaml:2:1: invalid YAML: expected the node content, but found '<stream end>'; "
+        "the text ends inside a [ or {; close it",
     ),
     (
         "nodes: []\n",

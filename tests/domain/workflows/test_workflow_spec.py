@@ -324,7 +324,8 @@ REJECTIONS = [
     ),
     (
         "workflow: [\n",
-        "workflow.yaml:2:1: invalid YAML: expected the node content, but found '<stream end>'",
+        "workflow.yaml:2:1: invalid YAML: expected the node content, but found '<stream end>'; "
+        "the text ends inside a [ or {; close it",
     ),
     (
         f"workflow: {{name: w, tasks: [{TASK}], name: v}}\n",
@@ -344,7 +345,7 @@ def test_rendered_positions_are_flagged() -> None:
     )
     assert error("workflow: [\n", rendered=True, source="f.yaml") == (
         "f.yaml:2:1: (in the rendered workflow) invalid YAML: expected the node content, but "
-        "found '<stream end>'"
+        "found '<stream end>'; the text ends inside a [ or {; close it"
     )
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from corral.domain.formats.yaml_hints import yaml_problem
 from corral.errors import UserError
 
 #: Deepest nesting of lists and mappings in any document or request body. A Pod template is
@@ -425,8 +426,7 @@ def _parse_yaml(text: str, filename: str) -> Any:
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         where = f"{mark.line + 1}:{mark.column + 1}" if mark else "?"
-        problem = err.problem or err.context or "syntax error"
-        raise UserError(f"{filename}:{where}: invalid YAML: {problem}") from None
+        raise UserError(f"{filename}:{where}: invalid YAML: {yaml_problem(err)}") from None
     except (yaml.YAMLError, ValueError, TypeError, RecursionError) as err:
         raise UserError(f"{filename}: invalid YAML: {err}") from None
 
