@@ -303,7 +303,8 @@ def test_the_start_script_says_what_it_installs_and_skips_it_once_done(tmp_path:
     """``scripts/start`` in a checkout whose .venv holds stand-ins for python and corral: the
     first start says it installs before it does; the next one starts at once."""
     (tmp_path / "scripts").mkdir()
-    shutil.copy(REPO / "scripts" / "start", tmp_path / "scripts" / "start")
+    for script in ("start", "venv.sh"):
+        shutil.copy(REPO / "scripts" / script, tmp_path / "scripts" / script)
     shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
     bin_dir = tmp_path / ".venv" / "bin"
     bin_dir.mkdir(parents=True)
@@ -334,3 +335,17 @@ def test_the_start_script_says_what_it_installs_and_skips_it_once_done(tmp_path:
     second = runs[1].stdout.splitlines()
     assert second[0] == starting
     assert not any("install" in line for line in second)
+    # scripts/test's install (with the test extras) serves a start; the reverse does not.
+    with_extras = ["bash", "-c", "source scripts/venv.sh && ensure_venv test"]
+    tests_install = subprocess.run(
+        with_extras, cwd=tmp_path, capture_output=True, text=True, timeout=30, check=True
+    )
+    assert "python -m pip install --quiet -e .[test]" in tests_install.stdout
+    again = subprocess.run(
+        with_extras, cwd=tmp_path, capture_output=True, text=True, timeout=30, check=True
+    )
+    assert (again.stdout, again.stderr) == ("", "")
+    start = subprocess.run(
+        [str(tmp_path / "scripts" / "start")], capture_output=True, text=True, timeout=30
+    )
+    assert "install" not in start.stderr
