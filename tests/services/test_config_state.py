@@ -5,9 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from corral.cli.server_cmd import examples_directory
 from corral.domain.configs.types import ConfigType
+from corral.errors import UserError
+from corral.services import config_service, sandbox
 from corral.services.config_writes import WriteMeta
-from corral.services.runtime import open_runtime
+from corral.services.runtime import load_examples, open_runtime
 
 
 def test_the_snapshot_is_kept_until_a_revision_changes(tmp_path: Path) -> None:
@@ -70,4 +75,32 @@ def test_a_write_keeps_the_models_of_every_item_it_did_not_change(tmp_path: Path
     assert after.pool("b") is b  # kept
     assert after.pool("a") is not a and after.pool("a").description == "new"
     assert after.referrers(ConfigType.POD_TEMPLATE, "default_user") == ["a", "b", "default"]
+    runtime.engine.dispose()
+
+
+def test_a_write_of_many_pools_renders_them_in_bounded_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bundle of 5,000 pools went to one sandbox worker, over its 100 MiB: the apply failed.
+    Each worker now renders at most POOLS_PER_WORKER pools, and a problem in the last batch is
+    still found."""
+    runtime = open_runtime(f"sqlite:///{tmp_path / 'corral.db'}")
+    load_examples(runtime, examples_directory())
+    batches: list[int] = []
+    real_run = sandbox.run
+
+    def counting_run(workflow: Any, what: str, function: Any, before: Any, after: Any) -> Any:
+        batches.append(len(after.pool_names()))
+        return real_run(workflow, what, function, before, after)
+
+    monkeypatch.setattr(sandbox, "run", counting_run)
+    template = {**runtime.configs.item(ConfigType.POOL, "default")}
+    template.pop("name", None)
+    pools = {f"p{i:03}": template for i in range(2 * config_service.POOLS_PER_WORKER + 1)}
+    broken = {**template, "common_default_variables": {"USER_GPU": "many"}}
+    pools[f"p{len(pools) - 1:03}"] = broken
+    with pytest.raises(UserError) as caught:
+        runtime.configs.apply({"pools": pools}, WriteMeta(username="admin"), dry_run=True)
+    assert caught.value.field == f"pools.p{len(pools) - 1:03}.platforms.default"
+    assert batches == [config_service.POOLS_PER_WORKER] * 2 + [1]
     runtime.engine.dispose()

@@ -58,6 +58,9 @@ def type_data(ctype: ConfigType, items: Mapping[str, Any]) -> Any:
     return items
 
 
+#: Pools one sandbox worker renders at a time: 5,000 pools at once went over its memory limit.
+POOLS_PER_WORKER = 250
+
 #: The problems a write makes in the pools' rendered templates: (before, after, pools to check).
 PoolCheck = Callable[[Configs, Configs, list[str]], list[references.Problem]]
 
@@ -65,17 +68,20 @@ PoolCheck = Callable[[Configs, Configs, list[str]], list[references.Problem]]
 def sandboxed_pool_check(
     before: Configs, after: Configs, pools: list[str]
 ) -> list[references.Problem]:
-    """:func:`template_checks.new_pool_problems` in a sandbox worker (it renders templates),
-    for ``pools`` only: the worker gets those pools and what they name, not every config."""
-    if not pools:
-        return []
-    return sandbox.run(
-        after.workflow,
-        "Rendering the pools' templates",
-        new_pool_problems,
-        references.closure(before, [p for p in pools if p in before.pool_names()]),
-        references.closure(after, pools),
-    )
+    """:func:`template_checks.new_pool_problems` in sandbox workers (it renders templates),
+    for ``pools`` only: a worker gets :data:`POOLS_PER_WORKER` of them and what they name, so
+    its memory is bounded however many pools one write changes."""
+    problems: list[references.Problem] = []
+    for start in range(0, len(pools), POOLS_PER_WORKER):
+        batch = pools[start : start + POOLS_PER_WORKER]
+        problems += sandbox.run(
+            after.workflow,
+            "Rendering the pools' templates",
+            new_pool_problems,
+            references.closure(before, [p for p in batch if p in before.pool_names()]),
+            references.closure(after, batch),
+        )
+    return problems
 
 
 #: Every user's name and role names (who would lose the right to administer corral).
