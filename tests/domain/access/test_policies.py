@@ -949,3 +949,9 @@ def test_adding_a_deny_never_allows_and_an_allow_never_denies(
         assert not (after and not before)
     else:
         assert not (before and not after)
+
+
+@given(_roles, st.lists(st.sampled_from(["a", "ab", "b", "*", "a*", "c"]), max_size=6))
+def test_allowed_pools_are_those_evaluate_allows(roles: list[Role], names: list[str]) -> None:
+    expected = [n for n in names if evaluate(roles, "workflow:Create", f"pool/{n}").allowed]
+    assert allowed_pools(roles, names) == expected

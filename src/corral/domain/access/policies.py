@@ -188,9 +188,44 @@ def allowed_pools(roles: Sequence[Role], pool_names: Iterable[str]) -> list[str]
 
     Unlike OSMO's ``GetAllowedPools``, a Deny in any role hides the pool, so the list shows exactly
     the pools a submission would be accepted for (docs/access.md#differences-from-osmo)."""
-    return [
-        name for name in pool_names if evaluate(roles, "workflow:Create", f"pool/{name}").allowed
+    rules = [
+        rule
+        for role in roles
+        for rule in role_rules(role)
+        if any(action_matches(a, "workflow:Create") for a in rule.actions)
     ]
+    denied = _Patterns.of(rule for rule in rules if rule.effect == "Deny")
+    allowed = _Patterns.of(rule for rule in rules if rule.effect == "Allow")
+    # evaluate() per pool, with the rules' patterns worked out once (it was 55 µs a pool: a
+    # quarter of a second for a list of 5,000 pools).
+    return [
+        name
+        for name in pool_names
+        if not is_pattern(resource := f"pool/{name}")
+        and not denied.cover(resource)
+        and allowed.cover(resource)
+    ]
+
+
+@dataclass(frozen=True)
+class _Patterns:
+    """The resource patterns of some rules, as :func:`resource_matches` reads them."""
+
+    everything: bool
+    exact: frozenset[str]
+    prefixes: tuple[str, ...]
+
+    @staticmethod
+    def of(rules: Iterable[Rule]) -> _Patterns:
+        patterns = [pattern for rule in rules for pattern in rule.resources]
+        return _Patterns(
+            "*" in patterns,
+            frozenset(patterns),
+            tuple(pattern[:-1] for pattern in patterns if pattern.endswith("*")),
+        )
+
+    def cover(self, resource: str) -> bool:
+        return self.everything or resource in self.exact or resource.startswith(self.prefixes)
 
 
 def administers(roles: Sequence[Role], names: Iterable[str]) -> bool:
