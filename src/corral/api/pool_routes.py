@@ -9,6 +9,7 @@ from pydantic import AfterValidator, WithJsonSchema
 
 from corral.api import responses as R
 from corral.api.deps import AuthorizerDep, Caller, CapacityDep, ConfigsDep, ForecastsDep
+from corral.domain.configs import references
 from corral.domain.platform.render import pool_topology, render_pool
 from corral.domain.platform.variables import SET_PATTERN, parse_set_values
 from corral.errors import NotFoundError
@@ -52,7 +53,7 @@ def render(
         state.workflow,
         "Rendering the pool's templates",
         render_pool,
-        state,
+        references.closure(state, [pool]),
         pool,
         platform=platform,
         set_values=parse_set_values(set),

@@ -133,9 +133,8 @@ def read_capacity(
     backends by name. ``bound_pods`` reads the embedded cluster's pods."""
     kubernetes = kubernetes_backends(configs)
     pools: dict[str, list[str]] = {}
-    for name, pool in configs.pools().items():
-        backend = pool.backend
-        pools.setdefault(backend if backend in kubernetes else EMBEDDED, []).append(name)
+    for backend, names in configs.pools_by_backend().items():
+        pools.setdefault(backend if backend in kubernetes else EMBEDDED, []).extend(names)
     found = []
     configured = set(configs.backend_names())
     if EMBEDDED in pools or not configured or configured - kubernetes:

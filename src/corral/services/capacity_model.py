@@ -70,8 +70,9 @@ def pool_capacities(
     pool no cluster serves is left out."""
     found: dict[str, PoolCapacity] = {}
     for cluster in clusters:
-        for pool in cluster.pools:
-            if pool in pools:
+        served = set(cluster.pools)
+        for pool in pools:
+            if pool in served:
                 found[pool] = pool_capacity(state, cluster, pool, priority=priority)
     return found
 
@@ -83,9 +84,8 @@ def _computed(
     cache = scheduler_state(state, cluster)
     snapshot = cache.snapshot(tuple(k.label for k in config.topology_keys), fabric_rule(config))
     layout = layout_of(state, cluster.nodes, cluster.pools)
-    members = [
-        snapshot.index[node.name] for node in cluster.nodes if pool in layout.pools_of(node.name)
-    ]
+    serving = layout.nodes_of_pool(pool)
+    members = [snapshot.index[node.name] for node in cluster.nodes if node.name in serving]
     queue = queue_name(state.backend(config.backend).k8s_namespace, pool)
     return computed(
         snapshot, cache.usage, queue, pool, members, priority=priority, task_gpus=task_gpus

