@@ -176,6 +176,7 @@ def test_query_explain_and_logs_of_a_failed_workflow(
         "Retry",
         "Started",
         "Ended",
+        "Message",
     ]
     assert succeeded(explain) == (
         "Workflow ID : simulate-then-train-1\n"
@@ -193,11 +194,13 @@ def test_query_explain_and_logs_of_a_failed_workflow(
                 "name": "simulate",
                 "status": "COMPLETED",
                 "reason": "completed: render-scenes exited 0",
+                "details": [],
             },
             {
                 "name": "train",
                 "status": "FAILED",
                 "reason": "failed: train-policy exited 1 (CUDA out of memory)",
+                "details": [],
             },
         ],
     }

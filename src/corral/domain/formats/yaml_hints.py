@@ -53,7 +53,7 @@ def _unstartable(problem: str, context: str, began: str) -> str:
         return ""
     if found.group(1) == "\\t":
         return "indent with spaces; YAML does not allow tabs"
-    return f"a value that starts with {found.group(1)} must be quoted (\"...\")"
+    return f'a value that starts with {found.group(1)} must be quoted ("...")'
 
 
 def _unclosed_quote(problem: str, context: str, began: str) -> str:
@@ -104,7 +104,7 @@ def _missing_colon(problem: str, context: str, began: str) -> str:
 def _undefined_alias(problem: str, context: str, began: str) -> str:
     if not problem.startswith("found undefined alias"):
         return ""
-    return "a value that starts with * must be quoted (\"...\"), or define its &anchor first"
+    return 'a value that starts with * must be quoted ("..."), or define its &anchor first'
 
 
 def _duplicate_anchor(problem: str, context: str, began: str) -> str:
