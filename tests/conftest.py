@@ -110,6 +110,19 @@ def examples(api: Api) -> Api:
     return api
 
 
+@pytest.fixture
+def many_pools(api: Api) -> Api:
+    """The example configs with ``default`` and 120 pools like it (team-000 ... team-119) in
+    place of the other example pools, so the nodes those served are used by no pool."""
+    bundle, _ = read_bundle_directory(REPO / "examples" / "configs")
+    default = {key: value for key, value in bundle["pools"]["default"].items() if key != "name"}
+    bundle["pools"] = {"default": default}
+    bundle["pools"].update((f"team-{index:03d}", default) for index in range(120))
+    status, body = api.call("POST", "/api/configs/apply", json={"bundle": bundle})
+    assert status == 200, body
+    return api
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -25,6 +25,7 @@ import pytest
 import yaml
 
 from corral import __version__
+from corral.api.paging import OSMO_CLIENT_HEADER
 from tests.conftest import REPO, LiveServer, _postgres_database, start_server
 from tests.osmo_contract import osmo_cli_folder
 
@@ -81,7 +82,8 @@ class Osmo:
         return self.run(*args).stdout
 
     def api(self, path: str, **params: Any) -> Any:
-        headers = {"Authorization": f"Bearer {self.server.token}"}
+        """What the server answers OSMO's CLI (which names itself in a header) at ``path``."""
+        headers = {"Authorization": f"Bearer {self.server.token}", OSMO_CLIENT_HEADER: "6.0.0"}
         answer = httpx.get(f"{self.server.url}{path}", params=params, headers=headers, timeout=30)
         assert answer.status_code == 200, answer.text
         return answer.json()
@@ -148,6 +150,10 @@ def test_an_expired_session_is_renewed_with_the_api_token(osmo: Osmo) -> None:
 
 def test_pool_list_shows_corrals_quotas(osmo: Osmo) -> None:
     quota = osmo.api("/api/pool_quota")
+    # OSMO's CLI follows no page: it gets every pool (docs/api.md#pages).
+    assert quota["page"]["limit"] is None
+    shown = sum(len(node_set["pools"]) for node_set in quota["node_sets"])
+    assert shown == quota["page"]["total"] > 0
     assert json.loads(osmo.out("pool", "list", "-t", "json")) == quota
     table = cells(osmo.out("pool", "list"))
     shown = {row[0]: row for row in table if row and row[0] in ("nvl72", "my-pool")}

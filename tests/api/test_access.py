@@ -539,7 +539,10 @@ def test_editing_a_role_config_takes_effect_on_the_next_request(world: World) ->
         ],
     }
     world.ok("PUT", "/api/configs/role/osmo-default", json={"configs": role})
-    assert world.call("dave", "GET", "/api/pool") == (200, {"pools": {}})
+    assert world.call("dave", "GET", "/api/pool") == (
+        200,
+        {"pools": {}, "page": {"offset": 0, "limit": 50, "total": 0, "next_offset": None}},
+    )
 
 
 def test_deleting_a_user_revokes_their_tokens(world: World) -> None:

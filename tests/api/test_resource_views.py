@@ -205,6 +205,7 @@ def test_a_user_sees_only_the_pools_it_may_use(examples: Api) -> None:
     assert named == {
         "node_sets": [],
         "resource_sum": dict.fromkeys((*USAGE_FIELDS, *QUEUE_FIELDS, *HEALTH_FIELDS), "0"),
+        "page": {"offset": 0, "limit": 50, "total": 0, "next_offset": None},
     }
 
     _, listed = examples.call("GET", "/api/resources", headers=bob)

@@ -11,7 +11,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
+import pytest
 
+from corral.cli.client import Client
 from tests.cli.results import failed, succeeded
 from tests.conftest import LiveServer
 
@@ -142,7 +144,9 @@ def test_pool_list_and_resource_views(live_server: LiveServer) -> None:
     assert body == api(server, "/api/pool_quota", pools=[JETSON])
     assert body["node_sets"][0]["pools"][0]["resource_usage"]["total_capacity"] == "4"
     # issue 14: an error on stderr with exit 1 (it was printed on stdout with exit 0)
-    usable = ", ".join(api(server, "/api/profile/settings")["pools"])
+    yours = api(server, "/api/profile/settings")["pools"]
+    assert len(yours) == 11  # the demo's ten and nowhere-pool: the error names ten of them
+    usable = f"{', '.join(yours[:10])} and 1 more (corral pool list shows them)"
     assert failed(missing) == (
         f"error: Pools nope, other not found, or not yours to use; pools you may use: {usable}"
     )
@@ -180,4 +184,43 @@ def test_resource_errors(live_server: LiveServer) -> None:
     assert failed(unknown_platform) == (
         "error: Platform h100 does not exist in the pools listed! Their platforms: "
         "jetson-thor-platform"
+    )
+
+
+def test_pool_and_resource_lists_say_which_page_they_show(live_server: LiveServer) -> None:
+    server = live_server
+    pools = api(server, "/api/pool_quota", limit=1)["page"]["total"]
+    with_nodes = api(server, "/api/resources", limit=1)["page"]["total"]
+    first, last, past, nodes, as_json = together(
+        server,
+        ["pool", "list", "--limit", "2"],
+        ["pool", "list", "--offset", str(pools - 1)],
+        ["pool", "list", "--offset", str(pools + 5)],
+        ["resource", "list", "--limit", "1", "--mode", "free"],
+        ["pool", "list", "--limit", "2", "--format", "json"],
+    )
+    assert succeeded(first).endswith(
+        f"\nPools 1 to 2 of {pools}; corral pool list --offset 2 --limit 2 shows the next 2.\n"
+    )
+    assert succeeded(last).endswith(f"\nPools {pools} to {pools} of {pools}.\n")
+    assert succeeded(past) == (
+        f"No pools available\nNo pools from {pools + 6} on: there are {pools}.\n"
+    )
+    assert succeeded(nodes).endswith(
+        f"\n\nPools 1 to 1 of {with_nodes}; corral resource list --offset 1 --limit 1 "
+        "shows the next 1.\n"
+    )
+    body = json.loads(succeeded(as_json))
+    assert body == api(server, "/api/pool_quota", limit=2)
+    assert body["page"] == {"offset": 0, "limit": 2, "total": pools, "next_offset": 2}
+
+
+def test_an_error_names_ten_usable_pools_and_counts_the_rest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    profile = {"pools": [f"team-{index:02d}" for index in range(25)]}
+    monkeypatch.setattr(Client, "get", lambda self, path, **params: profile)
+    assert Client("http://127.0.0.1:1", token="t").usable_pools_text() == (
+        "pools you may use: team-00, team-01, team-02, team-03, team-04, team-05, team-06, "
+        "team-07, team-08, team-09 and 15 more (corral pool list shows them)"
     )

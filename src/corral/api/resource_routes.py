@@ -25,6 +25,7 @@ from corral.api.deps import (
     LostDep,
     PreemptedDep,
 )
+from corral.api.paging import PageDep
 from corral.domain.configs.models import Pool
 from corral.domain.views.osmo_resources import osmo_entry
 from corral.domain.views.pool_quota import (
@@ -59,21 +60,26 @@ def list_pools(
     capacity: CapacityDep,
     service: ConfigsDep,
     caller: Caller,
+    page: PageDep,
     pools: Names = [],  # noqa: B006 - FastAPI query list
     all_pools: bool = False,
 ) -> dict[str, Any]:
-    """OSMO's PoolMinimal of each pool the caller may submit to, by name; ``pools``
-    narrows them (unless ``all_pools=true``)."""
+    """OSMO's PoolMinimal of each pool the caller may submit to, by name, a page of them;
+    ``pools`` narrows them (unless ``all_pools=true``)."""
     authorizer.check(caller, "pool:List")
     state = service.state()
     configured = state.pools()
     names = visible(authorizer, caller, configured)
     if pools and not all_pools:
         names = [name for name in names if name in set(pools)]
+    shown = page.of(names)
     mounts: dict[str, Mapping[str, list[str]]] = {}
     for cluster in capacity(state):
         mounts.update(layout_of(state, cluster.nodes, cluster.pools).default_mounts)
-    return {"pools": {name: pool_minimal(configured[name], mounts.get(name, {})) for name in names}}
+    return {
+        "pools": {name: pool_minimal(configured[name], mounts.get(name, {})) for name in shown},
+        "page": page.about(len(names)),
+    }
 
 
 @router.get("/api/pool_quota", response_model=R.PoolQuota)
@@ -83,18 +89,19 @@ def pool_quota(
     preempted: PreemptedDep,
     service: ConfigsDep,
     caller: Caller,
+    page: PageDep,
     pools: Names = [],  # noqa: B006 - FastAPI query list
 ) -> dict[str, Any]:
-    """GPU quota and usage per pool, pools grouped in node sets (OSMO's ``pool list``).
-    ``pools`` (repeatable) narrows the answer; pools the caller may not use, or that do
-    not exist, are left out."""
+    """GPU quota and usage per pool, a page of pools grouped in node sets (OSMO's ``pool
+    list``). ``pools`` (repeatable) narrows the answer; pools the caller may not use, or that
+    do not exist, are left out."""
     authorizer.check(caller, "pool:List")
     state = service.state()
     names = visible(authorizer, caller, state.pools())
     if pools:
         names = [name for name in names if name in set(pools)]
-    usage = pool_usage(state, capacity(state), names, preempted())
-    return quota_json(usage.report, usage.pools, usage.mounts)
+    usage = pool_usage(state, capacity(state), page.of(names), preempted())
+    return {**quota_json(usage.report, usage.pools, usage.mounts), "page": page.about(len(names))}
 
 
 @router.get("/api/resources", response_model=R.ResourceList)
@@ -105,20 +112,24 @@ def resources(
     lost: LostDep,
     service: ConfigsDep,
     caller: Caller,
+    page: PageDep,
     pools: Names = [],  # noqa: B006 - FastAPI query list
     platforms: Names = [],  # noqa: B006 - FastAPI query list
     include_all: Annotated[bool, Query(alias="all")] = False,
     all_pools: bool = False,
 ) -> dict[str, Any]:
-    """Per node: the pools and platforms it serves, what its pods request and what it has.
-    ``pools`` (default, and with ``all_pools=true``: every pool the caller may use),
-    ``platforms`` narrow the listing; ``all`` adds the nodes no pool uses."""
+    """Per node: the pools and platforms it serves, what its pods request and what it has,
+    for a page of pools. ``pools`` (default, and with ``all_pools=true``: every pool the
+    caller may use), ``platforms`` narrow the listing; ``all`` adds the nodes no pool uses
+    (to the last page)."""
     authorizer.check(caller, "resources:Read")
     state = service.state()
     configured = state.pools()
     named = [] if all_pools else _named_pools(authorizer, caller, configured, pools)
-    names = named or visible(authorizer, caller, configured)
-    _check_platforms(configured, names, platforms)
+    every = named or visible(authorizer, caller, configured)
+    _check_platforms(configured, every, platforms)
+    names = page.of(every)
+    include_all = include_all and page.next_offset(len(every)) is None
     listed: list[tuple[NodeResources, dict[str, Any]]] = []
     used: dict[str, int] = dict.fromkeys(names, 0)
     for cluster in capacity(state):
@@ -160,6 +171,7 @@ def resources(
         )
         for name in names
     ]
+    answer["page"] = page.about(len(every))
     return answer
 
 
@@ -233,6 +245,8 @@ def _named_pools(
 def _check_platforms(
     configured: Mapping[str, Pool], pools: Sequence[str], platforms: Sequence[str]
 ) -> None:
+    if not platforms:
+        return
     known = {name for pool in pools for name in configured[pool].platforms}
     for platform in platforms:
         if platform not in known:

@@ -116,10 +116,22 @@ class PoolMinimal(Answer):
     platforms: dict[str, dict[str, Any]]
 
 
+class PageOfPools(Answer):
+    """corral only: which pools a list holds (docs/api.md#pages)."""
+
+    offset: int
+    #: None: every pool (OSMO's CLI asked).
+    limit: int | None
+    total: int
+    #: The ``offset`` of the next page; None on the last.
+    next_offset: int | None
+
+
 class PoolList(Answer):
-    """OSMO's ``{"pools": {name: PoolMinimal}}``."""
+    """OSMO's ``{"pools": {name: PoolMinimal}}``, a page of them."""
 
     pools: dict[str, PoolMinimal]
+    page: PageOfPools
 
 
 class TopologyLevel(Answer):
@@ -187,6 +199,7 @@ class NodeSet(Answer):
 class PoolQuota(Answer):
     node_sets: list[NodeSet]
     resource_sum: dict[str, Any]
+    page: PageOfPools
 
 
 class PoolQueueFigures(Answer):
@@ -206,6 +219,7 @@ class ResourceList(Answer):
     resources: list[dict[str, Any]]
     resource_sum: dict[str, Any]
     pool_queues: list[PoolQueueFigures] = []
+    page: PageOfPools
 
 
 class NodeInfo(Answer):

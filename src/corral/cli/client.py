@@ -19,6 +19,9 @@ RETRY_SECONDS = 0.5
 #: Answers that mean "the request may not have reached corral": sent again.
 RETRIED_STATUSES = (502, 503, 504)
 
+#: Pools an error names before it says how many more there are.
+USABLE_POOLS_NAMED = 10
+
 
 class ApiError(Exception):
     """An error answer from the server (or no answer at all)."""
@@ -141,9 +144,15 @@ class Client:
         return self.request("GET", path, params=_present(params))
 
     def usable_pools_text(self) -> str:
-        """``pools you may use: a, b`` (from the caller's profile), for errors naming a pool."""
+        """``pools you may use: a, b`` (from the caller's profile), for errors naming a pool;
+        the first ten and how many more, when there are more."""
         pools = self.get("/api/profile/settings")["pools"]
-        return f"pools you may use: {', '.join(pools)}" if pools else "you may use no pool"
+        if not pools:
+            return "you may use no pool"
+        named = ", ".join(pools[:USABLE_POOLS_NAMED])
+        more = len(pools) - USABLE_POOLS_NAMED
+        rest = f" and {more:,} more (corral pool list shows them)" if more > 0 else ""
+        return f"pools you may use: {named}{rest}"
 
 
 def _present(params: dict[str, Any]) -> dict[str, Any] | None:

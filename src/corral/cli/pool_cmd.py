@@ -32,6 +32,7 @@ from corral.cli.output import (
     print_json,
     print_table,
 )
+from corral.cli.paging import LimitOption, OffsetOption, page_footer, page_params
 
 app = typer.Typer(
     rich_markup_mode=None,
@@ -92,12 +93,18 @@ def list_pools(
         bool, typer.Option("--wide", "-w", help="Also show each pool's description.")
     ] = False,
     output: FormatOption = OutputFormat.text,
+    offset: OffsetOption = 0,
+    limit: LimitOption = None,
 ) -> None:
-    """GPU quota and usage of the pools you may use, grouped by the nodes they share
-    (``GET /api/pool_quota``; see docs/resources.md)."""
+    """GPU quota and usage of the pools you may use, grouped by the nodes they share, a page
+    of pools at a time (``GET /api/pool_quota``; see docs/resources.md)."""
     wanted = list(pools or [])
     client = Client()
-    found = client.get("/api/pool_quota", pools=wanted or None)
+    found = client.get(
+        "/api/pool_quota",
+        pools=wanted or None,
+        **page_params(offset, limit, named=len(wanted)),
+    )
     shown = {pool["name"] for node_set in found["node_sets"] for pool in node_set["pools"]}
     missing = [name for name in dict.fromkeys(wanted) if name not in shown]
     if missing and not shown:
@@ -106,6 +113,9 @@ def list_pools(
         print_json(found)
     else:
         print_quota_table(found, mode, wide=wide)
+        footer = page_footer(found.get("page"), "corral pool list", limit)
+        if footer:
+            echo(footer)
     if missing:
         typer.echo(f"WARNING: {not_found(missing)}; {client.usable_pools_text()}", err=True)
 

@@ -16,6 +16,7 @@ import typer
 
 from corral.cli.client import Client
 from corral.cli.output import FormatOption, OutputFormat, echo, handle_errors, print_json
+from corral.cli.paging import LimitOption, OffsetOption, page_footer, page_params
 from corral.cli.pool_cmd import Mode, ModeOption, columns_text
 
 app = typer.Typer(
@@ -53,19 +54,26 @@ def list_resources(
     ] = False,
     mode: ModeOption = Mode.used,
     output: FormatOption = OutputFormat.text,
+    offset: OffsetOption = 0,
+    limit: LimitOption = None,
 ) -> None:
-    """The nodes of your pools: one row per node, pool and platform."""
+    """The nodes of your pools, a page of pools at a time: one row per node, pool and
+    platform."""
     found = Client().get(
         "/api/resources",
         pools=list(pools or []) or None,
         platforms=list(platforms or []) or None,
         all="true" if include_all else None,
+        **page_params(offset, limit, named=len(pools or [])),
     )
     if output is OutputFormat.json:
         print_json(found)
         return
+    footer = page_footer(found.get("page"), "corral resource list", limit)
     if not found["resources"]:
         echo(EMPTY)
+        if footer:
+            echo(footer)
         return
     echo("\n".join(resource_table(found, mode)))
     closed = closed_lines(found["resources"])
@@ -76,6 +84,9 @@ def list_resources(
     if queues:
         echo()
         echo("\n".join(queue_line(queue) for queue in queues))
+    if footer:
+        echo()
+        echo(footer)
 
 
 def queue_line(queue: Mapping[str, Any]) -> str:

@@ -14,10 +14,11 @@ from corral.api.auth import AuthSettings
 from corral.api.browser_session import is_ui
 from corral.api.errors import error_json, invalid_request, request_error_message
 from corral.api.guard import RequestLimits
+from corral.domain.views.paging import Page
 from corral.errors import CorralError, UserError
 from corral.services.pool_usage import pool_usage
 from corral.services.runtime import Runtime
-from corral.web import config_pages, live, login_pages, pages, queue_pages
+from corral.web import config_pages, live, login_pages, pages, pool_pages, queue_pages
 from corral.web.drawing import error_page
 
 log = structlog.get_logger("corral.web")
@@ -34,7 +35,7 @@ def create_server_app(
     """What ``corral server`` serves: the API of :func:`create_app` and the dashboard."""
     app = create_app(runtime, auth, limits, access_log=access_log)
     app.state.stream_slots = live.StreamSlots()
-    for routes in (login_pages, pages, config_pages, queue_pages, live):
+    for routes in (login_pages, pool_pages, pages, config_pages, queue_pages, live):
         app.include_router(routes.router)
     app.add_api_route("/favicon.ico", favicon, include_in_schema=False)
     app.add_exception_handler(CorralError, corral_error)
@@ -76,6 +77,7 @@ def warm_views(runtime: Runtime) -> None:
 def _warm(runtime: Runtime) -> None:
     try:
         state = runtime.configs.state()
-        pool_usage(state, runtime.capacity(state), sorted(state.pool_names()), {})
+        first_page = Page().of(sorted(state.pool_names()))
+        pool_usage(state, runtime.capacity(state), first_page, {})
     except Exception:  # a view that cannot be warmed is computed on its first request
         log.warning("warming the dashboard's views failed", exc_info=True)

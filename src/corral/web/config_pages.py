@@ -13,6 +13,7 @@ from starlette.concurrency import run_in_threadpool
 
 from corral.api.deps import AuthorizerDep, ConfigsDep, HistoryQuery
 from corral.domain.configs.types import ConfigType
+from corral.domain.views.paging import MAX_OFFSET, Page
 from corral.errors import UserError
 from corral.services.config_writes import WriteMeta
 from corral.web.page_context import PageContextDep
@@ -36,6 +37,7 @@ def config(
     second: Annotated[int | None, Query(ge=1, le=MAX_REVISION)] = None,
     rolled_back: Annotated[int | None, Query(ge=1, le=MAX_REVISION)] = None,
     made: Annotated[int, Query(ge=0, le=MAX_REVISION)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> HTMLResponse:
     principal = page.caller(request)
     types = [
@@ -46,6 +48,10 @@ def config(
     chosen = ConfigType.parse(type)
     authorizer.check(principal, "config:Read", f"config/{chosen.url_segment}")
     data, head = configs.snapshot(chosen)
+    items, total = Page(offset), 0
+    if not chosen.spec.singleton:  # a page of the items: 5,000 pools made 10 MB
+        total = len(data)
+        data = {name: data[name] for name in items.of(sorted(data))}
     history = configs.history(
         HistoryQuery(config_types=[chosen], limit=HISTORY_SHOWN, order="DESC"),
         with_data=False,
@@ -62,6 +68,9 @@ def config(
         head=head,
         history=history,
         diff=diff,
+        page=items,
+        total=total,
+        paged=lambda at: "/ui/config?" + urlencode({"type": chosen.value, "offset": at}),
         first=first,
         second=second,
         rolled_back=rolled_back,

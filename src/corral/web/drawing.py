@@ -40,6 +40,8 @@ def templates() -> Environment:
     environment.filters["names"] = lambda values, name: [name(value) for value in values]
     environment.filters["pretty"] = lambda value: json.dumps(value, indent=2, sort_keys=False)
     environment.globals["version"] = __version__
+    # More pools than this are chosen by typing a name: a list of 5,000 made pages of 200 KB.
+    environment.globals["pool_choices"] = 50
     return environment
 
 

@@ -19,21 +19,16 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, Response
 
 from corral.api.deps import AuthorizerDep, ConfigsDep, RuntimeDep, WorkflowsDep
-from corral.domain.configs.references import NO_PLATFORM_FIX
-from corral.domain.platform.render import render_pool
 from corral.domain.views.explain import explain_workflow
-from corral.domain.views.pool_quota import gpu_quota
 from corral.domain.views.start_forecast import forecast_text
 from corral.domain.workflows.record import ALIVE, GROUP_SCHEDULING, QUEUED, attempt_of
 from corral.domain.workflows.statuses import WorkflowStatus
-from corral.errors import ForbiddenError, NotFoundError, UserError
-from corral.services import sandbox
+from corral.errors import NotFoundError, UserError
 from corral.services.capacity import cluster_of
-from corral.services.capacity_model import pool_capacities, pool_capacity
-from corral.services.commands import check_template_reads, request_cancel
+from corral.services.capacity_model import pool_capacity
+from corral.services.commands import request_cancel
 from corral.services.placement_now import GroupPlacement
-from corral.services.pool_usage import pool_usage
-from corral.services.runtime import Runtime, utc_now
+from corral.services.runtime import utc_now
 from corral.services.workflow_names import workflow_forecasts
 from corral.web.dag import dag_svg
 from corral.web.page_context import PageContextDep
@@ -78,101 +73,6 @@ def static(name: str) -> Response:
         found.read_bytes(),
         media_type=kind,
         headers={"Cache-Control": "public, max-age=3600"},
-    )
-
-
-@router.get("", response_class=HTMLResponse)
-def overview(
-    authorizer: AuthorizerDep,
-    configs: ConfigsDep,
-    context: PageContextDep,
-    runtime: RuntimeDep,
-    store: WorkflowsDep,
-    request: Request,
-) -> HTMLResponse:
-    principal = context.caller(request)
-    authorizer.check(principal, "workflow:List")
-    now = utc_now()
-    readable_names = context.readable_pools(principal)
-    visible = (principal.username, readable_names)
-    counts = store.status_counts(now - RECENT, visible_to=visible)
-    state = configs.state()
-    names = context.usable_pools(principal)
-    clusters = runtime.capacity(state)
-    usage = pool_usage(state, clusters, names, runtime.recently_preempted())
-    return context.render(
-        request,
-        "overview.html",
-        capacities=pool_capacities(state, clusters, names, "NORMAL"),
-        topic="workflows",
-        running=counts.get("RUNNING", 0),
-        waiting=sum(counts.get(status, 0) for status in QUEUED),
-        failed=sum(n for status, n in counts.items() if status.startswith("FAILED")),
-        completed=counts.get("COMPLETED", 0),
-        node_sets=usage.report.node_sets,
-        controller=_controller(runtime),
-        failures=store.recent_failures(now - RECENT, OVERVIEW_ROWS, visible),
-        longest=store.queued(readable_names)[:OVERVIEW_ROWS],
-        now=now,
-    )
-
-
-@router.get("/pools", response_class=HTMLResponse)
-def pools(
-    authorizer: AuthorizerDep,
-    configs: ConfigsDep,
-    context: PageContextDep,
-    runtime: RuntimeDep,
-    request: Request,
-    pool: str | None = None,
-    platform: str | None = None,
-) -> Any:
-    principal = context.caller(request)
-    state = configs.state()
-    names = context.usable_pools(principal)
-    clusters = runtime.capacity(state)
-    usage = pool_usage(state, clusters, names, runtime.recently_preempted())
-    quotas = {
-        quota.name: quota.usage for node_set in usage.report.node_sets for quota in node_set.pools
-    }
-    chosen = pool if pool in names else (names[0] if names else None)
-    rendered, refused, problem = None, None, None
-    if chosen is not None and not state.pool(chosen).platforms:
-        problem = (
-            f"Pool {chosen} has no platforms: every submission to it fails until it has "
-            f"one; {NO_PLATFORM_FIX}"
-        )
-    elif chosen is not None:
-        try:
-            authorizer.check(principal, "config:Read", "config/pool")
-            check_template_reads(authorizer, principal)
-            rendered = sandbox.run(
-                state.workflow,
-                "Rendering the pool's templates",
-                render_pool,
-                state,
-                chosen,
-                platform=platform,
-                set_values={},
-                user=principal.username,
-            )
-        except ForbiddenError as err:
-            refused = err.message
-        except UserError as err:  # one pool's broken templates must not hide the others
-            problem = f"Pool {chosen} does not render: {err.message}"
-    return context.render(
-        request,
-        "pools.html",
-        pools=[state.pool(name) for name in names],
-        quotas=quotas,
-        capacities=pool_capacities(state, clusters, names, "NORMAL"),
-        borrowing=pool_capacities(state, clusters, names, "LOW"),
-        limits={name: gpu_quota(state.pool(name)) for name in names},
-        lost=runtime.recently_lost(),
-        chosen=chosen,
-        rendered=rendered,
-        refused=refused,
-        problem=problem,
     )
 
 
@@ -394,18 +294,6 @@ def cancel(
         "notice.html",
         message=f"Cancel requested for {workflow_id}; its tasks are being stopped.",
     )
-
-
-def _controller(runtime: Runtime) -> dict[str, Any]:
-    """What the overview says of the lifecycle controller: this server's part, the lease."""
-    lease = runtime.controller_lease()
-    return {
-        "role": runtime.controller_role(),
-        "database": "ok" if runtime.database_ok() else "down",
-        "holder": lease.holder if lease else None,
-        "epoch": lease.epoch if lease else None,
-        "renewals": lease.renewals if lease else None,
-    }
 
 
 def _domain(text: str | None) -> tuple[str, str] | None:
