@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 import sys
 
@@ -17,6 +18,7 @@ SMALLEST = {
     "control_plane.py": ["--quick", "--json"],
     "dashboard.py": ["--quick", "--databases", "sqlite", "--repeats", "2"],
     "forecast.py": ["--quick", "--json"],
+    "pool_reads.py": ["--quick"],
     "scheduler.py": ["--sizes", "200", "--baseline-seconds", "1"],
     "submission.py": ["--repeat", "1"],
     "template_engine.py": ["--tasks", "50"],
@@ -44,6 +46,16 @@ def test_the_benchmark_runs_and_prints_its_baseline(name: str) -> None:
         _prints_the_control_plane_ratios(done.stdout)
     if name == "forecast.py":
         _prints_the_forecast_figures(done.stdout)
+    if name == "pool_reads.py":
+        _prints_page_bytes_that_do_not_grow_with_the_pools(done.stdout)
+
+
+def _prints_page_bytes_that_do_not_grow_with_the_pools(printed: str) -> None:
+    """A default page's bytes are the one figure here that does not vary with the machine:
+    at 500 pools each read's is within 2x of its size at 50 (it was 10x before pages)."""
+    ratios = re.findall(r"^sqlite: (\S+) at 500 pools / at 50: bytes ([0-9.]+)x", printed, re.M)
+    assert len(ratios) == 6, printed
+    assert all(float(ratio) <= 2 for _, ratio in ratios), ratios
 
 
 def _prints_the_forecast_figures(printed: str) -> None:
