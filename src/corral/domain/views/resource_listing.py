@@ -93,29 +93,34 @@ class PoolLayout:
     platforms: Mapping[tuple[str, str], tuple[str, ...]]
     #: pool -> platform -> the platform's default mounts (for the pool views).
     default_mounts: Mapping[str, Mapping[str, list[str]]]
-    _by_node: dict[str, list[tuple[str, str]]] = field(init=False, repr=False, compare=False)
-    _pools: dict[str, tuple[str, ...]] = field(init=False, repr=False, compare=False)
+    #: node -> the lists of (pool, platform) keys serving it, one list per node set: the
+    #: platforms of thousands of pools share a few node sets (pool_layout makes them once),
+    #: so the index costs per node set, not per pool.
+    _by_node: dict[str, list[list[tuple[str, str]]]] = field(init=False, repr=False, compare=False)
     _by_pool: dict[str, list[tuple[str, str]]] = field(init=False, repr=False, compare=False)
     _order: dict[tuple[str, str], int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        by_node: dict[str, list[tuple[str, str]]] = {}
         by_pool: dict[str, list[tuple[str, str]]] = {}
+        # Keyed by the tuple's identity, not its value: hashing 10,000 tuples of names cost
+        # more than the index; equal tuples that are distinct objects only make more sets.
+        node_sets: dict[int, tuple[tuple[str, ...], list[tuple[str, str]]]] = {}
         for key, names in self.platforms.items():
             by_pool.setdefault(key[0], []).append(key)
+            node_sets.setdefault(id(names), (names, []))[1].append(key)
+        by_node: dict[str, list[list[tuple[str, str]]]] = {}
+        for names, keys in node_sets.values():
             for name in names:
-                by_node.setdefault(name, []).append(key)
+                by_node.setdefault(name, []).append(keys)
         object.__setattr__(self, "_by_node", by_node)
         object.__setattr__(self, "_by_pool", by_pool)
         object.__setattr__(self, "_order", {key: i for i, key in enumerate(self.platforms)})
-        pools = {
-            node: tuple(dict.fromkeys(pool for pool, _ in keys)) for node, keys in by_node.items()
-        }
-        object.__setattr__(self, "_pools", pools)
 
     def placements(self, node: str) -> list[tuple[str, str]]:
         """The (pool, platform) pairs ``node`` serves, in config order."""
-        return list(self._by_node.get(node, []))
+        found = [key for keys in self._by_node.get(node, []) for key in keys]
+        found.sort(key=self._order.__getitem__)
+        return found
 
     def placements_of_pools(
         self, pools: Iterable[str], platforms: Collection[str] = ()
@@ -139,11 +144,19 @@ class PoolLayout:
         return frozenset(node for key in keys for node in self.platforms[key])
 
     def pools_of(self, node: str) -> tuple[str, ...]:
-        return self._pools.get(node, ())
+        """The pools ``node`` serves, in config order."""
+        return tuple(dict.fromkeys(pool for pool, _ in self.placements(node)))
 
     def node_type(self, node: str) -> str:
-        served = len(self.pools_of(node))
-        return UNUSED if served == 0 else RESERVED if served == 1 else SHARED
+        """UNUSED, RESERVED (one pool) or SHARED: it stops at the second pool it finds."""
+        first = None
+        for keys in self._by_node.get(node, []):
+            for pool, _ in keys:
+                if first is None:
+                    first = pool
+                elif pool != first:
+                    return SHARED
+        return UNUSED if first is None else RESERVED
 
 
 def pool_layout(
@@ -158,8 +171,9 @@ def pool_layout(
     platforms: dict[tuple[str, str], tuple[str, ...]] = {}
     mounts: dict[str, dict[str, list[str]]] = {}
     selections: dict[tuple[str, ...], tuple[tuple[str, ...], list[str]]] = {}
+    kept = None if pools is None else set(pools)
     for pool_name, pool in state.pools().items():
-        if pools is not None and pool_name not in pools:
+        if kept is not None and pool_name not in kept:
             continue
         mounts[pool_name] = {}
         for platform_name in pool.platforms:
