@@ -202,3 +202,29 @@ def test_sum_is_the_per_node_totals_counted_once(
     for entry in listed:
         assert all(pool in pools for pool, _ in entry.placements)
         assert entry.placements or entry.type == UNUSED
+
+
+NODE_SETS = st.lists(st.lists(st.sampled_from("abcdef"), unique=True).map(tuple), min_size=1)
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["p", "q", "r"]), st.sampled_from(["x", "y"]), st.integers(0, 9)),
+        unique_by=lambda key: key[:2],
+    ),
+    NODE_SETS,
+)
+def test_the_layout_index_answers_as_the_platforms_say(
+    keys: list[tuple[str, str, int]], node_sets: list[tuple[str, ...]]
+) -> None:
+    """Platforms sharing one node set (one tuple) are indexed once; what a node serves, its
+    pools and its type are still those of every platform listing it, in config order."""
+    platforms = {(pool, platform): node_sets[i % len(node_sets)] for pool, platform, i in keys}
+    layout = PoolLayout(platforms, {})
+    for node in "abcdefg":
+        serving = [key for key, names in platforms.items() if node in names]
+        pools = tuple(dict.fromkeys(pool for pool, _ in serving))
+        assert layout.placements(node) == serving
+        assert layout.pools_of(node) == pools
+        expected = "UNUSED" if not pools else "RESERVED" if len(pools) == 1 else "SHARED"
+        assert layout.node_type(node) == expected
