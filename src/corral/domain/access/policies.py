@@ -196,6 +196,8 @@ def allowed_pools(roles: Sequence[Role], pool_names: Iterable[str]) -> list[str]
     ]
     denied = _Patterns.of(rule for rule in rules if rule.effect == "Deny")
     allowed = _Patterns.of(rule for rule in rules if rule.effect == "Allow")
+    if denied.empty and allowed.covers_prefix("pool/"):  # pool/* (or *): every pool, at once
+        return [name for name in pool_names if not is_pattern(name)]
     # evaluate() per pool, with the rules' patterns worked out once (it was 55 µs a pool: a
     # quarter of a second for a list of 5,000 pools).
     return [
@@ -226,6 +228,14 @@ class _Patterns:
 
     def cover(self, resource: str) -> bool:
         return self.everything or resource in self.exact or resource.startswith(self.prefixes)
+
+    @property
+    def empty(self) -> bool:
+        return not self.exact
+
+    def covers_prefix(self, prefix: str) -> bool:
+        """Whether every resource that starts with ``prefix`` is covered."""
+        return self.everything or any(prefix.startswith(p) for p in self.prefixes)
 
 
 def administers(roles: Sequence[Role], names: Iterable[str]) -> bool:
