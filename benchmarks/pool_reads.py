@@ -15,7 +15,7 @@ Baseline measured in the same run: ``/health`` over the same connection. The goa
 at the largest size, each read's bytes and p99 at most 2x those at the smallest.
 
     python -m benchmarks.pool_reads                   # 50 and 5,000 pools
-    python -m benchmarks.pool_reads --quick           # 50 and 500 pools, SQLite (CI)
+    python -m benchmarks.pool_reads --quick           # 50 and 250 pools, SQLite (CI)
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from benchmarks.control_plane import databases, percentile
 from benchmarks.deployment import Http, Replica
 
 SIZES = (50, 5000)
-QUICK_SIZES = (50, 500)
+QUICK_SIZES = (50, 250)
 GOAL_RATIO = 2.0
 READS = (
     "/api/resources?all_pools=true",
@@ -184,7 +184,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=50)
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="pool counts")
     parser.add_argument("--databases", default="sqlite,postgresql")
-    parser.add_argument("--quick", action="store_true", help="50 and 500 pools, SQLite")
+    parser.add_argument("--quick", action="store_true", help="50 and 250 pools, SQLite")
     args = parser.parse_args()
     sizes = [int(size) for size in args.sizes.split(",")]
     kinds = args.databases.split(",")
