@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 if __package__ in (None, ""):  # run as a script: python benchmarks/config_writes.py
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -44,6 +44,8 @@ from benchmarks.control_plane import databases, percentile
 from benchmarks.deployment import Http, Replica
 from corral.store.database import make_engine, migrate
 from corral.store.tables import config_items, config_revisions, config_write_lock
+
+T = TypeVar("T")
 
 SIZES = (10, 100, 1000, 5000)
 QUICK_SIZES = (10, 100)
@@ -230,9 +232,22 @@ def main() -> None:
     kinds = args.databases.split(",")
     if args.quick:
         sizes, kinds, args.writes = list(QUICK_SIZES), ["sqlite"], 10
+    results = each_database_and_size(
+        kinds,
+        sizes,
+        lambda kind, url, baseline, size: measure(kind, url, baseline, size, args.writes),
+    )
+    report(results)
+
+
+def each_database_and_size(
+    kinds: list[str], sizes: list[int], run: Callable[[str, str, str, int], T]
+) -> list[T]:
+    """``run(kind, url, baseline_url, size)`` on fresh databases of each kind (PostgreSQL only
+    where CORRAL_TEST_POSTGRES_URL is set) and size; each result also as JSON on stderr."""
     if "postgresql" in kinds and not os.environ.get("CORRAL_TEST_POSTGRES_URL"):
         print("PostgreSQL skipped: set CORRAL_TEST_POSTGRES_URL")
-        kinds.remove("postgresql")
+        kinds = [kind for kind in kinds if kind != "postgresql"]
     results = []
     for kind in kinds:
         for size in sizes:
@@ -240,9 +255,9 @@ def main() -> None:
                 tempfile.TemporaryDirectory() as directory,
                 databases(kind, Path(directory)) as (url, baseline_url),
             ):
-                results.append(measure(kind, url, baseline_url, size, args.writes))
-            print(json.dumps(results[-1].__dict__), file=sys.stderr)
-    report(results)
+                results.append(run(kind, url, baseline_url, size))
+            print(json.dumps(results[-1], default=lambda r: r.__dict__), file=sys.stderr)
+    return results
 
 
 if __name__ == "__main__":

@@ -23,8 +23,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import http.client as http_client
-import json
-import os
 import statistics
 import sys
 import tempfile
@@ -37,8 +35,8 @@ from urllib.parse import urlencode
 if __package__ in (None, ""):  # run as a script: python benchmarks/pool_reads.py
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.config_writes import EXAMPLE_CLUSTER, LOAD_CHUNK, pool
-from benchmarks.control_plane import databases, percentile
+from benchmarks.config_writes import EXAMPLE_CLUSTER, LOAD_CHUNK, each_database_and_size, pool
+from benchmarks.control_plane import percentile
 from benchmarks.deployment import Http, Replica
 
 SIZES = (50, 5000)
@@ -190,18 +188,9 @@ def main() -> None:
     kinds = args.databases.split(",")
     if args.quick:
         sizes, kinds, args.requests = list(QUICK_SIZES), ["sqlite"], 5
-    if "postgresql" in kinds and not os.environ.get("CORRAL_TEST_POSTGRES_URL"):
-        print("PostgreSQL skipped: set CORRAL_TEST_POSTGRES_URL")
-        kinds.remove("postgresql")
-    results = []
-    for kind in kinds:
-        for size in sizes:
-            with (
-                tempfile.TemporaryDirectory() as directory,
-                databases(kind, Path(directory)) as (url, _),
-            ):
-                results.append(measure(kind, url, size, args.requests))
-            print(json.dumps(results[-1].__dict__, default=lambda r: r.__dict__), file=sys.stderr)
+    results = each_database_and_size(
+        kinds, sizes, lambda kind, url, _, size: measure(kind, url, size, args.requests)
+    )
     report(results)
 
 

@@ -9,12 +9,10 @@ from pydantic import AfterValidator, WithJsonSchema
 
 from corral.api import responses as R
 from corral.api.deps import AuthorizerDep, Caller, CapacityDep, ConfigsDep, ForecastsDep
-from corral.domain.configs import references
-from corral.domain.platform.render import pool_topology, render_pool
+from corral.domain.platform.render import pool_topology
 from corral.domain.platform.variables import SET_PATTERN, parse_set_values
 from corral.errors import NotFoundError
-from corral.services import sandbox
-from corral.services.commands import check_template_reads
+from corral.services.commands import rendered_pool
 from corral.services.free_shapes import pool_shapes
 from corral.services.runtime import utc_now
 
@@ -46,19 +44,7 @@ def render(
 ) -> dict[str, Any]:
     """The platform's merged, rendered pod template with provenance, defaults, rules and
     group templates; ``set=NAME=VALUE`` (repeatable) overrides variables."""
-    authorizer.check(caller, "config:Read", "config/pool")
-    check_template_reads(authorizer, caller)
-    state = service.state()
-    return sandbox.run(
-        state.workflow,
-        "Rendering the pool's templates",
-        render_pool,
-        references.closure(state, [pool]),
-        pool,
-        platform=platform,
-        set_values=parse_set_values(set),
-        user=caller.username,
-    )
+    return rendered_pool(authorizer, caller, service.state(), pool, platform, parse_set_values(set))
 
 
 @router.get("/{pool}/topology", response_model=R.PoolTopology)

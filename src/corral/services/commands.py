@@ -11,11 +11,16 @@ that they live with the other use cases rather than in a route module.
 
 from __future__ import annotations
 
-from typing import Protocol, TypeVar
+from collections.abc import Mapping
+from typing import Any, Protocol, TypeVar
 
+from corral.domain.configs import references
 from corral.domain.configs.references import TEMPLATE_TYPES
+from corral.domain.configs.snapshot import Configs
+from corral.domain.platform.render import render_pool
 from corral.domain.workflows.record import ALIVE, StoredWorkflow
 from corral.errors import ConflictError, NotFoundError
+from corral.services import sandbox
 from corral.store.workflows import WorkflowStore
 
 
@@ -103,3 +108,27 @@ def check_template_reads(authorizer: Access[C], caller: C) -> None:
     not only to the pool (403 naming the first one the caller may not read)."""
     for ctype in TEMPLATE_TYPES:
         authorizer.check(caller, "config:Read", f"config/{ctype.url_segment}")
+
+
+def rendered_pool(
+    authorizer: Access[C],
+    caller: C,
+    state: Configs,
+    pool: str,
+    platform: str | None,
+    set_values: Mapping[str, Any],
+) -> dict[str, Any]:
+    """What ``pool`` (one platform) renders, for a caller who may read the pool and its
+    templates: rendered in a sandbox worker from only what the pool references."""
+    authorizer.check(caller, "config:Read", "config/pool")
+    check_template_reads(authorizer, caller)
+    return sandbox.run(
+        state.workflow,
+        "Rendering the pool's templates",
+        render_pool,
+        references.closure(state, [pool]),
+        pool,
+        platform=platform,
+        set_values=set_values,
+        user=caller.username,
+    )

@@ -5,6 +5,7 @@ pools the pools page took seven seconds to list them all."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Annotated, Any
 from urllib.parse import urlencode
@@ -14,20 +15,18 @@ from fastapi.responses import HTMLResponse
 
 from corral.api.auth import Authorizer, Principal
 from corral.api.deps import AuthorizerDep, ConfigsDep, RuntimeDep, WorkflowsDep
-from corral.domain.configs import references
 from corral.domain.configs.references import NO_PLATFORM_FIX
 from corral.domain.configs.snapshot import Configs
-from corral.domain.platform.render import render_pool
 from corral.domain.views.paging import MAX_OFFSET, Page
 from corral.domain.views.pool_quota import gpu_quota
 from corral.domain.workflows.record import QUEUED
 from corral.errors import ForbiddenError, UserError
-from corral.services import sandbox
+from corral.services.capacity import ClusterCapacity
 from corral.services.capacity_model import pool_capacities
-from corral.services.commands import check_template_reads
-from corral.services.pool_usage import pool_usage
+from corral.services.commands import rendered_pool
+from corral.services.pool_usage import PoolUsage, pool_usage
 from corral.services.runtime import Runtime, utc_now
-from corral.web.page_context import PageContextDep
+from corral.web.page_context import PageContext, PageContextDep
 
 #: The failures and waiting workflows the overview lists.
 OVERVIEW_ROWS = 5
@@ -56,23 +55,19 @@ def overview(
     visible = (principal.username, readable_names)
     counts = store.status_counts(now - RECENT, visible_to=visible)
     state = configs.state()
-    every = context.usable_pools(principal)
-    page = Page(offset)
-    names = page.of(every)
-    clusters = runtime.capacity(state)
-    usage = pool_usage(state, clusters, names, runtime.recently_preempted())
+    shown = _PoolsPage.of(context, principal, runtime, state, offset)
     return context.render(
         request,
         "overview.html",
-        capacities=pool_capacities(state, clusters, names, "NORMAL"),
+        capacities=pool_capacities(state, shown.clusters, shown.names, "NORMAL"),
         topic="workflows",
         running=counts.get("RUNNING", 0),
         waiting=sum(counts.get(status, 0) for status in QUEUED),
         failed=sum(n for status, n in counts.items() if status.startswith("FAILED")),
         completed=counts.get("COMPLETED", 0),
-        node_sets=usage.report.node_sets,
-        page=page,
-        total=len(every),
+        node_sets=shown.usage.report.node_sets,
+        page=shown.page,
+        total=len(shown.every),
         paged=lambda at: f"/ui?offset={at}",
         controller=_controller(runtime),
         failures=store.recent_failures(now - RECENT, OVERVIEW_ROWS, visible),
@@ -94,15 +89,14 @@ def pools(
 ) -> Any:
     principal = context.caller(request)
     state = configs.state()
-    every = context.usable_pools(principal)
-    page = Page(offset)
-    names = page.of(every)
-    clusters = runtime.capacity(state)
-    usage = pool_usage(state, clusters, names, runtime.recently_preempted())
+    shown = _PoolsPage.of(context, principal, runtime, state, offset)
+    names, clusters = shown.names, shown.clusters
     quotas = {
-        quota.name: quota.usage for node_set in usage.report.node_sets for quota in node_set.pools
+        quota.name: quota.usage
+        for node_set in shown.usage.report.node_sets
+        for quota in node_set.pools
     }
-    chosen = pool if pool in set(every) else (names[0] if names else None)
+    chosen = pool if pool in set(shown.every) else (names[0] if names else None)
     return context.render(
         request,
         "pools.html",
@@ -112,13 +106,36 @@ def pools(
         borrowing=pool_capacities(state, clusters, names, "LOW"),
         limits={name: gpu_quota(state.pool(name)) for name in names},
         lost=runtime.recently_lost(),
-        page=page,
-        total=len(every),
+        page=shown.page,
+        total=len(shown.every),
         paged=lambda at: "/ui/pools?" + _pool_query(chosen, at),
         chosen=chosen,
         chosen_platforms=list(state.pool(chosen).platforms) if chosen else [],
         **_rendering(authorizer, principal, state, chosen, platform),
     )
+
+
+@dataclass(frozen=True)
+class _PoolsPage:
+    """The pools a page lists (a page of those the caller may use) and their quota figures,
+    worked out for that page only."""
+
+    every: list[str]
+    page: Page
+    names: list[str]
+    clusters: list[ClusterCapacity]
+    usage: PoolUsage
+
+    @staticmethod
+    def of(
+        context: PageContext, principal: Principal, runtime: Runtime, state: Configs, offset: int
+    ) -> _PoolsPage:
+        every = context.usable_pools(principal)
+        page = Page(offset)
+        names = page.of(every)
+        clusters = runtime.capacity(state)
+        usage = pool_usage(state, clusters, names, runtime.recently_preempted())
+        return _PoolsPage(every, page, names, clusters, usage)
 
 
 def _rendering(
@@ -140,18 +157,7 @@ def _rendering(
         )
         return found
     try:
-        authorizer.check(principal, "config:Read", "config/pool")
-        check_template_reads(authorizer, principal)
-        found["rendered"] = sandbox.run(
-            state.workflow,
-            "Rendering the pool's templates",
-            render_pool,
-            references.closure(state, [chosen]),
-            chosen,
-            platform=platform,
-            set_values={},
-            user=principal.username,
-        )
+        found["rendered"] = rendered_pool(authorizer, principal, state, chosen, platform, {})
     except ForbiddenError as err:
         found["refused"] = err.message
     except UserError as err:  # one pool's broken templates must not hide the others
