@@ -78,7 +78,7 @@ def sandboxed_pool_check(
             after.workflow,
             "Rendering the pools' templates",
             new_pool_problems,
-            references.closure(before, [p for p in batch if p in before.pool_names()]),
+            references.closure(before, batch),  # a pool the write adds is not in it
             references.closure(after, batch),
         )
     return problems
