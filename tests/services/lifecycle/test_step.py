@@ -13,7 +13,7 @@ from corral.backends.execution import Exit, TaskRun
 from corral.backends.port import BackendError, ClusterBackend, Rule
 from corral.domain.configs.snapshot import Configs
 from corral.domain.configs.types import ConfigType
-from corral.domain.workflows.notices import Acknowledgement, Notice
+from corral.domain.workflows.notices import Acknowledgement, Checkpoint, Notice
 from corral.domain.workflows.record import StoredGroup, StoredTask, StoredWorkflow
 from corral.services.lifecycle.step import WorkflowStep
 from corral.services.lifecycle.tick_report import TickReport
@@ -381,3 +381,32 @@ def test_a_tasks_stop_notice_shortens_its_gangs_notice_never_lengthens_it() -> N
     taken.apply()
     # the pool's 30 s, shortened by lead's 5 s; b's 90 s does not lengthen it
     assert cluster.calls == ["notify lead-uuid (5 s, no signal)", "notify b-uuid (5 s, SIGUSR2)"]
+
+
+def test_a_checkpoint_relayed_after_the_ticks_clock_counts_in_the_stop() -> None:
+    """The runner stamps a report when it relays it, which can be after the tick took its
+    ``now``: the checkpoint saved just before the ready is the one the stop counts from (held
+    to the tick's clock, it was refused as in the future, and the stop cost the work since the
+    gang's start: 6.15 GPU-seconds instead of 0 in a CI run)."""
+    now = datetime.now(UTC) - timedelta(seconds=0.2)
+    started = now - timedelta(seconds=6)
+    one_gpu = {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}
+    lead = replace(task("lead", "RUNNING", lead=True), started_at=started)
+    evicted = replace(
+        group("a", "RUNNING", [lead]),
+        manifests=[{**pod(lead.pod_name), "spec": one_gpu}],
+        evict=True,
+        started_at=started,
+        notice_at=now - timedelta(seconds=3),
+        notice_deadline=now + timedelta(seconds=17),
+    )
+    relayed = now + timedelta(seconds=0.1)  # after the tick's now, before it read the file
+    cluster = Cluster(
+        said={"lead-uuid": Acknowledgement(ready_at=relayed, checkpoint=Checkpoint(relayed, 7))}
+    )
+    taken = step(cluster, Controller(), workflow(evicted), now)
+    taken.decide()
+    (stop,) = taken.changes.eviction_stops
+    assert (stop["gpus"], stop["acknowledged"], stop["lost_gpu_seconds"]) == (1, True, 0.0)
+    assert taken.changes.tasks["lead-uuid"]["checkpoint_at"] == now  # no later than the tick
+    assert taken.changes.tasks["lead-uuid"]["checkpoint_step"] == 7

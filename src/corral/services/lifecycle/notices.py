@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from corral.backends.execution import TaskExecutor, TaskRun
@@ -98,12 +98,18 @@ def relayed_checkpoint(
 
 def _newer(task: StoredTask, found: Checkpoint | None, now: datetime) -> dict[str, Checkpoint]:
     """``found`` by task uuid when it is newer than the stored one and could be this run's
-    (``notices.checkpoint_refusal``: a task's file may say anything)."""
+    (``notices.checkpoint_refusal``: a task's file may say anything).
+
+    The runner stamps a report when it relays it, which may be after the tick's ``now`` was
+    taken: the report is held to the clock when it was read, and kept as committed no later
+    than ``now`` (refused as "in the future", a checkpoint saved just before a ready was lost,
+    and the stop counted the work since the gang's start)."""
     if found is None or (task.checkpoint_at is not None and found.at <= task.checkpoint_at):
         return {}
-    if checkpoint_refusal(found.at, task.started_at, now) is not None:
+    read_at = max(now, datetime.now(UTC))
+    if checkpoint_refusal(found.at, task.started_at, read_at) is not None:
         return {}
-    return {task.uuid: found}
+    return {task.uuid: dataclasses.replace(found, at=min(found.at, now))}
 
 
 def keep_checkpoints(changes: Changes, found: Mapping[str, Checkpoint]) -> None:
