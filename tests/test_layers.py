@@ -264,3 +264,16 @@ def test_preemption_takes_its_victims_through_a_typed_interface() -> None:
     annotations = [ast.unparse(arg.annotation) for arg in preempt.args.args if arg.annotation]
     assert "Victims" in annotations
     assert not any("Callable" in annotation for annotation in annotations)
+
+
+def test_preemption_tries_victims_in_a_statement_and_binds_nothing_by_hand() -> None:
+    """``preemption.py`` evicts in a ``Statement`` (``scheduler/statement.py``) and never
+    calls ``release``, ``bind``, ``take`` or ``give_back`` on a snapshot or the cache."""
+    path = SRC / "scheduler" / "preemption.py"
+    assert "corral.scheduler.statement.Statement" in set(imported_modules(path))
+    calls = {
+        node.func.attr
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+    }
+    assert not calls & {"release", "bind", "take", "give_back", "unbind", "rebind"}, calls

@@ -39,7 +39,7 @@ from corral.scheduler import Queue
 from corral.scheduler.cache import SchedulerCache
 from corral.scheduler.cycle import place_waiting
 from corral.scheduler.fair_share import PRIORITY_RANK
-from corral.scheduler.preemption import Preemption
+from corral.scheduler.records import Preemption
 
 T0 = datetime(2026, 11, 26, tzinfo=UTC)
 CLIQUE = "clique"

@@ -10,8 +10,8 @@ import pytest
 
 from corral.scheduler import Queue
 from corral.scheduler.lost_work import lost_work
-from corral.scheduler.preemption import Running
 from corral.scheduler.resources import Demand
+from corral.scheduler.running import Running
 from corral.scheduler.snapshot import Binding
 from tests.scheduler.test_cycle_preemption import T0, World, cluster
 

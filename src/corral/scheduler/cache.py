@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
-import itertools
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass
@@ -36,9 +35,7 @@ from corral.domain.platform.node_health import HEALTHY, NodeHealth, closed_reaso
 from corral.domain.platform.nodes import Node
 from corral.domain.topology.fabric import NO_FABRIC_RULE, FabricRule
 from corral.scheduler import Binding, ClusterSnapshot, Placement, Queue, QueueUsage
-from corral.scheduler.lost_work import LostWork, lost_work
 from corral.scheduler.podgroup import GroupError, PodSet, read_pod_group, shape_of
-from corral.scheduler.preemption import PREEMPTIBLE, Running
 from corral.scheduler.records import (
     NEVER,
     BoundPodOnNode,
@@ -46,6 +43,8 @@ from corral.scheduler.records import (
     WaitingGroup,
 )
 from corral.scheduler.resources import pod_demand
+from corral.scheduler.running import PREEMPTIBLE, Running
+from corral.scheduler.victims import Candidates, VictimIndex
 
 log = structlog.get_logger("corral.scheduler")
 
@@ -53,11 +52,25 @@ POD_GROUP_KIND = ("scheduling.run.ai/v2alpha2", "PodGroup")
 
 
 @dataclass
-class _BoundGroup:
+class BoundGroup:
     bindings: list[Binding]
     queue: str
     preemptible: bool
     charged: int = 0  # GPUs counted against the queue
+
+
+@dataclass
+class Unbound:
+    """What :meth:`SchedulerCache.unbind` took out, to put it back exactly."""
+
+    key: str
+    group: BoundGroup
+    victim: Running | None
+    checkpoint: datetime | None
+    generations: tuple[int, int]  # the cache's and the victim index's, before
+    queue_counts: tuple[int, int] | None  # the queue's used and deserved GPUs, before
+    #: (snapshot key, pod) of bindings that did not fit when that snapshot was built.
+    not_taken: set[tuple[Any, str]] = dataclasses.field(default_factory=set)
 
 
 class SchedulerCache:
@@ -81,9 +94,7 @@ class SchedulerCache:
         self.min_runtime = dict(min_runtime or {})
         #: Grows whenever capacity is given back: shapes that failed before may fit now.
         self.generation = 0
-        #: Grows whenever preemptible work is bound: a failed preemption may succeed now.
-        self.victim_generation = 0
-        self._groups: dict[str, _BoundGroup] = {}
+        self._groups: dict[str, BoundGroup] = {}
         #: Per node name, the groups bound there.
         self._groups_on: dict[str, set[str]] = {}
         #: The nodes whose health is not :data:`HEALTHY`: where running work may have to end.
@@ -91,9 +102,7 @@ class SchedulerCache:
         self._external: list[Binding] = []  # bound pods that belong to no task group
         self._external_nodes: set[str] = set()
         #: Bound preemptible gangs in bind order (youngest last), and by node index.
-        self._victims: dict[str, Running] = {}
-        self._victims_on: dict[int, dict[str, Running]] = {}
-        self._bind_order = itertools.count()
+        self.victim_index = VictimIndex(self._index)
         #: Per bound group, when it last reported a committed checkpoint (what an eviction
         #: would lose is counted from it: ``preemption.lost_work``).
         self.checkpoints: dict[str, datetime] = {}
@@ -126,7 +135,7 @@ class SchedulerCache:
             self._external.append(binding)
             self._external_nodes.add(binding.node)
             return
-        group = self._groups.setdefault(pod.group_uuid, _BoundGroup([], queue, preemptible))
+        group = self._groups.setdefault(pod.group_uuid, BoundGroup([], queue, preemptible))
         group.bindings.append(binding)
         group.charged += charged
         self._groups_on.setdefault(binding.node, set()).add(pod.group_uuid)
@@ -140,26 +149,12 @@ class SchedulerCache:
 
     def _add_victim(self, key: str, since: datetime | None) -> None:
         group = self._groups[key]
-        victim = Running(
-            key,
-            tuple(group.bindings),
-            group.queue,
-            PREEMPTIBLE,
-            (since, next(self._bind_order)),
-        )
-        self._victims[key] = victim
-        for binding in group.bindings:
-            self._victims_on.setdefault(self._index[binding.node], {})[key] = victim
-        self.victim_generation += 1
+        self.victim_index.add(key, tuple(group.bindings), group.queue, since)
 
-    def _drop_victim(self, key: str) -> None:
-        victim = self._victims.pop(key, None)
-        if victim is None:
-            return
-        for binding in victim.bindings:
-            on_node = self._victims_on.get(self._index[binding.node])
-            if on_node is not None:
-                on_node.pop(key, None)
+    @property
+    def victim_generation(self) -> int:
+        """Grows whenever preemptible work is bound: a failed preemption may succeed now."""
+        return self.victim_index.generation
 
     def snapshot(
         self, levels: tuple[str, ...], fabric: FabricRule = NO_FABRIC_RULE
@@ -206,23 +201,54 @@ class SchedulerCache:
 
     def release(self, group_uuid: str) -> bool:
         """Give back what a finished (or evicted) group took; False if it held nothing."""
+        return self.unbind(group_uuid) is not None
+
+    def unbind(self, group_uuid: str) -> Unbound | None:
+        """:meth:`release`, answering what it takes to bind the group again exactly as it
+        was (:meth:`rebind`, for ``statement.py``); None if it held nothing."""
         group = self._groups.pop(group_uuid, None)
         if group is None:
-            return False
-        self._drop_victim(group_uuid)
-        self.checkpoints.pop(group_uuid, None)
+            return None
+        unbound = Unbound(
+            group_uuid,
+            group,
+            self.victim_index.drop(group_uuid),
+            self.checkpoints.pop(group_uuid, None),
+            (self.generation, self.victim_index.generation),
+            self.usage.counts(group.queue),
+        )
         for binding in group.bindings:
             self._groups_on.get(binding.node, set()).discard(group_uuid)
-        for snapshot in self._snapshots.values():
+        for levels, snapshot in self._snapshots.items():
             for binding in group.bindings:
                 try:
                     snapshot.release([binding])
                 except ValueError:  # it did not fit when the snapshot was built
                     log.warning("released pod was not taken", pod=binding.pod)
+                    unbound.not_taken.add((levels, binding.pod))
         if group.charged:
             self.usage.refund(group.queue, group.charged, preemptible=group.preemptible)
         self.generation += 1
-        return True
+        return unbound
+
+    def rebind(self, unbound: Unbound) -> None:
+        """Bind again a group :meth:`unbind` took out, exactly as it was: in every snapshot
+        (but one it did not fit when that snapshot was built), its queue's counts, its place
+        among the victims, its checkpoint and the generations."""
+        key, group = unbound.key, unbound.group
+        self._groups[key] = group
+        for binding in group.bindings:
+            self._groups_on.setdefault(binding.node, set()).add(key)
+        for levels, snapshot in self._snapshots.items():
+            snapshot.bind(b for b in group.bindings if (levels, b.pod) not in unbound.not_taken)
+        if unbound.queue_counts is not None:
+            self.usage.restore(group.queue, unbound.queue_counts)
+        if unbound.victim is not None:
+            self.victim_index.put_back(unbound.victim)
+        if unbound.checkpoint is not None:
+            self.checkpoints[key] = unbound.checkpoint
+            self._freshest = None
+        self.generation, self.victim_index.generation = unbound.generations
 
     def checkpoint(self, group_uuid: str, at: datetime) -> None:
         """Record that bound group ``group_uuid`` committed a checkpoint at ``at`` (the latest
@@ -338,11 +364,18 @@ class SchedulerCache:
 
     @property
     def has_victims(self) -> bool:
-        return bool(self._victims)
+        return bool(self.victim_index.by_key)
 
     def victims(self, now: datetime | None, placed_now: Set[str]) -> Candidates:
         """The victims a preemption may take at ``now``, none of ``placed_now``."""
-        return Candidates(self, now, placed_now)
+        return Candidates(
+            self.victim_index,
+            self.checkpoints,
+            lambda: iter(self.freshest()),
+            self.protected_until,
+            now,
+            placed_now,
+        )
 
     def protected_until(self, victim: Running, now: datetime | None) -> datetime | None:
         """When ``victim`` may be evicted, while that is still ahead; None: it may be now."""
@@ -361,17 +394,25 @@ class SchedulerCache:
         preemptible: bool,
         now: datetime | None = None,
     ) -> None:
-        """Bind ``placement`` in every snapshot and charge its queue."""
-        for snapshot in self._snapshots.values():
-            snapshot.bind(placement.bindings)
+        """Bind ``placement`` in every snapshot and charge its queue; all or nothing
+        (ValueError: its queue's limits refuse it, or a node cannot hold it)."""
         charged = 0
         queue = placement.queue
         if queue in self.usage.used:
             self.usage.charge(queue, placement.gpus, preemptible=preemptible)
             charged = placement.gpus
-        self._groups[group_uuid] = _BoundGroup(
-            list(placement.bindings), queue, preemptible, charged
-        )
+        bound: list[ClusterSnapshot] = []
+        try:
+            for snapshot in self._snapshots.values():
+                snapshot.bind(placement.bindings)
+                bound.append(snapshot)
+        except ValueError:
+            for snapshot in bound:
+                snapshot.release(placement.bindings)
+            if charged:
+                self.usage.refund(queue, charged, preemptible=preemptible)
+            raise
+        self._groups[group_uuid] = BoundGroup(list(placement.bindings), queue, preemptible, charged)
         for binding in placement.bindings:
             self._groups_on.setdefault(binding.node, set()).add(group_uuid)
         if preemptible:
@@ -403,55 +444,3 @@ def read_group(manifests: Sequence[Mapping[str, Any]]) -> ReadGroup:
 
 def _pod_group(manifests: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
     return next((m for m in manifests if (m["apiVersion"], m["kind"]) == POD_GROUP_KIND), None)
-
-
-class Candidates:
-    """The victims a preemption may take (:class:`corral.scheduler.preemption.Victims`) from
-    the cache's index: not placed in this pass, and past their queue's minimum runtime. Notes
-    when the protected ones become candidates."""
-
-    def __init__(self, cache: SchedulerCache, now: datetime | None, placed_now: Set[str]) -> None:
-        self._cache = cache
-        self._now = now
-        self._placed_now = placed_now
-        self.protected_until: list[datetime] = []
-
-    def unprotected(self) -> Iterator[Running]:
-        cache = self._cache
-        for victim in reversed(cache._victims.values()):  # youngest first
-            if victim.key in self._placed_now:
-                continue  # placed in this pass: it has not even started
-            until = cache.protected_until(victim, self._now)
-            if until is None:
-                yield victim
-            else:
-                self.protected_until.append(until)
-
-    def lost_work(self) -> LostWork:
-        """What each victim would lose if evicted now; None when no group has reported a
-        checkpoint (the choice is then by GPUs, priority and age alone)."""
-        if self._now is None:
-            return None
-        return lost_work(self._now, self._cache.checkpoints)
-
-    def freshest(self) -> Iterator[Running]:
-        """The candidates that reported checkpoints, the latest first."""
-        cache = self._cache
-        for key in cache.freshest():
-            victim = cache._victims.get(key)
-            if victim is None or key in self._placed_now:
-                continue
-            if cache.protected_until(victim, self._now) is None:
-                yield victim
-
-    def on_node(self, node: int) -> list[Running]:
-        cache = self._cache
-        bound = cache._victims_on.get(node)
-        if not bound:  # most nodes: asked for every node of a region, so answered first
-            return []
-        return [
-            victim
-            for victim in bound.values()
-            if victim.key not in self._placed_now
-            and cache.protected_until(victim, self._now) is None
-        ]

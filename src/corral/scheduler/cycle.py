@@ -22,9 +22,18 @@ from corral.scheduler.cache import SchedulerCache
 from corral.scheduler.explain import explain_pending
 from corral.scheduler.fair_share import queue_share
 from corral.scheduler.gang import UNEXPLAINED, Pending, Placement, place_pod_set
-from corral.scheduler.preemption import Preemption, preempt
-from corral.scheduler.records import NEVER, Evicted, PassResult, Placed, Shape, WaitingGroup
+from corral.scheduler.preemption import preempt
+from corral.scheduler.records import (
+    NEVER,
+    Evicted,
+    PassResult,
+    Placed,
+    Preemption,
+    Shape,
+    WaitingGroup,
+)
 from corral.scheduler.snapshot import Binding
+from corral.scheduler.statement import Statement
 
 
 def place_waiting(
@@ -126,11 +135,11 @@ class _Cycle:
             return None
         candidates = self.cache.victims(self.now, self.placed_now)
         found = preempt(
+            self.cache,
             self.cache.snapshot(shape.levels, shape.fabric),
             shape.root,
             shape.queue,
             group.priority,
-            self.cache.usage,
             candidates,
             candidates.lost_work(),
             candidates.freshest(),
@@ -140,10 +149,15 @@ class _Cycle:
         return found
 
     def _evict_for(self, group: WaitingGroup, preemption: Preemption) -> Placement:
-        """Release the victims, bind ``group`` where the simulation put it."""
+        """Evict the victims and bind ``group`` where the search put it, in one statement."""
         self.result.preemptions.append((group.key, preemption))
+        placement = _own(group, preemption.placement)
+        statement = Statement(self.cache)
         for victim in preemption.victims:
-            self.cache.release(victim.key)
+            statement.evict(victim.key)
+        statement.allocate(group.key, placement, preemptible=group.shape.low, now=self.now)
+        statement.commit()
+        for victim in preemption.victims:
             self.result.evicted.append(
                 Evicted(
                     victim.key,
@@ -153,8 +167,6 @@ class _Cycle:
                     gpus=victim.gpus,
                 )
             )
-        placement = _own(group, preemption.placement)
-        self.cache.take(group.key, placement, preemptible=group.shape.low, now=self.now)
         return placement
 
 

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TypeAlias
 
-if TYPE_CHECKING:
-    from corral.scheduler.preemption import Running
+from corral.scheduler.running import Running
 
 #: The GPU-seconds a victim would lose if evicted now; None: nothing is weighed (no gang has
 #: reported a checkpoint).
-LostWork: TypeAlias = "Callable[[Running], float] | None"
+LostWork: TypeAlias = Callable[[Running], float] | None
 
 
 def lost_work(now: datetime, checkpoints: Mapping[str, datetime]) -> LostWork:

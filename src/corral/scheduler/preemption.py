@@ -8,8 +8,9 @@ When a group of HIGH or NORMAL priority does not fit, running gangs may be evict
   protected), and either of the preemptor's own queue (*preempt*) or of a queue that borrows
   GPUs above its guarantee, taken only while it still does (*reclaim*: the preemptor's queue
   runs it within its own guarantee, as all HIGH and NORMAL work does);
-* **simulated first**: the victims are released on the snapshot, the preemptor is placed, and
-  everything is put back; victims are returned only when the preemptor then fits;
+* **simulated first**: the victims are evicted in a :class:`Statement` on the scheduler cache,
+  the preemptor is placed, and the statement is discarded; victims are returned only when the
+  preemptor then fits;
 * **topology**: for a group with a required level (one NVL72 clique, say) each domain of that
   level is a candidate region, and only victims with pods in the region are chosen for it, so
   the region the preemptor needs is the one freed (KAI cannot: KAI #1591);
@@ -37,55 +38,18 @@ few counts and about one simulated placement, not one per domain.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
+from corral.scheduler.cache import SchedulerCache
 from corral.scheduler.fair_share import PRIORITY_RANK
 from corral.scheduler.gang import Placement, place_within, relevant_levels
 from corral.scheduler.lost_work import LostWork, remembered
 from corral.scheduler.podgroup import PodSet
-from corral.scheduler.queues import QueueUsage
-from corral.scheduler.snapshot import Binding, ClusterSnapshot, Domain
-
-#: The priority whose work may be evicted (KAI: a priority class below 100).
-PREEMPTIBLE = "LOW"
-
-
-@dataclass(frozen=True, eq=False)
-class Running:
-    """A bound gang that preemption may consider."""
-
-    key: str  # the group's uuid
-    bindings: tuple[Binding, ...]
-    queue: str
-    priority: str
-    #: Sorts older gangs first (when it was bound); younger gangs are evicted first.
-    since: Any
-    gpus: int = field(init=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "gpus", sum(b.demand.gpu for b in self.bindings))
-
-    @property
-    def rank(self) -> int:
-        return PRIORITY_RANK.get(self.priority, 1)
-
-
-@dataclass(frozen=True)
-class Preemption:
-    """Where the preemptor goes once ``victims`` are evicted."""
-
-    placement: Placement
-    victims: tuple[Running, ...]
-    region: str  # the id of the domain freed ("cluster" without a required level)
-    #: The GPU-seconds the victims lose (0 when nothing is weighed), and those of every other
-    #: victim set the search placed the preemptor with.
-    lost_gpu_seconds: float = 0.0
-    alternatives: tuple[float, ...] = ()
-
-    @property
-    def evicted_gpus(self) -> int:
-        return sum(victim.gpus for victim in self.victims)
+from corral.scheduler.records import Preemption
+from corral.scheduler.running import PREEMPTIBLE, Running
+from corral.scheduler.snapshot import ClusterSnapshot, Domain
+from corral.scheduler.statement import Statement
 
 
 @dataclass(frozen=True)
@@ -156,11 +120,11 @@ class Victims(Protocol):
 
 
 def preempt(
+    cache: SchedulerCache,
     snapshot: ClusterSnapshot,
     root: PodSet,
     queue: str,
     priority: str,
-    usage: QueueUsage,
     victims: Victims,
     lost: LostWork = None,
     freshest: Iterable[Running] = (),
@@ -168,15 +132,17 @@ def preempt(
     """Victims whose eviction lets ``root`` (of ``queue`` and ``priority``) be placed, and
     where it then goes; None when no allowed victims would do (see the module docstring).
     ``lost`` weighs the work each victim would lose; the regions of ``freshest`` (the
-    victims with the latest checkpoints first) are then searched too. The snapshot is left
-    as it was.
+    victims with the latest checkpoints first) are then searched too. ``snapshot`` is the
+    cache's for the root's levels; each victim set is tried in a :class:`Statement` on the
+    cache and discarded, so the cache is left as it was.
     """
+    usage = cache.usage
     rank = PRIORITY_RANK.get(priority, 1)
     if rank >= PRIORITY_RANK[PREEMPTIBLE]:
         return None  # LOW work evicts nothing: it would be equal or higher
     if usage.refusal(queue, root.total.gpu, freed=usage.used.get(queue, 0)):
         return None  # over its guarantee (or maximum) even if its queue were empty
-    search = _Search(snapshot, root, queue, rank, usage, victims.on_node, lost)
+    search = _Search(cache, snapshot, root, queue, rank, victims.on_node, lost)
     sources = [search.regions_of_victims(victims.unprotected()), search.roomiest_regions()]
     if lost is not None:
         sources.append(search.regions_of_victims(freshest))
@@ -222,20 +188,21 @@ class _Search:
 
     def __init__(
         self,
+        cache: SchedulerCache,
         snapshot: ClusterSnapshot,
         root: PodSet,
         queue: str,
         rank: int,
-        usage: QueueUsage,
         on_node: Callable[[int], Iterable[Running]],
         lost: LostWork,
     ) -> None:
+        self.cache = cache
         self.snapshot = snapshot
         self.lost = remembered(lost)
         self.root = root
         self.queue = queue
         self.rank = rank
-        self.usage = usage
+        self.usage = cache.usage
         self.on_node = on_node
         self.need = root.total.gpu
         self.level = _region_level(snapshot, root)
@@ -429,15 +396,10 @@ class _Search:
         be reclaimed below its guarantee."""
         if not self._queues_allow(victims):
             return None
-        released: list[Binding] = []
-        snapshot = self.snapshot
-        try:
+        with Statement(self.cache) as trial:  # discarded: only the placement is kept
             for victim in victims:
-                snapshot.release(victim.bindings)
-                released.extend(victim.bindings)
-            return place_within(snapshot, self.root, self.queue, region)
-        finally:
-            snapshot.bind(released)
+                trial.evict(victim.key)
+            return place_within(self.snapshot, self.root, self.queue, region)
 
     def _queues_allow(self, victims: Sequence[Running]) -> bool:
         own = sum(v.gpus for v in victims if v.queue == self.queue)

@@ -93,6 +93,17 @@ class QueueUsage:
         if not preemptible:
             self.deserved[queue] += gpus
 
+    def counts(self, queue: str) -> tuple[int, int] | None:
+        """The GPUs ``queue`` uses and those it deserves (None: no such queue), for
+        :meth:`restore`."""
+        if queue not in self.used:
+            return None
+        return self.used[queue], self.deserved[queue]
+
+    def restore(self, queue: str, counts: tuple[int, int]) -> None:
+        """Put back the counts :meth:`counts` answered (a tried eviction undone)."""
+        self.used[queue], self.deserved[queue] = counts
+
     def refund(self, queue: str, gpus: int, *, preemptible: bool = False) -> None:
         """Give back what :meth:`charge` or :meth:`count` took (never below zero: a queue's
         count may have been read under other limits)."""

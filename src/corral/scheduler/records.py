@@ -12,8 +12,8 @@ from corral.domain.topology.fabric import NO_FABRIC_RULE, FabricRule
 from corral.scheduler import Placement
 from corral.scheduler.fair_share import PRIORITY_RANK
 from corral.scheduler.podgroup import PodSet
-from corral.scheduler.preemption import Preemption
 from corral.scheduler.resources import Demand
+from corral.scheduler.running import Running
 
 #: ``Shape.failed_at`` of a shape whose PodGroup cannot be read: never tried.
 NEVER = (-1,)
@@ -94,6 +94,23 @@ class Evicted:
     queue: str
     reclaimed: bool
     gpus: int
+
+
+@dataclass(frozen=True)
+class Preemption:
+    """Where the preemptor goes once ``victims`` are evicted."""
+
+    placement: Placement
+    victims: tuple[Running, ...]
+    region: str  # the id of the domain freed ("cluster" without a required level)
+    #: The GPU-seconds the victims lose (0 when nothing is weighed), and those of every other
+    #: victim set the search placed the preemptor with.
+    lost_gpu_seconds: float = 0.0
+    alternatives: tuple[float, ...] = ()
+
+    @property
+    def evicted_gpus(self) -> int:
+        return sum(victim.gpus for victim in self.victims)
 
 
 @dataclass
