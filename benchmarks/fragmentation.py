@@ -41,7 +41,7 @@ from benchmarks.scheduler import (
     make_pod,
 )
 from corral.scheduler import ClusterSnapshot, Placement, place_group
-from corral.scheduler.packing import Packing
+from corral.scheduler.packing_policy import Packing
 from corral.scheduler.snapshot import Binding, Domain
 
 LARGE = "large"

@@ -277,3 +277,101 @@ def test_preemption_tries_victims_in_a_statement_and_binds_nothing_by_hand() -> 
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
     }
     assert not calls & {"release", "bind", "take", "give_back", "unbind", "rebind"}, calls
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """Each module of ``src/corral`` and the modules of it that it imports, type-only and
+    function-level imports included (a package is its ``__init__``)."""
+    modules: dict[str, Path] = {}
+    for path in SRC.rglob("*.py"):
+        parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for alias in node.names:
+                    full = f"{node.module}.{alias.name}"
+                    found.add(full if full in modules else node.module)
+            elif isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+        graph[module] = {target for target in found if target in modules and target != module}
+    return graph
+
+
+def test_src_has_no_import_circle() -> None:
+    """No module of ``src/corral`` reaches itself through its imports, not even through a
+    type-only import: a circle is one concept split in two, or a missing lower module."""
+    graph = _module_graph()
+    circles: list[list[str]] = []
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(module: str) -> None:  # Tarjan's strongly connected components
+        order[module] = low[module] = len(order)
+        stack.append(module)
+        for target in sorted(graph[module]):
+            if target not in order:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in stack:
+                low[module] = min(low[module], order[target])
+        if low[module] == order[module]:
+            component = [stack.pop()]
+            while component[-1] != module:
+                component.append(stack.pop())
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for module in sorted(graph):
+        if module not in order:
+            visit(module)
+    assert circles == []
+
+
+def test_the_tick_reaches_clusters_only_through_the_port() -> None:
+    """``services/lifecycle/**`` imports no embedded adapter module, and only its process entry
+    imports the controller module (each part of a tick takes what it needs, not the
+    controller)."""
+    lifecycle = SRC / "services" / "lifecycle"
+    for path in sorted(lifecycle.rglob("*.py")):
+        found = set(imported_modules(path))
+        embedded = {m for m in found if m.startswith("corral.backends.embedded")}
+        assert not embedded, (path.name, embedded)
+        if path.name not in ("process.py", "controller.py"):
+            assert "corral.services.lifecycle.controller" not in found, path.name
+
+
+def test_no_isinstance_against_a_backend_class_outside_backends() -> None:
+    """What a backend does is declared on the port (``schedules_itself``,
+    ``writes_in_transaction``, ``live_cluster``), never found out from its class."""
+    backend_classes = {
+        node.name
+        for path in (SRC / "backends").rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ClassDef)
+    }
+    found = []
+    for path in SRC.rglob("*.py"):
+        if (SRC / "backends") in path.parents:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "isinstance"
+                and len(node.args) == 2
+            ):
+                names = {n.id for n in ast.walk(node.args[1]) if isinstance(n, ast.Name)}
+                if names & backend_classes:
+                    found.append(f"{path.relative_to(SRC)}:{node.lineno}")
+    assert found == []
+
+
+def test_the_port_binds_and_unbinds_and_says_where_it_writes() -> None:
+    from corral.backends.port import ClusterBackend
+
+    assert callable(ClusterBackend.bind) and callable(ClusterBackend.unbind)
+    assert "writes_in_transaction" in ClusterBackend.__annotations__

@@ -59,7 +59,7 @@ def test_every_example_round_trips(api: Api) -> None:
         )
         assert status == 200, (filename, body)
         given, _ = parse_items(ctype, document)
-        raw_items = document.get(ctype.spec.bundle_key, document)
+        raw_items = document.get(ctype.bundle_key, document)
         shown = shown_items(api, ctype)
         for name, item in given.items():
             assert parse_items(ctype, {name: shown[name]})[0][name] == item

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, event, text
 
+from corral.backends.cluster_writes import ClusterWrites
 from corral.backends.embedded_objects import ClusterObjectStore
 from corral.store.database import make_engine, migrate, writing
 
@@ -56,14 +57,15 @@ def plans_of(engine: Engine, run: Any) -> list[str]:
 
 def test_a_groups_objects_are_deleted_through_the_groups_index(engine: Engine) -> None:
     store = ClusterObjectStore(engine, lambda: datetime.now(UTC))
-    store.stage_apply("default", [pod(g, i) for g in ("a", "b") for i in range(3)], "default")
+    created = ClusterWrites()
+    created.create("default", [pod(g, i) for g in ("a", "b") for i in range(3)], "default")
     with writing(engine) as connection:
-        store.write_staged(connection)
+        store.write(connection, created)
 
     def delete_staged() -> None:
-        store.stage_delete("default", ["a", "gone"])  # several, as a tick deletes
+        deleted = ClusterWrites(deletes=["a", "gone"])  # several, as a tick deletes
         with writing(engine) as connection:
-            store.write_staged(connection)
+            store.write(connection, deleted)
 
     def delete_collection() -> None:
         labels = {"osmo.group_uuid": "b"}

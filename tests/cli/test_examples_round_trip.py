@@ -31,8 +31,8 @@ def _round_trip_all(live_server: LiveServer) -> None:
         shown = live_server.cli("config", "show", type_name)
         assert shown.returncode == 0, shown.stderr
         given, current = json.loads(path.read_text()), json.loads(shown.stdout)
-        if ctype is not None and ctype.spec.bundle_key in given:
-            given = given[ctype.spec.bundle_key]
+        if ctype is not None and ctype.bundle_key in given:
+            given = given[ctype.bundle_key]
         if type_name == "ROLE":
             current = {role["name"]: role for role in current}
         elif type_name == "BACKEND":

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from corral.scheduler import ClusterSnapshot, Pending, Placement, place_group
-from corral.scheduler.packing import Packing
+from corral.scheduler.packing_policy import Packing
 from corral.scheduler.resources import Demand
 from corral.scheduler.snapshot import Domain
 from tests.scheduler.helpers import (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from corral.domain.platform.nodes import Taint
 from corral.scheduler import ClusterSnapshot, Pending, Placement, Queue, QueueUsage, place_group
-from corral.scheduler.packing import Packing
+from corral.scheduler.packing_policy import Packing
 from tests.scheduler.helpers import (
     CLIQUE,
     GPU_TAINT,

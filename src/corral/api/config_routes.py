@@ -251,9 +251,9 @@ def patch_type(
 ) -> dict[str, Any]:
     ctype = segment
     can(authorizer, caller, "config:Update", ctype)
-    if not ctype.spec.singleton:
+    if not ctype.singleton:
         raise UserError(
-            f"PATCH one {ctype.spec.label.lower()} at /api/configs/{ctype.url_segment}/<name>"
+            f"PATCH one {ctype.label.lower()} at /api/configs/{ctype.url_segment}/<name>"
         )
     return written(
         on_write, service, service.patch(ctype, None, _required(body), _meta(caller, body))
@@ -399,7 +399,7 @@ def revision_data(revision: Revision) -> Any:
     if revision.data is not None:
         return type_data(ctype, revision.data)
     written = {i.name: i.data for i in revision.changed if i.data is not None}
-    return written.get(SINGLETON) if ctype.spec.singleton else written
+    return written.get(SINGLETON) if ctype.singleton else written
 
 
 def write_json(result: WriteResult) -> dict[str, Any]:

@@ -85,7 +85,7 @@ SingletonTypeName = Annotated[
     WithJsonSchema(
         {
             "type": "string",
-            "enum": [name for name in CONFIG_TYPE_NAMES if ConfigType(name.upper()).spec.singleton],
+            "enum": [name for name in CONFIG_TYPE_NAMES if ConfigType(name.upper()).singleton],
         }
     ),
 ]

@@ -2,15 +2,18 @@
 server keeps them in etcd), placed by corral's own scheduling pass, tasks run by the backend's
 executor (simulated, or local processes).
 
-The objects live in corral's own database, so creating and deleting a group's objects is staged
-and written in the controller's transaction that records the result
-(``ClusterObjectStore.write_staged``): the group's objects and its status change together."""
+The objects live in corral's own database, so the backend ``writes_in_transaction``: given a
+tick's :class:`ClusterWrites`, creating and deleting a group's objects and binding and unbinding
+its pods are recorded there and written in the controller's transaction that records the result
+(``services/lifecycle/unit.py``): the group's objects and its status change together. Without
+one (outside a tick), each is written at once."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from corral.backends.cluster_writes import ClusterWrites
 from corral.backends.embedded_objects import ClusterObjectStore
 from corral.backends.execution import TaskExecutor
 from corral.backends.port import GroupObjects, LiveCluster, Rule
@@ -21,11 +24,29 @@ class EmbeddedBackend:
 
     schedules_itself = False
     takes_task_tokens = False  # a local task speaks through its control directory
+    writes_in_transaction = True
 
-    def __init__(self, name: str, objects: ClusterObjectStore, executor: TaskExecutor) -> None:
+    def __init__(
+        self,
+        name: str,
+        objects: ClusterObjectStore,
+        executor: TaskExecutor,
+        writes: ClusterWrites | None = None,
+    ) -> None:
         self.name = name
         self._objects = objects
         self._executor = executor
+        self._writes = writes
+
+    def _record(self) -> tuple[ClusterWrites, bool]:
+        """Where a write goes: the tick's writes, or a batch of its own written at once."""
+        if self._writes is not None:
+            return self._writes, False
+        return ClusterWrites(), True
+
+    def _done(self, writes: ClusterWrites, now: bool) -> None:
+        if now:
+            self._objects.write_now(writes)
 
     def apply(self, manifest: Mapping[str, Any], namespace: str) -> None:
         self._objects.apply(self.name, manifest, namespace)
@@ -36,16 +57,30 @@ class EmbeddedBackend:
         namespace: str,
         task_tokens: Mapping[str, str] | None = None,
     ) -> None:
-        """Staged: written with the controller's next commit. ``task_tokens`` are not used: the
-        objects are stored, and a local task speaks through its control directory instead."""
-        self._objects.stage_apply(self.name, manifests, namespace)
+        """``task_tokens`` are not used: the objects are stored, and a local task speaks
+        through its control directory instead."""
+        writes, now = self._record()
+        writes.create(self.name, manifests, namespace)
+        self._done(writes, now)
 
     def delete_groups(self, groups: Sequence[GroupObjects]) -> list[str]:
-        """Staged, one statement: on the embedded cluster, each object a group was given
-        carries its ``osmo.group_uuid`` label (the column deleted by)."""
+        """One statement: on the embedded cluster, each object a group was given carries its
+        ``osmo.group_uuid`` label (the column deleted by)."""
         uuids = [group.uuid for group in groups]
-        self._objects.stage_delete(self.name, uuids)
+        writes, now = self._record()
+        writes.deletes.extend(uuids)
+        self._done(writes, now)
         return uuids
+
+    def bind(self, namespace: str, nodes: Mapping[str, str]) -> None:
+        writes, now = self._record()
+        writes.bind(self.name, namespace, nodes)
+        self._done(writes, now)
+
+    def unbind(self, group_uuids: Sequence[str]) -> None:
+        writes, now = self._record()
+        writes.unbinds.extend(group_uuids)
+        self._done(writes, now)
 
     def delete_collection(
         self, api_version: str, kind: str, namespace: str, labels: Mapping[str, str]

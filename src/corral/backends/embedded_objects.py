@@ -2,27 +2,23 @@
 keeps them in etcd: created in order, applied idempotently, deleted by kind and labels.
 
 Because the objects live in the same database as the workflows, a pod's binding and its task's
-status change in one transaction, and a restarted server finds exactly what existed before. The
-controller stages a tick's creations and deletions (:meth:`ClusterObjectStore.stage_apply`,
-:meth:`ClusterObjectStore.stage_delete`) and writes them in the transaction that records their
-result (:meth:`ClusterObjectStore.write_staged`): a group's objects and its SCHEDULING status
-are stored together or not at all. Binding pods to nodes and unbinding an evicted gang's pods
-are writes of this module too (:meth:`ClusterObjectStore.binding`,
-:meth:`ClusterObjectStore.unbinding`), handed to the controller for its transaction: nothing
-else writes the cluster's tables.
+status change in one transaction, and a restarted server finds exactly what existed before. A
+tick records its creations, deletions, bindings and unbindings as values
+(``backends/cluster_writes.py``), and :meth:`ClusterObjectStore.write` writes them in the
+transaction that records their result: a group's objects and its SCHEDULING status are stored
+together or not at all. Nothing else writes the cluster's tables.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from functools import partial
 from typing import Any
 
 from sqlalchemy import Connection, Engine, select
 
+from corral.backends.cluster_writes import ClusterWrites
 from corral.domain.labels import GROUP_UUID as GROUP_LABEL
 from corral.store.bulk import insert_rows, update_rows
 from corral.store.database import writing
@@ -46,67 +42,43 @@ class ClusterObject:
     group_uuid: str | None = None
 
 
-@dataclass
-class _Staged:
-    """What a thread staged: rows to create, and (backend, group uuids) to delete."""
-
-    rows: list[dict[str, Any]]
-    deletes: list[tuple[str, list[str]]]
-
-
 class ClusterObjectStore:
     def __init__(self, engine: Engine, clock: Callable[[], datetime]) -> None:
         self._engine = engine
         self._clock = clock
-        self._local = threading.local()
 
-    # -- staged writes (the controller's) ---------------------------------------------------
+    # -- a tick's writes (``backends/cluster_writes.py``) -----------------------------------
 
-    def _staged(self) -> _Staged:
-        staged: _Staged | None = getattr(self._local, "staged", None)
-        if staged is None:
-            staged = self._local.staged = _Staged([], [])
-        return staged
-
-    def stage_apply(
-        self, backend: str, manifests: Sequence[Mapping[str, Any]], namespace: str
-    ) -> None:
-        """Create the objects (unless they exist) in the calling thread's next
-        :meth:`write_staged`."""
-        now = self._clock()
-        self._staged().rows.extend(_row(backend, m, namespace, now) for m in manifests)
-
-    def stage_delete(self, backend: str, group_uuids: Sequence[str]) -> None:
-        """Delete every object of the groups in the calling thread's next :meth:`write_staged`."""
-        if group_uuids:
-            self._staged().deletes.append((backend, list(group_uuids)))
-
-    def has_staged(self) -> bool:
-        return self.staged_mark() != (0, 0)
-
-    def staged_mark(self) -> tuple[int, int]:
-        staged = self._staged()
-        return len(staged.rows), len(staged.deletes)
-
-    def unstage(self, mark: tuple[int, int]) -> None:
-        """Forget what was staged after ``mark`` (a step that failed half-way)."""
-        staged = self._staged()
-        del staged.rows[mark[0] :]
-        del staged.deletes[mark[1] :]
-
-    def write_staged(self, connection: Connection) -> None:
-        """Write what the calling thread staged, inside the caller's transaction."""
-        staged = self._staged()
-        self._local.staged = None
-        if staged.rows:
-            _insert_new(connection, staged.rows)
-        for _, uuids in staged.deletes:
+    def write(self, connection: Connection, writes: ClusterWrites) -> None:
+        """Write a tick's recorded writes inside the caller's transaction: creations, then
+        deletions, bindings and unbindings."""
+        if writes.creates:
+            now = self._clock()
+            _insert_new(
+                connection,
+                [
+                    _row(create.backend, manifest, create.namespace, now)
+                    for create in writes.creates
+                    for manifest in create.manifests
+                ],
+            )
+        if writes.deletes:
             # By the group alone (a group's uuid is its own on every backend): with the backend
             # too, SQLite searched the unique key's index by backend, every object of it, and
             # the controller's tick grew with what is alive (2/3 of it at 10,000 workflows).
-            connection.execute(
-                cluster_objects.delete().where(cluster_objects.c.group_uuid.in_(uuids))
+            _by_groups(connection, cluster_objects.delete(), writes.deletes)
+        if writes.binds:
+            ClusterObjectStore.bind_all(
+                connection, [(b.backend, b.namespace, b.pod, b.node) for b in writes.binds]
             )
+        if writes.unbinds:
+            unbind = cluster_objects.update().where(cluster_objects.c.kind == "Pod")
+            _by_groups(connection, unbind.values(node=None), writes.unbinds)
+
+    def write_now(self, writes: ClusterWrites) -> None:
+        """:meth:`write` in a transaction of its own (a backend used outside a tick)."""
+        with writing(self._engine) as connection:
+            self.write(connection, writes)
 
     # -- immediate writes -------------------------------------------------------------------
 
@@ -192,18 +164,6 @@ class ClusterObjectStore:
             connection, [(backend, namespace, pod, node) for pod, node in nodes.items()]
         )
 
-    def binding(
-        self, bindings: Sequence[tuple[str, str, str, str]]
-    ) -> Callable[[Connection], None]:
-        """The write that binds pods to nodes, (backend, namespace, pod, node) each, for the
-        controller's transaction."""
-        return partial(ClusterObjectStore.bind_all, bindings=bindings)
-
-    def unbinding(self, group_uuids: Sequence[str]) -> Callable[[Connection], None]:
-        """The write that unbinds every pod of the groups (evicted), for the controller's
-        transaction."""
-        return partial(ClusterObjectStore.unbind_groups, group_uuids=group_uuids)
-
     @staticmethod
     def bind_all(connection: Connection, bindings: Sequence[tuple[str, str, str, str]]) -> None:
         """Bind pods to nodes, given as (backend, namespace, pod, node), in one statement
@@ -225,26 +185,19 @@ class ClusterObjectStore:
             ],
         )
 
-    @staticmethod
-    def unbind_groups(connection: Connection, group_uuids: Sequence[str]) -> None:
-        """Unbind every pod of the groups (evicted by the scheduler), inside the caller's
-        transaction."""
-        for start in range(0, len(group_uuids), 1000):
-            connection.execute(
-                cluster_objects.update()
-                .where(
-                    cluster_objects.c.group_uuid.in_(list(group_uuids[start : start + 1000])),
-                    cluster_objects.c.kind == "Pod",
-                )
-                .values(node=None)
-            )
-
     def _select(self, *where: Any) -> list[ClusterObject]:
         with self._engine.connect() as connection:
             rows = connection.execute(
                 select(cluster_objects).where(*where).order_by(cluster_objects.c.id)
             ).mappings()
             return [_object(row) for row in rows]
+
+
+def _by_groups(connection: Connection, statement: Any, group_uuids: Sequence[str]) -> None:
+    """Run ``statement`` on the objects of ``group_uuids``, a thousand groups at a time."""
+    for start in range(0, len(group_uuids), 1000):
+        chunk = list(group_uuids[start : start + 1000])
+        connection.execute(statement.where(cluster_objects.c.group_uuid.in_(chunk)))
 
 
 def _insert_new(connection: Connection, rows: list[dict[str, Any]]) -> int:

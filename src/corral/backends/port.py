@@ -105,6 +105,11 @@ class ClusterBackend(Protocol):
     schedules_itself: bool
     #: True: each task's pod is given its own token (``apply_all``'s ``task_tokens``).
     takes_task_tokens: bool
+    #: True: the cluster's objects live in corral's database (the embedded cluster), and
+    #: ``apply_all``, ``delete_groups``, ``bind`` and ``unbind`` of a backend given the tick's
+    #: :class:`~corral.backends.cluster_writes.ClusterWrites` are recorded there and written in
+    #: the transaction that records their result. False: they reach the cluster at once.
+    writes_in_transaction: bool
 
     def apply(self, manifest: Mapping[str, Any], namespace: str) -> None:
         """Create the object unless it exists; returns once the cluster accepted it."""
@@ -127,6 +132,14 @@ class ClusterBackend(Protocol):
     def delete_groups(self, groups: Sequence[GroupObjects]) -> list[str]:
         """Delete every object of ``groups``; the uuids of the groups now gone (a group whose
         deletion failed is logged and left for the next try)."""
+
+    def bind(self, namespace: str, nodes: Mapping[str, str]) -> None:
+        """Bind pods (by name) to nodes: corral's scheduling pass placed them. A backend that
+        ``schedules_itself`` refuses (non-transient :class:`BackendError`)."""
+
+    def unbind(self, group_uuids: Sequence[str]) -> None:
+        """Unbind every pod of the groups (evicted: their tasks stop after their notice). A
+        backend that ``schedules_itself`` refuses, as for :meth:`bind`."""
 
     def executor(self) -> TaskExecutor: ...
 

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from functools import partial
+from typing import Any
 
 import structlog
+from sqlalchemy import Connection
 
+from corral.backends.cluster_writes import ClusterWrites
 from corral.backends.embedded import EmbeddedBackend
 from corral.backends.embedded_objects import ClusterObjectStore
 from corral.backends.execution import TaskExecutor
@@ -24,6 +28,7 @@ from corral.domain.configs.backend_models import KubernetesAccess
 from corral.domain.configs.snapshot import Configs
 from corral.domain.topology.kai_objects import backend_namespace
 from corral.errors import UserError
+from corral.scheduler.records import BoundPodOnNode
 
 log = structlog.get_logger("corral.backends")
 
@@ -63,13 +68,18 @@ class Backends:
         self._connected: dict[str, tuple[str, KubernetesBackend]] = {}
         self._lock = threading.Lock()
 
-    def get(self, name: str, state: Configs | None = None) -> ClusterBackend:
-        """The backend named ``name``; :class:`BackendError` if its cluster cannot be used."""
+    def get(
+        self, name: str, state: Configs | None = None, writes: ClusterWrites | None = None
+    ) -> ClusterBackend:
+        """The backend named ``name``; :class:`BackendError` if its cluster cannot be used.
+        ``writes``: a tick's, where a backend that ``writes_in_transaction`` records its writes
+        (``write_in_transaction`` writes them); without, every write is made at once."""
         state = self._state() if state is None else state
         config = state.backend(name)
         access = config.kubernetes
         if access is None:
-            return EmbeddedBackend(name, self._objects, self._embedded_executor(name))
+            executor = self._embedded_executor(name)
+            return EmbeddedBackend(name, self._objects, executor, writes)
         backend = self._kubernetes(name, access, backend_namespace(state, name))
         backend.node_rules = dict(config.node_conditions.rules or {})  # as the config says now
         return backend
@@ -83,9 +93,24 @@ class Backends:
             except BackendError as err:
                 log.warning("backend unavailable", backend=name, error=err.message)
                 continue
-            if isinstance(backend, KubernetesBackend):
-                found.append(backend)
+            found.append(backend)
         return found
+
+    def placed_pods(self) -> list[BoundPodOnNode]:
+        """Every pod bound on the clusters corral's scheduling pass places (the embedded
+        ones), for the scheduler's cache."""
+        return [
+            BoundPodOnNode(
+                pod.name, pod.node, pod.group_uuid, pod.labels, pod.body.get("spec") or {}
+            )
+            for pod in self._objects.bound_pods()
+            if pod.node is not None
+        ]
+
+    def write_in_transaction(self, writes: ClusterWrites) -> Callable[[Connection], None]:
+        """The write of ``writes`` (recorded by backends that ``writes_in_transaction``) inside
+        the caller's transaction."""
+        return partial(self._objects.write, writes=writes)
 
     def _kubernetes(self, name: str, access: KubernetesAccess, namespace: str) -> KubernetesBackend:
         key = json.dumps([access.model_dump(), namespace], sort_keys=True)
@@ -108,3 +133,7 @@ class Backends:
             for _, backend in self._connected.values():
                 backend.close()
             self._connected.clear()
+
+
+def _spec(body: Mapping[str, Any]) -> Mapping[str, Any]:
+    return body.get("spec") or {}

@@ -209,7 +209,7 @@ def update(
 ) -> None:
     """Write a config from a file (or, on a terminal, edit the current one in $EDITOR)."""
     ctype = ConfigType.parse(config_type)
-    if name is not None and ctype.spec.singleton:
+    if name is not None and ctype.singleton:
         fail(f"{ctype.value} is a single object: update it without a name")
     client = Client()
     edited = file is None
@@ -406,7 +406,7 @@ def apply(
 def bundle_key(config_type: str, name: str) -> tuple[str, str]:
     """The ``(section, name)`` key of an item in the origins of a bundle."""
     ctype = ConfigType.parse(config_type)
-    return (ctype.spec.bundle_key or "workflow", name)
+    return (ctype.bundle_key or "workflow", name)
 
 
 def describe_change(change: dict[str, Any]) -> str:

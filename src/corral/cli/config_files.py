@@ -78,7 +78,7 @@ def unwrap_item(ctype: ConfigType, name: str, source: SourceFile) -> tuple[Any, 
     """
     document: Any = source.document
     prefix: KeyPath = ()
-    wrapper = ctype.spec.bundle_key
+    wrapper = ctype.bundle_key
     wrapped = (
         wrapper is not None
         and isinstance(document, dict)
@@ -106,7 +106,7 @@ def unwrap_item(ctype: ConfigType, name: str, source: SourceFile) -> tuple[Any, 
             else list(document)
         )
         fail(
-            f"{source.name}: no {ctype.spec.label.lower()} '{name}' under '{wrapper}'. "
+            f"{source.name}: no {ctype.label.lower()} '{name}' under '{wrapper}'. "
             f"Items: {', '.join(names) or '(none)'}"
         )
     return document, prefix

@@ -263,7 +263,8 @@ class SchedulerCache:
         a report; released ones are dropped from the head, where evictions take them)."""
         if self._freshest is None:
             marks = self.checkpoints
-            self._freshest = deque(sorted(marks, key=marks.__getitem__, reverse=True))
+            # latest first; equal times by key, so the order never depends on report order
+            self._freshest = deque(sorted(marks, key=lambda k: (marks[k], k), reverse=True))
         while self._freshest and self._freshest[0] not in self.checkpoints:
             self._freshest.popleft()
         return self._freshest

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from corral.scheduler.explain import explain_pending
-from corral.scheduler.packing import Packing, candidate_key, fewest_children, own_key
+from corral.scheduler.packing import candidate_key, fewest_children, own_key
+from corral.scheduler.packing_policy import Packing
 from corral.scheduler.podgroup import GroupError, PodRequest, PodSet, read_pod_group
 from corral.scheduler.queues import QueueUsage
 from corral.scheduler.resources import Demand

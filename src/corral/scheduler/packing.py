@@ -27,24 +27,18 @@ that the benchmark measures all three on one stream.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from corral.scheduler.packing_policy import Packing
 from corral.scheduler.resources import Demand
 
-if TYPE_CHECKING:  # the snapshot imports this module for Packing
+if TYPE_CHECKING:  # only for types: the gang search imports this module
     from corral.scheduler.podgroup import PodRequest
     from corral.scheduler.snapshot import Domain
 
 
 #: The room of a domain for pods that ask for nothing.
 UNBOUNDED = 1 << 30
-
-
-class Packing(Enum):
-    BEST_FIT = "best-fit"
-    TOP_DOWN = "top-down"
-    TIGHTEST = "tightest"
 
 
 def candidate_key(packing: Packing) -> Callable[[Domain], tuple[Any, ...]]:

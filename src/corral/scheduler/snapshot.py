@@ -31,7 +31,7 @@ from corral.domain.platform.node_affinity import NO_AFFINITY, NodeAffinity
 from corral.domain.platform.node_health import closed_reason, faulty, faulty_reason
 from corral.domain.platform.nodes import Node, belongs_to
 from corral.domain.topology.fabric import NO_FABRIC_RULE, FabricRule
-from corral.scheduler.packing import Packing
+from corral.scheduler.packing_policy import Packing
 from corral.scheduler.resources import Demand, Extended, capacity
 
 TOPOLOGY_ROOT = -1

@@ -48,12 +48,12 @@ from corral.store.config_store import ConfigStore, HistoryQuery, NewRevision, Re
 
 
 def empty_snapshot(ctype: ConfigType) -> Any:
-    return WorkflowConfig().model_dump(mode="json") if ctype.spec.singleton else {}
+    return WorkflowConfig().model_dump(mode="json") if ctype.singleton else {}
 
 
 def type_data(ctype: ConfigType, items: Mapping[str, Any]) -> Any:
     """A type's config as readers know it: ``{name: item}``, or the WORKFLOW object."""
-    if ctype.spec.singleton:
+    if ctype.singleton:
         return items.get(SINGLETON, empty_snapshot(ctype))
     return items
 
@@ -135,7 +135,7 @@ class ConfigService:
     def item(self, ctype: ConfigType, name: str) -> Item:
         data, _ = self.snapshot(ctype)
         if name not in data:
-            raise NotFoundError(f"{ctype.spec.label} {name} does not exist.")
+            raise NotFoundError(f"{ctype.label} {name} does not exist.")
         return data[name]
 
     def revision(self, ctype: ConfigType, revision: int) -> Revision:
@@ -170,10 +170,10 @@ class ConfigService:
 
     def put_document(self, ctype: ConfigType, document: Any, meta: WriteMeta) -> WriteResult:
         """Upsert every item of a bulk document (WORKFLOW: replace the whole object)."""
-        if ctype.spec.singleton:
+        if ctype.singleton:
             item = parse_singleton(ctype, document)
             return self._commit_one(
-                ctype, lambda _: {SINGLETON: item}, meta, f"Set {ctype.spec.label}", {}
+                ctype, lambda _: {SINGLETON: item}, meta, f"Set {ctype.label}", {}
             )
         items, prefix = parse_items(ctype, document)
         if not items:
@@ -183,7 +183,7 @@ class ConfigService:
             ctype,
             lambda _: dict(items),
             meta,
-            f"Set {', '.join(items)} ({ctype.spec.label.lower()})",
+            f"Set {', '.join(items)} ({ctype.label.lower()})",
             located,
         )
 
@@ -197,19 +197,19 @@ class ConfigService:
         """Apply OSMO's strategic merge patch to one item (or to WORKFLOW) and validate."""
         if not isinstance(patch, dict):
             raise UserError("a patch must be a JSON object")
-        if ctype.spec.singleton:
+        if ctype.singleton:
             current, _ = self.snapshot(ctype)
             merged = parse_singleton(ctype, strategic_merge(current, patch))
             return self._commit_one(
-                ctype, lambda _: {SINGLETON: merged}, meta, f"Patch {ctype.spec.label}", {}
+                ctype, lambda _: {SINGLETON: merged}, meta, f"Patch {ctype.label}", {}
             )
         if name is None:
-            raise UserError(f"name the {ctype.spec.label.lower()} to patch")
+            raise UserError(f"name the {ctype.label.lower()} to patch")
         merged = parse_item(ctype, name, strategic_merge(self.item(ctype, name), patch))
         return self._commit_item(ctype, name, merged, meta, "Patch")
 
     def delete_item(self, ctype: ConfigType, name: str, meta: WriteMeta) -> WriteResult:
-        if ctype.spec.singleton:
+        if ctype.singleton:
             raise NotFoundError(
                 f"{ctype.value} is one config, not a list of named items: it cannot be "
                 f"deleted; update it at /api/configs/{ctype.url_segment}"
@@ -217,14 +217,14 @@ class ConfigService:
 
         def without(current: Mapping[str, Any]) -> dict[str, Any]:
             if name not in current:
-                raise NotFoundError(f"{ctype.spec.label} {name} does not exist.")
+                raise NotFoundError(f"{ctype.label} {name} does not exist.")
             return {name: None}
 
         return self._commit_one(
             ctype,
             without,
             meta,
-            f"Delete {ctype.spec.label.lower()} {name}",
+            f"Delete {ctype.label.lower()} {name}",
             {},
             name=name,
             deleting=name,
@@ -247,7 +247,7 @@ class ConfigService:
         if target.description:
             description += f": {target.description}"
         wanted = dict(target.data or {})
-        located = {name: (name,) for name in wanted} if not ctype.spec.singleton else {}
+        located = {name: (name,) for name in wanted} if not ctype.singleton else {}
 
         def back(current: Mapping[str, Any]) -> dict[str, Any]:
             gone = {name: None for name in current if name not in wanted}
@@ -321,7 +321,7 @@ class ConfigService:
             ctype,
             lambda _: {name: item},
             meta,
-            f"{verb} {ctype.spec.label.lower()} {name}",
+            f"{verb} {ctype.label.lower()} {name}",
             {name: ()},
             name=name,
         )
@@ -392,6 +392,6 @@ def _refuse_if_referenced(state: Configs, ctype: ConfigType, name: str) -> None:
     users = state.referrers(ctype, name)
     if users:
         raise ConflictError(
-            f"{ctype.spec.label} {name} is used in pools {', '.join(users)}; remove it from "
+            f"{ctype.label} {name} is used in pools {', '.join(users)}; remove it from "
             "those pools first."
         )

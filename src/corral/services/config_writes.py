@@ -69,7 +69,7 @@ PendingFor = Callable[[Configs, Heads], dict[ConfigType, Pending]]
 def effective_items(before: Configs, ctype: ConfigType, items: Mapping[str, Any]) -> dict[str, Any]:
     """The items of a write that change something: not those set to what they are, nor
     deletions of what is not there (the store records no more than these)."""
-    if ctype.spec.singleton:
+    if ctype.singleton:
         value = items.get(SINGLETON)
         return {SINGLETON: value} if value is not None and value != before[ctype] else {}
     current: Mapping[str, Any] = before[ctype]
@@ -103,7 +103,7 @@ def bundle_pending(parsed: ParsedBundle, description: str | None) -> PendingFor:
             pending[ctype] = Pending(
                 dict(items),
                 description or f"Apply bundle: {', '.join(items)}",
-                located={name: (ctype.spec.bundle_key or "", name) for name in items},
+                located={name: (ctype.bundle_key or "", name) for name in items},
             )
         if parsed.workflow is not None:
             pending[ConfigType.WORKFLOW] = Pending(
@@ -124,7 +124,7 @@ def located_error(problem: references.Problem, pending: Mapping[ConfigType, Pend
     if prefix is not None:
         return UserError(problem.message, path=(*prefix, *problem.path))
     return UserError(
-        f"This change would break {problem.ctype.spec.label.lower()} {problem.name} "
+        f"This change would break {problem.ctype.label.lower()} {problem.name} "
         f"({'.'.join(map(str, problem.path))}): {problem.message}"
     )
 
@@ -133,7 +133,7 @@ def item_changes(before: Configs, pending: Mapping[ConfigType, Pending]) -> list
     """Created, updated (with the field changes), deleted or unchanged: each item written."""
     found: list[ItemChange] = []
     for ctype, new in pending.items():
-        if ctype.spec.singleton:
+        if ctype.singleton:
             delta = changes(before[ctype], new.changes.get(SINGLETON, before[ctype]))
             action = "updated" if delta else "unchanged"
             found.append(ItemChange(ctype, "", action, [c.to_dict() for c in delta]))

@@ -143,7 +143,6 @@ class Runtime:
         it gives each task its own token."""
         return LifecycleController(
             workflows=self.workflows,
-            objects=self.objects,
             state=self.configs.state,
             nodes=self.node_admin.nodes,
             backends=self.backends,

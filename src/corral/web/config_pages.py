@@ -49,7 +49,7 @@ def config(
     authorizer.check(principal, "config:Read", f"config/{chosen.url_segment}")
     data, head = configs.snapshot(chosen)
     items, total = Page(offset), 0
-    if not chosen.spec.singleton:  # a page of the items: 5,000 pools made 10 MB
+    if not chosen.singleton:  # a page of the items: 5,000 pools made 10 MB
         total = len(data)
         data = {name: data[name] for name in items.of(sorted(data))}
     history = configs.history(

@@ -16,6 +16,7 @@ from corral.domain.configs.types import ConfigType
 from corral.domain.workflows.notices import Acknowledgement, Checkpoint, Notice
 from corral.domain.workflows.record import StoredGroup, StoredTask, StoredWorkflow
 from corral.services.lifecycle.step import WorkflowStep
+from corral.services.lifecycle.step_base import StepContext
 from corral.services.lifecycle.tick_report import TickReport
 from corral.services.task_tokens import TaskTokens
 
@@ -78,6 +79,8 @@ class Cluster:
 
 @dataclass
 class Controller:
+    """What the tick gives every step (``StepContext``) besides the configs, time and cluster."""
+
     create_failures: dict[str, int] = field(default_factory=dict)
     task_tokens: TaskTokens | None = None
     nodes_under_notice: frozenset[tuple[str, str]] = frozenset()
@@ -122,10 +125,24 @@ def workflow(*groups: StoredGroup) -> StoredWorkflow:
 
 
 def step(
-    cluster: Cluster, controller: Controller, stored: StoredWorkflow, now: datetime = NOW
+    cluster: Cluster,
+    controller: Controller,
+    stored: StoredWorkflow,
+    now: datetime = NOW,
+    configs: Configs = CONFIGS,
 ) -> WorkflowStep:
-    backend = cast(ClusterBackend, cluster)
-    return WorkflowStep(controller, stored, CONFIGS, TickReport(), backend, cluster, now)
+    context = StepContext(
+        configs,
+        now,
+        cast(ClusterBackend, cluster),
+        cluster,
+        TickReport(),
+        controller.task_tokens,
+        controller.nodes_under_notice,
+        controller.create_failures,
+        controller.check_leading,
+    )
+    return WorkflowStep(context, stored)
 
 
 def noticed(stored: StoredGroup, step: WorkflowStep) -> StoredGroup:
@@ -311,10 +328,7 @@ def test_an_evicted_group_whose_tasks_all_reschedule_goes_back_to_the_queue() ->
         preempted_by="x-1 (queue p reclaimed its guarantee)",
     )
     cluster = Cluster()
-    backend = cast(ClusterBackend, cluster)
-    taken = WorkflowStep(
-        Controller(), workflow(evicted), configs, TickReport(), backend, cluster, NOW
-    )
+    taken = step(cluster, Controller(), workflow(evicted), NOW, configs)
     taken.decide()
     taken.apply()
     assert cluster.calls == [
@@ -324,9 +338,7 @@ def test_an_evicted_group_whose_tasks_all_reschedule_goes_back_to_the_queue() ->
     evicted = noticed(evicted, taken)
     cluster.calls.clear()
     later = NOW + timedelta(seconds=30)
-    taken = WorkflowStep(
-        Controller(), workflow(evicted), configs, TickReport(), backend, cluster, later
-    )
+    taken = step(cluster, Controller(), workflow(evicted), later, configs)
     taken.decide()
     taken.apply()
     assert cluster.calls == [

@@ -67,9 +67,14 @@ _ALLOCATABLE = ("cpu", "memory", "ephemeral-storage", "nvidia.com/gpu")
 _IMMUTABLE_KINDS = ("Topology",)
 
 
+#: Why corral does not bind or unbind a Kubernetes backend's pods.
+_OWN_SCHEDULER = "backend {}: the cluster's own scheduler (KAI) {} its pods, not corral"
+
+
 class KubernetesBackend:
     schedules_itself = True
     takes_task_tokens = True
+    writes_in_transaction = False  # every write is a request to the API server, made at once
 
     def __init__(self, name: str, api: KubeApi, watch_api: KubeApi, namespace: str) -> None:
         self.name = name
@@ -161,6 +166,14 @@ class KubernetesBackend:
                 manifest
             ) in tokens
             self.apply(with_token(manifest) if given else manifest, namespace)
+
+    def bind(self, namespace: str, nodes: Mapping[str, str]) -> None:
+        del namespace, nodes
+        raise BackendError(_OWN_SCHEDULER.format(self.name, "binds"), transient=False)
+
+    def unbind(self, group_uuids: Sequence[str]) -> None:
+        del group_uuids
+        raise BackendError(_OWN_SCHEDULER.format(self.name, "evicts"), transient=False)
 
     def delete_groups(self, groups: Sequence[GroupObjects]) -> list[str]:
         """Each group's objects kind by kind (pods first), by the group's labels."""

@@ -4,12 +4,8 @@ importing the models, pydantic and the Kubernetes schemas cost it half a second 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import TYPE_CHECKING
 
 from corral.errors import UserError
-
-if TYPE_CHECKING:
-    from corral.domain.configs.types import TypeSpec
 
 
 class ConfigType(StrEnum):
@@ -22,10 +18,18 @@ class ConfigType(StrEnum):
     WORKFLOW = "WORKFLOW"
 
     @property
-    def spec(self) -> TypeSpec:
-        from corral.domain.configs.types import SPECS  # the models, loaded when first needed
+    def label(self) -> str:
+        """As in messages: "Pool", "Pod template"."""
+        return _NAMES[self][0]
 
-        return SPECS[self]
+    @property
+    def bundle_key(self) -> str | None:
+        """Its key in a bundle or a wrapped document; None for WORKFLOW (a single object)."""
+        return _NAMES[self][1]
+
+    @property
+    def singleton(self) -> bool:
+        return self.bundle_key is None
 
     @property
     def url_segment(self) -> str:
@@ -41,3 +45,15 @@ class ConfigType(StrEnum):
             raise UserError(
                 f"Unknown config type {text!r}. Config types: {', '.join(t.value for t in cls)}"
             ) from None
+
+
+#: Each type's label and bundle key (how each is parsed is ``types.py``'s: it needs the models).
+_NAMES: dict[ConfigType, tuple[str, str | None]] = {
+    ConfigType.POOL: ("Pool", "pools"),
+    ConfigType.POD_TEMPLATE: ("Pod template", "pod_templates"),
+    ConfigType.GROUP_TEMPLATE: ("Group template", "group_templates"),
+    ConfigType.RESOURCE_VALIDATION: ("Resource validation", "resource_validations"),
+    ConfigType.ROLE: ("Role", "roles"),
+    ConfigType.BACKEND: ("Backend", "backends"),
+    ConfigType.WORKFLOW: ("Workflow config", None),
+}

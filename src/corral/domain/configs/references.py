@@ -60,7 +60,7 @@ def problems(state: Configs, pool_names: Iterable[str] | None = None) -> Iterato
                     ConfigType.POOL,
                     pool_name,
                     path,
-                    f"{ctype.spec.label} {name} does not exist! Create it first "
+                    f"{ctype.label} {name} does not exist! Create it first "
                     f"(corral config update {ctype.value} {name} --file ...) or fix the name.",
                 )
         backend = backends.get(pool["backend"])
@@ -85,7 +85,7 @@ def touched_pools(
     wanted = set(ConfigType) if kinds is None else set(kinds)
     found = {name for name in changes.get(ConfigType.POOL, ()) if name in after.pool_names()}
     for ctype, names in changes.items():
-        if ctype is ConfigType.POOL or ctype not in wanted or ctype.spec.singleton:
+        if ctype is ConfigType.POOL or ctype not in wanted or ctype.singleton:
             continue
         for name in names:
             found.update(after.referrers(ctype, name))

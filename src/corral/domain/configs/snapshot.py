@@ -57,7 +57,7 @@ class Configs(Mapping[ConfigType, Any]):
         models of every other item. Singleton types (WORKFLOW) change whole: ``{"": new}``."""
         data = dict(self._data)
         for ctype, items in changes.items():
-            if ctype.spec.singleton:
+            if ctype.singleton:
                 data[ctype] = items.get("", data.get(ctype))
                 continue
             changed = dict(self._stored(ctype))

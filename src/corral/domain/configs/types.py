@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from types import UnionType
 from typing import Any, Union, get_args, get_origin
 
@@ -24,17 +23,6 @@ from corral.domain.jinja.templating import check_all_jinja, refuse_task_variable
 from corral.errors import UserError
 
 Item = Any
-
-
-@dataclass(frozen=True)
-class TypeSpec:
-    label: str  # as in messages: "Pool", "Pod template"
-    bundle_key: str | None  # key in a bundle / wrapped document; None for WORKFLOW
-    parse_item: Callable[[Any], Item]
-
-    @property
-    def singleton(self) -> bool:
-        return self.bundle_key is None
 
 
 def _model_parser(model: type[BaseModel]) -> Callable[[Any], Item]:
@@ -85,26 +73,17 @@ def _check_templates_jinja(
     return checked
 
 
-SPECS: dict[ConfigType, TypeSpec] = {
-    ConfigType.POOL: TypeSpec("Pool", "pools", _model_parser(configs.Pool)),
-    ConfigType.POD_TEMPLATE: TypeSpec(
-        "Pod template",
-        "pod_templates",
-        _free_form_parser(_check_templates_jinja(configs.check_pod_template)),
+#: How each type's items are parsed.
+PARSERS: dict[ConfigType, Callable[[Any], Item]] = {
+    ConfigType.POOL: _model_parser(configs.Pool),
+    ConfigType.POD_TEMPLATE: _free_form_parser(_check_templates_jinja(configs.check_pod_template)),
+    ConfigType.GROUP_TEMPLATE: _free_form_parser(
+        _check_templates_jinja(configs.check_group_template, group=True)
     ),
-    ConfigType.GROUP_TEMPLATE: TypeSpec(
-        "Group template",
-        "group_templates",
-        _free_form_parser(_check_templates_jinja(configs.check_group_template, group=True)),
-    ),
-    ConfigType.RESOURCE_VALIDATION: TypeSpec(
-        "Resource validation", "resource_validations", _parse_rules
-    ),
-    ConfigType.ROLE: TypeSpec("Role", "roles", _model_parser(role_models.Role)),
-    ConfigType.BACKEND: TypeSpec("Backend", "backends", _model_parser(backend_models.Backend)),
-    ConfigType.WORKFLOW: TypeSpec(
-        "Workflow config", None, _model_parser(workflow_models.WorkflowConfig)
-    ),
+    ConfigType.RESOURCE_VALIDATION: _parse_rules,
+    ConfigType.ROLE: _model_parser(role_models.Role),
+    ConfigType.BACKEND: _model_parser(backend_models.Backend),
+    ConfigType.WORKFLOW: _model_parser(workflow_models.WorkflowConfig),
 }
 
 # Types whose items carry their own name (filled from the key on write).
@@ -133,18 +112,18 @@ def reject_unstorable(value: Any, path: tuple[str | int, ...] = ()) -> None:
 def parse_item(ctype: ConfigType, name: str, raw: Any) -> Item:
     """Validate one item written under ``name``; errors carry a path relative to the item."""
     reject_unstorable(raw)
-    if not ctype.spec.singleton:
-        check_name(ctype.spec.label, name)
+    if not ctype.singleton:
+        check_name(ctype.label, name)
     if ctype in _NAMED_ITEMS and isinstance(raw, dict):
         given = raw.get("name")
         if given not in (None, "", name):
             raise UserError(
-                f'{ctype.spec.label} name "{given}" in the body does not match "{name}", '
+                f'{ctype.label} name "{given}" in the body does not match "{name}", '
                 "the name it is written under. Make them equal or drop the name field.",
                 path=("name",),
             )
         raw = {**raw, "name": name}
-    return ctype.spec.parse_item(raw)
+    return PARSERS[ctype](raw)
 
 
 def parse_items(ctype: ConfigType, document: Any) -> tuple[dict[str, Item], tuple[str, ...]]:
@@ -154,7 +133,7 @@ def parse_items(ctype: ConfigType, document: Any) -> tuple[dict[str, Item], tupl
     for ROLE and BACKEND, OSMO's list of named objects. Returns the items and the path prefix
     at which they were found, so that errors can point into the original document.
     """
-    if ctype.spec.singleton:
+    if ctype.singleton:
         raise UserError(f"{ctype.value} is a single object, not a map of named items")
     body, prefix = _unwrap(ctype, document)
     if isinstance(body, list):
@@ -173,7 +152,7 @@ def parse_items(ctype: ConfigType, document: Any) -> tuple[dict[str, Item], tupl
 
 
 def _unwrap(ctype: ConfigType, document: Any) -> tuple[Any, tuple[str, ...]]:
-    key = ctype.spec.bundle_key
+    key = ctype.bundle_key
     assert key is not None
     if isinstance(document, dict) and set(document) == {key}:
         inner = document[key]
@@ -209,11 +188,11 @@ def _parse_named_list(
         name = raw.get("name") if isinstance(raw, dict) else None
         if not isinstance(name, str) or not name:
             raise UserError(
-                f"every {ctype.spec.label.lower()} in a list needs a name", path=(*prefix, index)
+                f"every {ctype.label.lower()} in a list needs a name", path=(*prefix, index)
             )
         if name in items:
             raise UserError(
-                f'{ctype.spec.label} "{name}" appears twice in the list', path=(*prefix, index)
+                f'{ctype.label} "{name}" appears twice in the list', path=(*prefix, index)
             )
         try:
             items[name] = parse_item(ctype, name, raw)
@@ -226,7 +205,7 @@ def parse_singleton(ctype: ConfigType, document: Any) -> Item:
     if not isinstance(document, dict):
         raise UserError(f"the {ctype.value} config must be a JSON object")
     reject_unstorable(document)
-    return ctype.spec.parse_item(document)
+    return PARSERS[ctype](document)
 
 
 # -------------------------------------------------------------------- pydantic -> UserError

@@ -30,48 +30,37 @@ ticks is ``process.run_until_stopped``.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import structlog
 
-from corral.backends.embedded_objects import ClusterObjectStore
+from corral.backends.cluster_writes import ClusterWrites
 from corral.backends.port import BackendError, ClusterBackend, GroupObjects
 from corral.backends.registry import Backends
 from corral.domain.configs.snapshot import Configs
 from corral.domain.topology.kai_objects import queue_manifests, topology_manifests
 from corral.domain.workflows.record import (
     Changes,
-    SharedReason,
-    StoredGroup,
     StoredWorkflow,
-    with_changes,
 )
 from corral.domain.workflows.statuses import TaskStatus
 from corral.scheduler.cache import SchedulerCache
-from corral.scheduler.cycle import place_waiting
 from corral.scheduler.queues import min_runtimes, pool_queues
-from corral.scheduler.records import BoundPodOnNode
-from corral.services.lifecycle.evictions import record_evictions
 from corral.services.lifecycle.forecasting import Forecaster
 from corral.services.lifecycle.leadership import Leadership
-from corral.services.lifecycle.node_faults import (
-    nodes_under_notice,
-    stop_work_on_bad_nodes,
-    stop_work_on_kubernetes,
-)
 from corral.services.lifecycle.reading import note_checkpoints, readable_workflows
-from corral.services.lifecycle.step import WorkflowStep
+from corral.services.lifecycle.tick import Tick
 from corral.services.lifecycle.tick_index import HOLDS_NODES, WorkingSetIndexer
 from corral.services.lifecycle.tick_report import TickReport
+from corral.services.lifecycle.unit import TickWrites
 from corral.services.lifecycle.working_set import (
     Finished,
     ManifestCache,
-    Observed,
     WorkingSet,
-    with_manifests,
 )
 from corral.services.task_tokens import TaskTokens
 from corral.store.database import StatementCounter
@@ -81,14 +70,8 @@ log = structlog.get_logger("corral.lifecycle")
 
 #: Statuses a task or group ends in; cleanup runs for groups in one of them.
 FINISHED = tuple(s.value for s in TaskStatus if s.group_finished)
-#: Groups in these statuses need their objects in a step: to be created, started or polled.
-_NEEDS_MANIFESTS = ("SUBMITTING", "WAITING", "INITIALIZING", "RUNNING")
 #: How often the working set is checked against the database (the ids of alive workflows).
 RESYNC_SECONDS = 30.0
-#: A tick reads at most this many inbox rows and steps at most this many workflows; the rest
-#: waits for the next tick (a burst of submissions makes more ticks, not longer ones).
-MAX_INBOX_PER_TICK = 1000
-MAX_STEPS_PER_TICK = 500
 
 
 class LifecycleController:
@@ -96,7 +79,6 @@ class LifecycleController:
         self,
         *,
         workflows: WorkflowStore,
-        objects: ClusterObjectStore,
         state: Callable[[], Configs],
         nodes: Callable[[], Sequence[Any]],
         backends: Backends,
@@ -114,16 +96,11 @@ class LifecycleController:
         #: When set, the controller acts only while it holds the lease, and every write is
         #: fenced by it (``leadership.py``); None: the only controller (tests, tools).
         self.leadership = leadership
-        self.objects = objects
         self.state = state
         self.nodes = nodes
         self.backends = backends
         self.clock = clock
         self._monotonic = monotonic
-        #: Group uuid -> ticks its objects failed to be created with a transient error.
-        self.create_failures: dict[str, int] = {}
-        #: (backend, node) where a task under notice still runs, this tick (node_faults.py).
-        self.nodes_under_notice: frozenset[tuple[str, str]] = frozenset()
         self._statements = StatementCounter(workflows.engine)
         self._working: WorkingSet | None = None
         self._checked_at = 0.0
@@ -137,13 +114,11 @@ class LifecycleController:
         if self.leadership is not None:
             self.leadership.check()
 
-    def commit(self, changes: Changes, also: Callable[[Any], None] | None = None) -> None:
-        """Write ``changes``, the embedded cluster's staged objects and whatever ``also``
-        writes in one transaction, fenced by the lease."""
+    def commit(self, writes: TickWrites) -> Changes:
+        """Write what ``writes`` recorded since its last commit in one transaction, fenced by
+        the lease (``unit.py``); the changes written."""
         fence = self.leadership.fence() if self.leadership is not None else None
-        if self.objects.has_staged():
-            also = _both(self.objects.write_staged, also)
-        self.workflows.commit(changes, also=also, fence=fence)
+        return writes.commit(self.workflows, self.backends.write_in_transaction, fence)
 
     def invalidate(self) -> None:
         """Forget the working set: the next tick reads it from the database again (for a test
@@ -158,10 +133,9 @@ class LifecycleController:
             working = self._current(state)
             clusters = self.backends.kubernetes(state)
             self._sync_scheduler_objects(state, clusters)
-            _Tick(self, working, state, report).run(clusters)
+            Tick(self, working, state, report).run(clusters)
         except BaseException:
             self._working = None  # memory may be ahead of what was written: read it again
-            self.objects.unstage((0, 0))
             raise
         if self.forecaster is not None:
             self.forecaster.after_tick(working, state, report, self.clock())
@@ -203,13 +177,7 @@ class LifecycleController:
 
     def _read(self, state: Configs, epoch: int | None) -> WorkingSet:
         started = time.perf_counter()
-        bound = [
-            BoundPodOnNode(
-                pod.name, pod.node, pod.group_uuid, pod.labels, pod.body.get("spec") or {}
-            )
-            for pod in self.objects.bound_pods()
-            if pod.node is not None
-        ]
+        bound = self.backends.placed_pods()
         alive = self.readable_workflows()
         bound_groups = {
             group.uuid: (workflow.workflow_id, group.started_at or group.scheduling_at)
@@ -230,7 +198,7 @@ class LifecycleController:
         for workflow in alive:
             working.keep(workflow)
             working.dirty.add(workflow.workflow_id)
-        WorkingSetIndexer(self, working, state).waiting(alive)
+        self.indexer(working, state, self.clock()).waiting(alive)
         for group in self.workflows.uncleaned_groups(FINISHED):
             working.cleanup[group.uuid] = Finished(
                 group.workflow_id,
@@ -246,6 +214,23 @@ class LifecycleController:
             seconds=round(time.perf_counter() - started, 3),
         )
         return working
+
+    def indexer(
+        self,
+        working: WorkingSet,
+        state: Configs,
+        now: datetime,
+        writes: ClusterWrites | None = None,
+    ) -> WorkingSetIndexer:
+        """Files workflows in ``working`` (``tick_index.py``); ``writes``: the tick's, given to
+        the backends that write in its transaction."""
+        return WorkingSetIndexer(
+            working,
+            state,
+            partial(self.backends.get, state=state, writes=writes),
+            self.workflows.manifests,
+            now,
+        )
 
     def readable_workflows(self, ids: Sequence[str] | None = None) -> list[StoredWorkflow]:
         """The alive workflows (of ``ids``) as the controller works on them, without one whose
@@ -264,228 +249,3 @@ class LifecycleController:
                 backend.sync_scheduler_objects(desired)
             except BackendError as err:
                 log.warning("queue sync failed", backend=backend.name, error=err.message)
-
-
-class _Tick:
-    """One tick's work on the working set (see the module docstring)."""
-
-    def __init__(
-        self,
-        controller: LifecycleController,
-        working: WorkingSet,
-        state: Configs,
-        report: TickReport,
-    ) -> None:
-        self.controller = controller
-        self.working = working
-        self.state = state
-        self.report = report
-        self.now = controller.clock()
-        self.index = WorkingSetIndexer(controller, working, state)
-
-    def run(self, clusters: Sequence[ClusterBackend]) -> None:
-        """One tick; ``clusters``: the connected Kubernetes backends."""
-        stop_work_on_bad_nodes(self.controller, self.working, self.now)
-        stop_work_on_kubernetes(self.controller, self.working, clusters, self.now)
-        self.controller.nodes_under_notice = nodes_under_notice(self.working, self.index)
-        changes = Changes()
-        self._read_inbox(changes)
-        stepped = self._step(changes)
-        self.controller.commit(changes)
-        for workflow in stepped:
-            self.index.workflow(workflow, self.now)
-        self._schedule()
-        self._clean_up()
-
-    def _read_inbox(self, changes: Changes) -> None:
-        """New workflows join the working set; a canceled one is read again (its
-        ``cancel_requested_by``). Either is stepped in this tick."""
-        entries = self.controller.workflows.inbox(MAX_INBOX_PER_TICK)
-        if not entries:
-            return
-        ids = list(dict.fromkeys(entry.workflow_id for entry in entries))
-        fresh = self.controller.readable_workflows(ids)
-        note_checkpoints(self.working.placements, fresh)  # a task reported one
-        for workflow in fresh:
-            self.working.keep(workflow)
-            self.working.dirty.add(workflow.workflow_id)
-        self.index.waiting(fresh)
-        changes.inbox_done.extend(entry.id for entry in entries)
-
-    # -- stepping ---------------------------------------------------------------------------
-
-    def _step(self, changes: Changes) -> list[StoredWorkflow]:
-        """Step every due workflow; each one's state after its changes, with its manifests."""
-        due = self.working.take_due(self.now, MAX_STEPS_PER_TICK)
-        self.report.alive = len(self.working.workflows)
-        self.report.stepped = len(due)
-        workflows = [self.working.workflows[w] for w in due]
-        manifests = self.working.manifests.get(
-            g.uuid for w in workflows for g in w.groups if g.status in _NEEDS_MANIFESTS
-        )
-        stepped = []
-        objects = self.controller.objects
-        for stored in workflows:
-            workflow = with_manifests(stored, manifests)
-            mark = objects.staged_mark()
-            try:
-                backend, executor = self.index.backend(workflow.backend)
-                step = WorkflowStep(
-                    self.controller, workflow, self.state, self.report, backend, executor, self.now
-                )
-                step.decide()
-                step.apply()
-            except BackendError as err:
-                # The database still holds the step's start: a later tick does it again.
-                log.warning(
-                    "backend step failed", workflow_id=workflow.workflow_id, error=err.message
-                )
-                objects.unstage(mark)
-                self.working.dirty.add(workflow.workflow_id)
-                continue
-            changes.merge(step.changes)
-            stepped.append(with_changes(workflow, step.changes))
-        return stepped
-
-    # -- scheduling -------------------------------------------------------------------------
-
-    def _schedule(self) -> None:
-        changes = Changes()
-        bindings: list[tuple[str, str, str, str]] = []
-        placed: dict[str, StoredWorkflow] = {}
-        reasoned: dict[str, StoredWorkflow] = {}  # a cluster's scheduler said why they wait
-        for group_uuid, observed in list(self.working.observed.items()):
-            self._observe(group_uuid, observed, changes, placed, reasoned)
-        placements = self.working.placements
-        for group_uuid, key in self.working.new_shapes.items():
-            if group_uuid in placements.waiting:
-                changes.group(group_uuid, pending_shape=key)
-        self.working.new_shapes.clear()
-        result = place_waiting(placements, self.now)
-        evicted = record_evictions(self.working, result.evicted, self.now, changes)
-        for found in result.placed:
-            workflow = self.working.workflows[self.working.owners.pop(found.group.key)]
-            group = _group(workflow, found.group.key)
-            nodes = found.placement.nodes()
-            _bind(changes, group, nodes, dict(found.placement.domains))
-            bindings.extend(
-                (workflow.backend, workflow.namespace, pod, node) for pod, node in nodes.items()
-            )
-            self.working.bound[group.uuid] = workflow.workflow_id
-            placed[workflow.workflow_id] = workflow
-            self.report.placed_groups += 1
-            self.report.placed_pods += len(nodes)
-        for shape in result.reasons:
-            if shape.reason is not None:
-                changes.shapes[shape.key] = SharedReason(shape.reason, shape.pod_names)
-        if changes.empty:
-            return
-        objects = self.controller.objects
-        unbind = objects.unbinding([e.group for e in result.evicted])
-        self.controller.commit(changes, also=_both(unbind, objects.binding(bindings)))
-        for workflow in reasoned.values():
-            self.working.keep(with_changes(workflow, changes))
-        for workflow in {**evicted, **placed}.values():
-            self.working.keep(with_changes(self.working.workflows[workflow.workflow_id], changes))
-            self.working.dirty.add(workflow.workflow_id)
-
-    def _observe(
-        self,
-        group_uuid: str,
-        observed: Observed,
-        changes: Changes,
-        placed: dict[str, StoredWorkflow],
-        reasoned: dict[str, StoredWorkflow],
-    ) -> None:
-        """A group a cluster's own scheduler places: bound once every pod has a node; else
-        the scheduler's reason."""
-        workflow = self.working.workflows.get(observed.workflow_id)
-        if workflow is None:
-            self.working.observed.pop(group_uuid, None)
-            return
-        group = _group(workflow, group_uuid)
-        try:
-            backend, _ = self.index.backend(workflow.backend)
-            pods = [task.pod_name for task in group.tasks]
-            result = backend.placement(workflow.namespace, pods, observed.pod_group)
-        except BackendError as err:
-            log.warning("placement unknown", group_uuid=group_uuid, error=err.message)
-            return
-        if isinstance(result, dict):
-            _bind(changes, group, result, {})
-            self.working.observed.pop(group_uuid)
-            placed[workflow.workflow_id] = workflow
-            self.report.placed_groups += 1
-            self.report.placed_pods += len(result)
-        elif result is not None and result != group.pending_reason:
-            changes.group(group_uuid, pending_reason=result)
-            reasoned[workflow.workflow_id] = workflow  # kept once the change is written
-
-    # -- cleanup ----------------------------------------------------------------------------
-
-    def _clean_up(self) -> None:
-        finished = list(self.working.cleanup.values())
-        if not finished:
-            return
-        self.controller.check_leading()
-        done: list[str] = []
-        by_backend: dict[str, list[GroupObjects]] = {}
-        for entry in finished:
-            by_backend.setdefault(entry.objects.backend, []).append(entry.objects)
-        for name, groups in by_backend.items():
-            try:
-                backend, _ = self.index.backend(name)
-                done.extend(backend.delete_groups(groups))
-            except BackendError as err:
-                log.warning("cleanup failed; retrying", backend=name, error=err.message)
-        if not done:
-            return
-        changes = Changes()
-        for group_uuid in done:
-            changes.group(group_uuid, cleaned=True)
-        self.controller.commit(changes)
-        for group_uuid in done:
-            entry = self.working.cleanup.pop(group_uuid)
-            self.working.placements.release(group_uuid)
-            self.working.bound.pop(group_uuid, None)
-            self.working.manifests.forget(group_uuid)
-            self.controller.create_failures.pop(group_uuid, None)
-            workflow = self.working.workflows.get(entry.workflow_id)
-            if workflow is not None:
-                self.working.keep(with_changes(workflow, _only_group(changes, group_uuid)))
-        self.report.cleaned_groups += len(done)
-
-
-def _bind(
-    changes: Changes, group: StoredGroup, nodes: Mapping[str, str], domains: dict[str, str]
-) -> None:
-    changes.group(
-        group.uuid,
-        status=TaskStatus.INITIALIZING.value,
-        domains=domains,
-        pending_reason=None,
-    )
-    for task in group.tasks:
-        if task.pod_name in nodes:
-            changes.task(task.uuid, status=TaskStatus.INITIALIZING.value, node=nodes[task.pod_name])
-
-
-def _both(
-    first: Callable[[Any], None], second: Callable[[Any], None] | None
-) -> Callable[[Any], None]:
-    def write(connection: Any) -> None:
-        first(connection)
-        if second is not None:
-            second(connection)
-
-    return write
-
-
-def _group(workflow: StoredWorkflow, group_uuid: str) -> StoredGroup:
-    return next(g for g in workflow.groups if g.uuid == group_uuid)
-
-
-def _only_group(changes: Changes, group_uuid: str) -> Changes:
-    only = Changes()
-    only.groups[group_uuid] = changes.groups[group_uuid]
-    return only

@@ -12,21 +12,19 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any, Protocol, runtime_checkable
 
 import structlog
 
-from corral.backends.embedded_objects import ClusterObjectStore
-from corral.backends.port import BackendError, BoundPod
+from corral.backends.port import BackendError, ClusterBackend
 from corral.domain.labels import GROUP_UUID
 from corral.domain.platform.node_health import HEALTHY, NodeHealth, drain_of, fault_reason
-from corral.domain.platform.nodes import Node
 from corral.domain.workflows.record import Changes, StoredGroup, StoredWorkflow, with_changes
 from corral.scheduler.cache import SchedulerCache
 from corral.services.lifecycle.tick_index import HOLDS_NODES, WorkingSetIndexer
+from corral.services.lifecycle.unit import TickWrites
 from corral.services.lifecycle.working_set import WorkingSet
 
 log = structlog.get_logger("corral.lifecycle")
@@ -128,9 +126,37 @@ def _stop_for(node: str, health: NodeHealth, now: datetime) -> NodeStop | None:
     return NodeStop(node, None, f"the drain of node {node}{by}{why}", drain.drain_grace_s)
 
 
-def stop_work_on_bad_nodes(controller: Controller, working: WorkingSet, now: datetime) -> None:
-    """Evict the groups on failed or drained nodes: marked, unbound and released in one
-    transaction; their workflows step in this tick."""
+@dataclass
+class Stopped:
+    """What stopping work recorded, for the working set to follow once it is committed: the
+    groups whose pods were unbound, and the workflows that step in this tick."""
+
+    released: list[str] = field(default_factory=list)
+    workflows: set[str] = field(default_factory=set)
+
+    def __bool__(self) -> bool:
+        return bool(self.released or self.workflows)
+
+    def __iadd__(self, other: Stopped) -> Stopped:
+        self.released.extend(other.released)
+        self.workflows |= other.workflows
+        return self
+
+    def follow(self, working: WorkingSet, committed: Changes) -> None:
+        """The working set as the commit of ``committed`` left the database."""
+        for group in self.released:
+            working.placements.release(group)
+            working.bound.pop(group, None)
+        for workflow_id in self.workflows:
+            working.keep(with_changes(working.workflows[workflow_id], committed))
+            working.dirty.add(workflow_id)
+
+
+def stop_work_on_bad_nodes(
+    working: WorkingSet, index: WorkingSetIndexer, writes: TickWrites, now: datetime
+) -> Stopped:
+    """Evict the groups on failed or drained nodes: marked and unbound in ``writes`` (their
+    capacity released once that is committed); their workflows step in this tick."""
     stops = [
         stop
         for stop in stops_due(working.placements, now)
@@ -138,34 +164,37 @@ def stop_work_on_bad_nodes(controller: Controller, working: WorkingSet, now: dat
     ]
     noticed = faults_under_notice(working, now)
     if not stops and not noticed:
-        return
+        return Stopped()
     owners = {stop.group: working.workflows[working.bound[stop.group]] for stop in stops}
     owners.update({stop.group: working.workflows[working.noticed[stop.group]] for stop in noticed})
     gpus = {stop.group: working.placements.gpus_of(stop.group) for stop in stops}
     changes = Changes()
     mark_stops([*stops, *noticed], owners, partial(_gpus, gpus), now, changes)
+    writes.record(changes)
     groups = [stop.group for stop in stops]
-    controller.commit(changes, also=controller.objects.unbinding(groups))
+    by_backend: dict[str, list[str]] = {}
     for group in groups:
-        working.placements.release(group)
-        working.bound.pop(group, None)
-    for workflow_id in {owner.workflow_id for owner in owners.values()}:
-        working.keep(with_changes(working.workflows[workflow_id], changes))
-        working.dirty.add(workflow_id)
+        by_backend.setdefault(owners[group].backend, []).append(group)
+    for name, uuids in by_backend.items():
+        index.backend(name)[0].unbind(uuids)
+    return Stopped(groups, {owner.workflow_id for owner in owners.values()})
 
 
 def stop_work_on_kubernetes(
-    controller: Controller, working: WorkingSet, clusters: Iterable[object], now: datetime
-) -> None:
-    """The same for the groups a Kubernetes cluster's own scheduler placed, by the health of
-    their tasks' Nodes (``clusters``: the connected Kubernetes backends). Their tasks end (a
-    cluster's scheduler places again what corral resubmits, docs/kubernetes.md#not-yet)."""
+    working: WorkingSet, clusters: Iterable[ClusterBackend], writes: TickWrites, now: datetime
+) -> Stopped:
+    """The same for the groups a cluster's own scheduler placed, by the health of their tasks'
+    Nodes (``clusters``: the connected Kubernetes backends, read through ``live_cluster``).
+    Their tasks end (a cluster's scheduler places again what corral resubmits,
+    docs/kubernetes.md#not-yet)."""
+    stopped = Stopped()
     for cluster in clusters:
-        if not isinstance(cluster, WatchedCluster):
+        live = cluster.live_cluster(0.0)
+        if live is None:
             continue
         bad = {
             node.name: stop
-            for node in cluster.nodes()
+            for node in live.nodes
             if node.health != HEALTHY and (stop := _stop_for(node.name, node.health, now))
         }
         if not bad:
@@ -174,16 +203,15 @@ def stop_work_on_kubernetes(
         if not stops:
             continue
         gpus: dict[str, int] = {}
-        for pod in cluster.bound_pods():
+        for pod in live.bound_pods:
             group = pod.labels.get(GROUP_UUID)
             if group in owners:
                 gpus[group] = gpus.get(group, 0) + pod.demand.gpu
         changes = Changes()
         mark_stops(stops, owners, partial(_gpus, gpus), now, changes)
-        controller.commit(changes)
-        for workflow in {w.workflow_id: w for w in owners.values()}.values():
-            working.keep(with_changes(working.workflows[workflow.workflow_id], changes))
-            working.dirty.add(workflow.workflow_id)
+        writes.record(changes)
+        stopped.workflows.update(w.workflow_id for w in owners.values())
+    return stopped
 
 
 def _gpus(held: Mapping[str, int], group: str) -> int:
@@ -208,25 +236,6 @@ def _groups_on(
                 stops.append(dataclasses.replace(bad[node], group=group.uuid))
                 owners[group.uuid] = workflow
     return stops, owners
-
-
-class Controller(Protocol):
-    """What stopping work needs of the lifecycle controller."""
-
-    objects: ClusterObjectStore
-
-    def commit(self, changes: Changes, also: Callable[[Any], None] | None = None) -> None: ...
-
-
-@runtime_checkable
-class WatchedCluster(Protocol):
-    """A Kubernetes backend: its Nodes with their health, and the pods bound to them."""
-
-    name: str
-
-    def nodes(self) -> list[Node]: ...
-
-    def bound_pods(self) -> list[BoundPod]: ...
 
 
 def mark_stops(

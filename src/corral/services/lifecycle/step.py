@@ -84,7 +84,7 @@ class WorkflowStep(EvictedGroups):
     def apply(self) -> None:
         """Apply the effects in decision order; ``changes`` then holds what to write."""
         for effect in self.effects:
-            self.controller.check_leading()
+            self.context.check_leading()
             if isinstance(effect, StartTask):
                 self.executor.start(effect.run)
             elif isinstance(effect, StopTask):
@@ -101,13 +101,13 @@ class WorkflowStep(EvictedGroups):
         it to the scheduler. An error in between re-applies: existing objects stay as they
         are."""
         try:
-            minted = self.controller.task_tokens if self.backend.takes_task_tokens else None
+            minted = self.context.task_tokens if self.backend.takes_task_tokens else None
             tokens = group_tokens(minted, self.workflow.workflow_id, group)
             self.backend.apply_all(group.manifests, self.workflow.namespace, tokens)
         except BackendError as err:
             self._creation_failed(group, err)
             return
-        self.controller.create_failures.pop(group.uuid, None)
+        self.context.create_failures.pop(group.uuid, None)
         self.group_status[group.name] = TaskStatus.SCHEDULING
         admitted = {} if group.admitted_at is not None else {"admitted_at": self.now}
         self.changes.group(
@@ -145,7 +145,7 @@ class WorkflowStep(EvictedGroups):
     def _held_for_notice(self, group: StoredGroup) -> bool:
         """Whether a task of ``group`` to start is bound where a victim under notice still
         runs: then none starts before it ends (a gang starts whole)."""
-        notice, backend = self.controller.nodes_under_notice, self.workflow.backend
+        notice, backend = self.context.nodes_under_notice, self.workflow.backend
         starting = (t for t in group.tasks if self.task_status[t.uuid] is TaskStatus.INITIALIZING)
         return any((backend, task.node) in notice for task in starting)
 
@@ -250,7 +250,7 @@ class WorkflowStep(EvictedGroups):
     def _creation_failed(self, group: StoredGroup, err: BackendError) -> None:
         """Retry a transient error on the next ticks; fail the group on any other, or when
         retries are used up (cleanup then deletes whatever was made)."""
-        message = creation_failure(self.controller.create_failures, group.uuid, err)
+        message = creation_failure(self.context.create_failures, group.uuid, err)
         if message is not None:
             self._end_group(group, TaskStatus.FAILED_BACKEND_ERROR, message)
         elif self.group_status[group.name] is TaskStatus.SUBMITTING:

@@ -4,8 +4,10 @@ how a task or a group ends."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any
 
 import structlog
 
@@ -32,35 +34,34 @@ log = structlog.get_logger("corral.lifecycle")
 RUNNING_STATES = (TaskStatus.INITIALIZING, TaskStatus.RUNNING)
 
 
-class Controller(Protocol):
-    """What a step needs of the lifecycle controller."""
+@dataclass(frozen=True)
+class StepContext:
+    """What a workflow's step reads besides its workflow, the same for every step of a tick."""
 
-    #: Group uuid -> ticks its objects failed to be created with a transient error.
-    create_failures: dict[str, int]
+    configs: Configs
+    now: datetime
+    backend: ClusterBackend  # the workflow's, with the tick's cluster writes
+    executor: TaskExecutor
+    report: TickReport
     task_tokens: TaskTokens | None  # mints the tasks' own tokens (None: none are given)
     nodes_under_notice: frozenset[tuple[str, str]]  # (backend, node): a victim still stops
-
-    def check_leading(self) -> None: ...
+    #: Group uuid -> ticks its objects failed to be created with a transient error (the
+    #: working set's: a step counts them).
+    create_failures: dict[str, int]
+    #: Raises ``LostLease`` unless the controller may still act (before any effect).
+    check_leading: Callable[[], None]
 
 
 class StepBase:
     """The state of one workflow's step and the moves every part of it makes."""
 
-    def __init__(
-        self,
-        controller: Controller,
-        workflow: StoredWorkflow,
-        configs: Configs,
-        report: TickReport,
-        backend: ClusterBackend,
-        executor: TaskExecutor,
-        now: datetime,
-    ) -> None:
-        self.controller = controller
-        self.backend = backend
+    def __init__(self, context: StepContext, workflow: StoredWorkflow) -> None:
+        self.context = context
+        self.backend = context.backend
         self.workflow = workflow
-        self.report = report
-        self.now = now
+        self.report = context.report
+        self.now = context.now
+        configs = context.configs
         pool = configs.find_pool(workflow.pool)  # None: deleted while the workflow runs
         self.pool_actions = pool_exit_actions(pool.default_exit_actions if pool else {})
         self.in_maintenance = pool is not None and pool.enable_maintenance
@@ -69,7 +70,7 @@ class StepBase:
         self.notice_signal = pool.preemption.notice_signal if pool else ""
         self.levels = tuple(key.label for key in pool.topology_keys) if pool else ()
         self.max_retry = configs.workflow.max_retry_per_task
-        self.executor = executor
+        self.executor = context.executor
         self.changes = Changes()
         self.effects: list[Effect] = []
         self.group_status = {g.name: TaskStatus(g.status) for g in workflow.groups}

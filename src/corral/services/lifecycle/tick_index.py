@@ -4,9 +4,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 
@@ -24,9 +24,6 @@ from corral.domain.workflows.record import (
 from corral.domain.workflows.statuses import TaskStatus
 from corral.services.lifecycle.working_set import Finished, Observed, WorkingSet
 
-if TYPE_CHECKING:  # the controller builds an indexer per tick
-    from corral.services.lifecycle.controller import LifecycleController
-
 log = structlog.get_logger("corral.lifecycle")
 
 #: Groups in these statuses hold the nodes they were bound to.
@@ -38,17 +35,28 @@ _JUST_AFTER = timedelta(microseconds=1)
 class WorkingSetIndexer:
     """Files a workflow, as the database has it after a commit, under what it waits on."""
 
-    def __init__(self, controller: LifecycleController, working: WorkingSet, state: Configs):
-        self.controller = controller
+    def __init__(
+        self,
+        working: WorkingSet,
+        state: Configs,
+        backends: Callable[[str], ClusterBackend],
+        manifests: Callable[[list[str]], Mapping[str, list[dict[str, Any]]]],
+        now: datetime,
+    ) -> None:
+        """``backends``: each backend by name; ``manifests``: the stored objects of groups
+        (by uuid); ``now``: when a group waits from, when its record does not say."""
         self.working = working
         self.state = state
+        self._get_backend = backends
+        self._manifests = manifests
+        self._now = now
         self._backends: dict[str, tuple[ClusterBackend, TaskExecutor]] = {}
 
     def backend(self, name: str) -> tuple[ClusterBackend, TaskExecutor]:
         """The backend and its executor, once per tick."""
         found = self._backends.get(name)
         if found is None:
-            backend = self.controller.backends.get(name, self.state)
+            backend = self._get_backend(name)
             found = self._backends[name] = (backend, backend.executor())
         return found
 
@@ -66,7 +74,7 @@ class WorkingSetIndexer:
         ]
         if not pending:
             return
-        manifests = self.controller.workflows.manifests([g.uuid for _, g in pending])
+        manifests = self._manifests([g.uuid for _, g in pending])
         for workflow, group in pending:
             self._wait(workflow, group, manifests.get(group.uuid, []))
 
@@ -124,7 +132,7 @@ class WorkingSetIndexer:
         position = next(i for i, g in enumerate(workflow.groups) if g.uuid == group.uuid)
         # Its first wait, not this one: a group put back by a fault, a drain or a preemption
         # keeps its place (docs/health.md#running-work).
-        since = group.admitted_at or group.scheduling_at or self.controller.clock()
+        since = group.admitted_at or group.scheduling_at or self._now
         waiting = self.working.placements.add(
             group.uuid,
             manifests,
@@ -144,7 +152,7 @@ class WorkingSetIndexer:
         workflow_id = workflow.workflow_id
         working.every_tick.discard(workflow_id)
         wake: list[datetime] = []
-        retry = any(g.uuid in self.controller.create_failures for g in workflow.groups)
+        retry = any(g.uuid in working.create_failures for g in workflow.groups)
         if retry or workflow.cancel_requested_by is not None:
             working.dirty.add(workflow_id)
         for group in workflow.groups:

@@ -117,6 +117,10 @@ class WorkingSet:
     noticed: dict[str, str] = field(default_factory=dict)
     #: Groups that started waiting for corral's scheduler, and their shape (to be written).
     new_shapes: dict[str, str] = field(default_factory=dict)
+    #: Group uuid -> ticks its objects failed to be created with a transient error.
+    create_failures: dict[str, int] = field(default_factory=dict)
+    #: (backend, node) where a task under notice still runs, this tick (``node_faults.py``).
+    nodes_under_notice: frozenset[tuple[str, str]] = frozenset()
     _timers: list[tuple[datetime, str]] = field(default_factory=list)
     _wake: dict[str, datetime] = field(default_factory=dict)
 
