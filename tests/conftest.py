@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -53,6 +54,25 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
         yield from _postgres_database()
 
 
+@pytest.fixture(scope="session")
+def _sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite database migrated once per worker: a test's is a copy (0.06 s, against 0.2 to
+    0.4 s to migrate a new file)."""
+    path = tmp_path_factory.mktemp("template") / "migrated.db"
+    found = make_engine(f"sqlite:///{path}")
+    migrate(found)
+    found.dispose()
+    return path
+
+
+def _from_template(url: str, template: Path) -> None:
+    """Start the SQLite file of ``url`` as a copy of ``template`` (nothing for PostgreSQL, or a
+    file that exists); migrating it afterwards then finds nothing to do."""
+    prefix = "sqlite:///"
+    if url.startswith(prefix) and not Path(url[len(prefix) :]).exists():
+        shutil.copyfile(template, url[len(prefix) :])
+
+
 def _migrated_engine(url: str) -> Iterator[Engine]:
     found = make_engine(url)
     migrate(found)
@@ -61,8 +81,9 @@ def _migrated_engine(url: str) -> Iterator[Engine]:
 
 
 @pytest.fixture
-def engine(database_url: str) -> Iterator[Engine]:
+def engine(database_url: str, _sqlite_template: Path) -> Iterator[Engine]:
     """A migrated engine on ``database_url`` (each database in turn)."""
+    _from_template(database_url, _sqlite_template)
     yield from _migrated_engine(database_url)
 
 
@@ -74,7 +95,8 @@ def postgres_engine() -> Iterator[Engine]:
 
 
 @pytest.fixture
-def runtime(database_url: str) -> Iterator[Runtime]:
+def runtime(database_url: str, _sqlite_template: Path) -> Iterator[Runtime]:
+    _from_template(database_url, _sqlite_template)
     runtime = open_runtime(database_url)
     yield runtime
     runtime.engine.dispose()
@@ -239,3 +261,57 @@ def sso_server(tmp_path_factory: pytest.TempPathFactory, oidc_provider: Any) -> 
         yield server
     finally:
         server.stop()
+
+
+#: Test files that start real servers, browsers or benchmarks, or run fuzzers and state
+#: machines for a minute: ``-m slow`` (docs/architecture.md#tests).
+SLOW_FILES = frozenset(
+    {
+        "tests/api/test_fuzz.py",
+        "tests/api/test_schemathesis.py",
+        "tests/api/test_views_fuzz.py",
+        "tests/api/test_workflow_fuzz.py",
+        "tests/scheduler/test_cycle_stateful.py",
+        "tests/scheduler/test_stateful.py",
+        "tests/services/lifecycle/test_health_stateful.py",
+        "tests/services/test_capacity_model.py",
+        "tests/services/test_jinja_worker.py",
+        "tests/test_benchmarks.py",
+        "tests/test_controller_process.py",
+        "tests/test_crash_recovery.py",
+        "tests/test_deploy.py",
+        "tests/test_hostile_input.py",
+        "tests/test_hostile_sign_in.py",
+        "tests/test_osmo_cli.py",
+        "tests/test_server.py",
+        "tests/test_task_trust.py",
+        "tests/test_two_servers.py",
+        "tests/web/test_dashboard_browser.py",
+        "tests/web/test_pages_fuzz.py",
+        "tests/web/test_sso_browser.py",
+    }
+)
+#: Fixtures that start a server, a browser or the sign-in provider.
+SLOW_FIXTURES = frozenset({"live_server", "sso_server", "oidc_provider", "chromium"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark ``slow`` the tests of :data:`SLOW_FILES` and :data:`SLOW_DIRECTORIES` (but
+    :data:`QUICK_FILES`), those using a :data:`SLOW_FIXTURES` fixture, and every test's
+    PostgreSQL run (its SQLite run stays in the quick loop)."""
+    for item in items:
+        path = item.path.relative_to(REPO).as_posix()
+        callspec = getattr(item, "callspec", None)
+        params = callspec.params.values() if callspec is not None else ()
+        on_postgresql = any(value == "postgresql" for value in params)
+        in_slow_directory = path.startswith(SLOW_DIRECTORIES) and path not in QUICK_FILES
+        uses = set(getattr(item, "fixturenames", ()))
+        if path in SLOW_FILES or in_slow_directory or uses & SLOW_FIXTURES or on_postgresql:
+            item.add_marker(pytest.mark.slow)
+
+
+#: The CLI tests run a real ``corral server``; the Kubernetes adapter's run an API server over
+#: HTTP.
+SLOW_DIRECTORIES = ("tests/cli/", "tests/backends/kubernetes/")
+#: What runs in those directories without a server: the CLI's help and sign-in checks.
+QUICK_FILES = frozenset({"tests/cli/test_help.py", "tests/cli/test_sign_in.py"})

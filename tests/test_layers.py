@@ -4,6 +4,7 @@ nothing from the outer rings, and each of its sub-packages imports only the ones
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -29,8 +30,14 @@ ALLOWED = {
 }
 
 
+@functools.cache
+def parsed(path: Path) -> ast.Module:
+    """The syntax tree of ``path``, parsed once for every test of this module."""
+    return ast.parse(path.read_text())
+
+
 def imported_modules(path: Path) -> Iterator[str]:
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             yield node.module
             for alias in node.names:
@@ -156,7 +163,7 @@ def test_no_source_file_is_over_500_lines() -> None:
 def test_no_function_is_over_80_lines_but_the_allowed_data_tables() -> None:
     long = {}
     for path in SRC.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(parsed(path)):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 assert node.end_lineno is not None
                 lines = node.end_lineno - node.lineno + 1
@@ -185,7 +192,7 @@ def test_routes_are_module_level() -> None:
     nested = []
     for ring in ("api", "web"):
         for path in (SRC / ring).rglob("*.py"):
-            for outer in ast.walk(ast.parse(path.read_text())):
+            for outer in ast.walk(parsed(path)):
                 if not isinstance(outer, ast.FunctionDef | ast.AsyncFunctionDef):
                     continue
                 for inner in ast.walk(outer):
@@ -222,7 +229,7 @@ def test_the_configuration_has_one_type() -> None:
     two_faces = [
         f"{path.relative_to(SRC)}: {name}"
         for path in SRC.rglob("*.py")
-        for node in ast.walk(ast.parse(path.read_text()))
+        for node in ast.walk(parsed(path))
         for name in _defined_or_imported(node)
         if name in ("State", "as_configs")
     ]
@@ -244,7 +251,7 @@ def test_sandbox_calls_name_their_function_by_reference() -> None:
     by_name = [
         f"{path.relative_to(SRC)}:{node.lineno}"
         for path in SRC.rglob("*.py")
-        for node in ast.walk(ast.parse(path.read_text()))
+        for node in ast.walk(parsed(path))
         if isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
         and node.func.attr in ("run", "call")
@@ -257,7 +264,7 @@ def test_sandbox_calls_name_their_function_by_reference() -> None:
 
 def test_preemption_takes_its_victims_through_a_typed_interface() -> None:
     """``preempt`` gets its victims as ``Victims`` (the cache's index), and no callable."""
-    tree = ast.parse((SRC / "scheduler" / "preemption.py").read_text())
+    tree = parsed(SRC / "scheduler" / "preemption.py")
     preempt = next(
         node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "preempt"
     )
@@ -273,7 +280,7 @@ def test_preemption_tries_victims_in_a_statement_and_binds_nothing_by_hand() -> 
     assert "corral.scheduler.statement.Statement" in set(imported_modules(path))
     calls = {
         node.func.attr
-        for node in ast.walk(ast.parse(path.read_text()))
+        for node in ast.walk(parsed(path))
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
     }
     assert not calls & {"release", "bind", "take", "give_back", "unbind", "rebind"}, calls
@@ -289,7 +296,7 @@ def _module_graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for module, path in modules.items():
         found = set()
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(parsed(path)):
             if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 for alias in node.names:
                     full = f"{node.module}.{alias.name}"
@@ -350,14 +357,14 @@ def test_no_isinstance_against_a_backend_class_outside_backends() -> None:
     backend_classes = {
         node.name
         for path in (SRC / "backends").rglob("*.py")
-        for node in ast.walk(ast.parse(path.read_text()))
+        for node in ast.walk(parsed(path))
         if isinstance(node, ast.ClassDef)
     }
     found = []
     for path in SRC.rglob("*.py"):
         if (SRC / "backends") in path.parents:
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(parsed(path)):
             if (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Name)
