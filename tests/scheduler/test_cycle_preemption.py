@@ -137,7 +137,7 @@ def test_nothing_is_evicted_when_the_preemptor_would_not_fit_anyway() -> None:
     world.wait("huge", 3, 8, "q", "HIGH")  # three trays in one two-tray clique: never
     result = world.place()
     assert result.evicted == [] and result.placed == []
-    assert len(world.placements.victim_index.by_key) == 4
+    assert len(world.placements.victim_index) == 4
 
 
 def test_a_queue_below_its_guarantee_reclaims_what_another_borrows() -> None:

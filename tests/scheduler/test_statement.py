@@ -78,7 +78,7 @@ def observed(cache: SchedulerCache) -> dict[str, Any]:
         "snapshots": [snapshot_state(cache.snapshot(levels)) for levels in LEVELS],
         "used": dict(cache.usage.used),
         "deserved": dict(cache.usage.deserved),
-        "victims": [(k, v.bindings, v.since) for k, v in cache.victim_index.by_key.items()],
+        "victims": [(v.key, v.bindings, v.since) for v in cache.victim_index.in_bind_order()],
         "victims on": {i: sorted(on) for i, on in cache.victim_index.on_node.items() if on},
         "groups": {
             key: (bindings, queue, preemptible)

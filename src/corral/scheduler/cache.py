@@ -108,6 +108,8 @@ class SchedulerCache:
         self.checkpoints: dict[str, datetime] = {}
         #: The keys of ``checkpoints``, latest first (None: to be sorted again after a report).
         self._freshest: deque[str] | None = None
+        #: The keys :meth:`freshest` dropped from its head since it was sorted.
+        self._dropped_from_freshest: set[str] = set()
         self.waiting: dict[str, WaitingGroup] = {}
         self._shapes: dict[str, Shape] = {}
         #: Per shape: its waiting groups as a heap of (order, group uuid); entries of groups no
@@ -220,9 +222,10 @@ class SchedulerCache:
         for binding in group.bindings:
             self._groups_on.get(binding.node, set()).discard(group_uuid)
         for levels, snapshot in self._snapshots.items():
+            index = snapshot.index
             for binding in group.bindings:
                 try:
-                    snapshot.release([binding])
+                    snapshot.give_back(index[binding.node], binding.demand)
                 except ValueError:  # it did not fit when the snapshot was built
                     log.warning("released pod was not taken", pod=binding.pod)
                     unbound.not_taken.add((levels, binding.pod))
@@ -239,15 +242,20 @@ class SchedulerCache:
         self._groups[key] = group
         for binding in group.bindings:
             self._groups_on.setdefault(binding.node, set()).add(key)
+        not_taken = unbound.not_taken
         for levels, snapshot in self._snapshots.items():
-            snapshot.bind(b for b in group.bindings if (levels, b.pod) not in unbound.not_taken)
+            if not_taken:
+                snapshot.bind(b for b in group.bindings if (levels, b.pod) not in not_taken)
+            else:
+                snapshot.bind(group.bindings)
         if unbound.queue_counts is not None:
             self.usage.restore(group.queue, unbound.queue_counts)
         if unbound.victim is not None:
             self.victim_index.put_back(unbound.victim)
         if unbound.checkpoint is not None:
             self.checkpoints[key] = unbound.checkpoint
-            self._freshest = None
+            if key in self._dropped_from_freshest:
+                self._freshest = None  # dropped from its head meanwhile: sorted again
         self.generation, self.victim_index.generation = unbound.generations
 
     def checkpoint(self, group_uuid: str, at: datetime) -> None:
@@ -265,8 +273,9 @@ class SchedulerCache:
             marks = self.checkpoints
             # latest first; equal times by key, so the order never depends on report order
             self._freshest = deque(sorted(marks, key=lambda k: (marks[k], k), reverse=True))
+            self._dropped_from_freshest.clear()
         while self._freshest and self._freshest[0] not in self.checkpoints:
-            self._freshest.popleft()
+            self._dropped_from_freshest.add(self._freshest.popleft())
         return self._freshest
 
     def bound_groups(self) -> Iterator[tuple[str, tuple[Binding, ...], str, bool]]:
@@ -365,7 +374,7 @@ class SchedulerCache:
 
     @property
     def has_victims(self) -> bool:
-        return bool(self.victim_index.by_key)
+        return len(self.victim_index) > 0
 
     def victims(self, now: datetime | None, placed_now: Set[str]) -> Candidates:
         """The victims a preemption may take at ``now``, none of ``placed_now``."""
