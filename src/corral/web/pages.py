@@ -101,7 +101,7 @@ def topology(
     within = _domain(domain)
     levels = tuple(Level(key.key, key.label) for key in state.pool(chosen).topology_keys)
     queued = store.list(pools=[chosen], statuses=QUEUED, limit=PAGE_SIZE)
-    ghost_of = context.readable(principal, ghost) if ghost else None
+    ghost_workflow = context.readable(principal, ghost) if ghost else None
     drawn = pool_picture(state, cluster, chosen, levels, within)
     capacity = low = None
     if cluster is not None:
@@ -120,13 +120,13 @@ def topology(
         capacity=capacity,
         low=low,
         queued=queued,
-        ghost=ghost_of,
+        ghost=ghost_workflow,
         query=lambda **changes: _query({"pool": chosen, "domain": domain, "ghost": ghost}, changes),
     )
 
 
 @router.get("/topology/ghost", response_class=HTMLResponse)
-def topologyghost_of(
+def topology_ghost(
     authorizer: AuthorizerDep,
     configs: ConfigsDep,
     context: PageContextDep,

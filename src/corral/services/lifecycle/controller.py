@@ -3,7 +3,8 @@ cluster (docs/osmo-reference.md#group-order, docs/lifecycle.md).
 
 A tick costs what changed, not what is alive. The controller keeps a working set
 (``working_set.py``): the alive workflows, read from the database when it starts leading
-and followed from then on, indexed by what each waits on. A tick:
+and followed from then on, indexed by what each waits on. A tick (``tick.py``; each part
+records into the tick's ``TickWrites``, ``unit.py``, and only the tick commits):
 
 1. reads the inbox (submissions and cancels made by any server since the last tick);
 2. steps the workflows that are due (``services/lifecycle/step.py``: new, canceled, just bound, a
@@ -24,7 +25,8 @@ follows the database only after a commit; anything unexpected in a tick drops th
 and the next tick reads it all again.
 
 After a commit each workflow is filed under what it waits on by ``tick_index.py``; the loop that
-ticks is ``process.run_until_stopped``.
+ticks is ``process.run_until_stopped``. Nothing here knows the embedded cluster: the backends
+say through the port whether they write in the tick's transaction (``writes_in_transaction``).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Unit cases: filtering, gangs, required and preferred levels, candidate order."""
+"""``place_group`` on a snapshot, case by case: filtering by selectors and taints, resources,
+gangs, required and preferred levels, candidate order, queue limits."""
 
 from __future__ import annotations
 
