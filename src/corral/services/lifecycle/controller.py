@@ -158,7 +158,7 @@ class LifecycleController:
         if working is None:
             working = self._working = self._read(state, epoch)
             self._checked_at = self._monotonic()
-        working.placements.follow_health(self.nodes())  # a cordon, a failure, a heal
+        working.scheduler_cache.follow_health(self.nodes())  # a cordon, a failure, a heal
         return working
 
     def _in_step(self, working: WorkingSet) -> bool:
@@ -187,15 +187,15 @@ class LifecycleController:
             for group in workflow.groups
             if group.status in HOLDS_NODES
         }
-        placements = SchedulerCache(
+        cache = SchedulerCache(
             self.nodes(),
             pool_queues(state),
             bound,
             bound_at={uuid: at for uuid, (_, at) in bound_groups.items() if at is not None},
             min_runtime=min_runtimes(state),
         )
-        note_checkpoints(placements, alive)
-        working = WorkingSet(state, epoch, placements, ManifestCache(self.workflows.manifests))
+        note_checkpoints(cache, alive)
+        working = WorkingSet(state, epoch, cache, ManifestCache(self.workflows.manifests))
         working.bound.update({uuid: owner for uuid, (owner, _) in bound_groups.items()})
         for workflow in alive:
             working.keep(workflow)
@@ -211,7 +211,7 @@ class LifecycleController:
         log.info(
             "working set read",
             alive=len(alive),
-            waiting=len(placements.waiting) + len(working.observed),
+            waiting=len(cache.waiting) + len(working.observed),
             bound_pods=len(bound),
             seconds=round(time.perf_counter() - started, 3),
         )

@@ -193,7 +193,7 @@ def forecast_input(
 ) -> tuple[ClusterNow, dict[str, str]]:
     """What a forecast starts from, read from the controller's memory (in the tick: the
     thread then touches nothing the tick changes), and each group's workflow."""
-    cache = working.placements
+    cache = working.scheduler_cache
     runtimes = _RuntimeLookup(history)
     owners: dict[str, str] = {}
     running = []

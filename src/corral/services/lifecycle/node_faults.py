@@ -41,14 +41,14 @@ class NodeStop:
     group: str = ""
 
 
-def stops_due(placements: SchedulerCache, now: datetime) -> list[NodeStop]:
+def stops_due(cache: SchedulerCache, now: datetime) -> list[NodeStop]:
     """The bound groups that must stop now, each once (its first bad node by name)."""
     stops: dict[str, NodeStop] = {}
-    for name in sorted(placements.unhealthy):
-        groups = placements.groups_on(name)
+    for name in sorted(cache.unhealthy):
+        groups = cache.groups_on(name)
         if not groups:
             continue
-        stop = _stop_for(name, placements.unhealthy[name], now)
+        stop = _stop_for(name, cache.unhealthy[name], now)
         if stop is None:
             continue
         for group in groups:
@@ -83,7 +83,7 @@ def faults_under_notice(working: WorkingSet, now: datetime) -> list[NodeStop]:
     stops: list[NodeStop] = []
     for _, group in _noticed_groups(working):
         for node in sorted({t.node for t in group.tasks if t.node}):
-            health = working.placements.unhealthy.get(node)
+            health = working.scheduler_cache.unhealthy.get(node)
             fault = fault_reason(health, now) if health is not None else None
             if fault is not None:
                 stops.append(NodeStop(node, fault, group=group.uuid))
@@ -145,7 +145,7 @@ class Stopped:
     def follow(self, working: WorkingSet, committed: Changes) -> None:
         """The working set as the commit of ``committed`` left the database."""
         for group in self.released:
-            working.placements.release(group)
+            working.scheduler_cache.release(group)
             working.bound.pop(group, None)
         for workflow_id in self.workflows:
             working.keep(with_changes(working.workflows[workflow_id], committed))
@@ -159,7 +159,7 @@ def stop_work_on_bad_nodes(
     capacity released once that is committed); their workflows step in this tick."""
     stops = [
         stop
-        for stop in stops_due(working.placements, now)
+        for stop in stops_due(working.scheduler_cache, now)
         if stop.group in working.bound  # a group of a task group (not a foreign pod)
     ]
     noticed = faults_under_notice(working, now)
@@ -167,7 +167,7 @@ def stop_work_on_bad_nodes(
         return Stopped()
     owners = {stop.group: working.workflows[working.bound[stop.group]] for stop in stops}
     owners.update({stop.group: working.workflows[working.noticed[stop.group]] for stop in noticed})
-    gpus = {stop.group: working.placements.gpus_of(stop.group) for stop in stops}
+    gpus = {stop.group: working.scheduler_cache.gpus_of(stop.group) for stop in stops}
     changes = Changes()
     mark_stops([*stops, *noticed], owners, partial(_gpus, gpus), now, changes)
     writes.record(changes)

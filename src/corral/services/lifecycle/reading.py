@@ -44,11 +44,11 @@ def readable_workflows(
     return found
 
 
-def note_checkpoints(placements: SchedulerCache, alive: Sequence[StoredWorkflow]) -> None:
+def note_checkpoints(cache: SchedulerCache, alive: Sequence[StoredWorkflow]) -> None:
     """Each bound group's latest checkpoint, of any of its tasks, for preemption to weigh
     (docs/checkpoints.md)."""
     for workflow in alive:
         for group in workflow.groups:
             marks = [task.checkpoint_at for task in group.tasks if task.checkpoint_at]
             if marks:
-                placements.checkpoint(group.uuid, max(marks))
+                cache.checkpoint(group.uuid, max(marks))

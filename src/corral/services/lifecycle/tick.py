@@ -114,7 +114,7 @@ class Tick:
             return
         ids = list(dict.fromkeys(entry.workflow_id for entry in entries))
         fresh = self.controller.readable_workflows(ids)
-        note_checkpoints(self.working.placements, fresh)  # a task reported one
+        note_checkpoints(self.working.scheduler_cache, fresh)  # a task reported one
         for workflow in fresh:
             self.working.keep(workflow)
             self.working.dirty.add(workflow.workflow_id)
@@ -186,12 +186,12 @@ class Tick:
         reasoned: dict[str, StoredWorkflow] = {}  # a cluster's scheduler said why they wait
         for group_uuid, observed in list(self.working.observed.items()):
             self._observe(group_uuid, observed, changes, placed, reasoned)
-        placements = self.working.placements
+        cache = self.working.scheduler_cache
         for group_uuid, key in self.working.new_shapes.items():
-            if group_uuid in placements.waiting:
+            if group_uuid in cache.waiting:
                 changes.group(group_uuid, pending_shape=key)
         self.working.new_shapes.clear()
-        result = place_waiting(placements, self.now)
+        result = place_waiting(cache, self.now)
         self._unbind([eviction.group for eviction in result.evicted])
         evicted = record_evictions(self.working, result.evicted, self.now, changes)
         for found in result.placed:
@@ -275,7 +275,7 @@ class Tick:
         changes = self.controller.commit(self.writes)
         for group_uuid in done:
             entry = self.working.cleanup.pop(group_uuid)
-            self.working.placements.release(group_uuid)
+            self.working.scheduler_cache.release(group_uuid)
             self.working.bound.pop(group_uuid, None)
             self.working.manifests.forget(group_uuid)
             self.working.create_failures.pop(group_uuid, None)

@@ -69,7 +69,7 @@ class WorkingSetIndexer:
             for workflow in workflows
             for group in workflow.groups
             if group.status == GROUP_SCHEDULING
-            and group.uuid not in working.placements.waiting
+            and group.uuid not in working.scheduler_cache.waiting
             and group.uuid not in working.observed
         ]
         if not pending:
@@ -88,12 +88,12 @@ class WorkingSetIndexer:
         for group in workflow.groups:
             if group.status == GROUP_SCHEDULING:
                 if (
-                    group.uuid not in working.placements.waiting
+                    group.uuid not in working.scheduler_cache.waiting
                     and group.uuid not in working.observed
                 ):
                     self._wait(workflow, group, group.manifests)
             else:
-                working.placements.drop(group.uuid)
+                working.scheduler_cache.drop(group.uuid)
                 working.observed.pop(group.uuid, None)
                 working.owners.pop(group.uuid, None)
             if group.status not in HOLDS_NODES:
@@ -133,7 +133,7 @@ class WorkingSetIndexer:
         # Its first wait, not this one: a group put back by a fault, a drain or a preemption
         # keeps its place (docs/health.md#running-work).
         since = group.admitted_at or group.scheduling_at or self._now
-        waiting = self.working.placements.add(
+        waiting = self.working.scheduler_cache.add(
             group.uuid,
             manifests,
             levels=levels,

@@ -99,7 +99,7 @@ class WorkingSet:
     #: What the working set was read under: the config state and the lease epoch.
     state: object
     epoch: int | None
-    placements: SchedulerCache
+    scheduler_cache: SchedulerCache
     manifests: ManifestCache
     #: Alive workflows, without their groups' manifests.
     workflows: dict[str, StoredWorkflow] = field(default_factory=dict)
