@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from functools import partial
-from typing import Any
 
 import structlog
 from sqlalchemy import Connection
@@ -133,7 +132,3 @@ class Backends:
             for _, backend in self._connected.values():
                 backend.close()
             self._connected.clear()
-
-
-def _spec(body: Mapping[str, Any]) -> Mapping[str, Any]:
-    return body.get("spec") or {}
