@@ -7,6 +7,7 @@ from typing import Any
 
 from corral.domain.labels import POOL as POOL_LABEL
 from corral.domain.platform.nodes import Node, Taint
+from corral.domain.topology.podgroup import API_VERSION, KIND
 from corral.scheduler import Queue
 
 ZONE = "topology.kubernetes.io/zone"
@@ -95,7 +96,7 @@ def pod_group(
         spec["topologyConstraint"] = topology
     if subgroups:
         spec["subGroups"] = subgroups
-    return {"kind": "PodGroup", "metadata": {"name": "pg"}, "spec": spec}
+    return {"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": "pg"}, "spec": spec}
 
 
 def queue_of(manifest: Mapping[str, Any]) -> Queue:

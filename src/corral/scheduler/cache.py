@@ -34,6 +34,7 @@ from corral.domain.labels import QUEUE as QUEUE_LABEL
 from corral.domain.platform.node_health import HEALTHY, NodeHealth, closed_reason, faulty
 from corral.domain.platform.nodes import Node
 from corral.domain.topology.fabric import NO_FABRIC_RULE, FabricRule
+from corral.domain.topology.podgroup import pod_group_of
 from corral.scheduler import Binding, ClusterSnapshot, Placement, Queue, QueueUsage
 from corral.scheduler.podgroup import GroupError, PodSet, read_pod_group, shape_of
 from corral.scheduler.records import (
@@ -47,8 +48,6 @@ from corral.scheduler.running import PREEMPTIBLE, Running
 from corral.scheduler.victims import Candidates, VictimIndex
 
 log = structlog.get_logger("corral.scheduler")
-
-POD_GROUP_KIND = ("scheduling.run.ai/v2alpha2", "PodGroup")
 
 
 @dataclass
@@ -440,7 +439,7 @@ class ReadGroup:
 
 def read_group(manifests: Sequence[Mapping[str, Any]]) -> ReadGroup:
     pods = [m for m in manifests if m["kind"] == "Pod"]
-    pod_group = _pod_group(manifests)
+    pod_group = pod_group_of(manifests)
     if pod_group is None:
         # The default scheduler has no gangs; placing the pods together still keeps a
         # group from starting half-way, which is what its tasks expect of each other.
@@ -450,7 +449,3 @@ def read_group(manifests: Sequence[Mapping[str, Any]]) -> ReadGroup:
         return ReadGroup(read_pod_group(pod_group, pods), None, queue)
     except GroupError as err:
         return ReadGroup(None, str(err), queue)
-
-
-def _pod_group(manifests: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
-    return next((m for m in manifests if (m["apiVersion"], m["kind"]) == POD_GROUP_KIND), None)

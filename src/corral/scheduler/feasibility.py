@@ -18,13 +18,14 @@ submissions repeat a shape, and placing a group was a sixth of planning it).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from corral.domain.configs.models import GpuQuota
 from corral.domain.configs.snapshot import Configs
 from corral.domain.platform.nodes import Node
+from corral.domain.topology.podgroup import pod_group_of
 from corral.domain.workflows.plan import PlannedGroup, Submitter, WorkflowPlan
 from corral.domain.workflows.planner import plan_workflow
 from corral.errors import UserError
@@ -131,10 +132,7 @@ def _never_fits(empty: _EmptyCluster, root: PodSet) -> str | None:
 
 def _read(group: PlannedGroup) -> PodSet:
     pods = [m for m in group.manifests if m["kind"] == "Pod"]
-    pod_group: Mapping[str, Any] = next(
-        (m for m in group.manifests if m["kind"] == "PodGroup"),
-        {"spec": {"minMember": len(pods)}},
-    )
+    pod_group = pod_group_of(group.manifests) or {"spec": {"minMember": len(pods)}}
     try:
         return read_pod_group(pod_group, pods)
     except GroupError as err:

@@ -17,6 +17,7 @@ from typing import Any
 
 from corral.domain.labels import SUBGROUP as SUBGROUP_LABEL
 from corral.domain.platform.node_affinity import NO_AFFINITY, NodeAffinity, read_node_affinity
+from corral.domain.topology.podgroup import pod_group_of
 from corral.domain.views.requested_shape import RequestedShape
 from corral.errors import UserError
 from corral.scheduler.resources import Demand, pod_demand
@@ -222,7 +223,7 @@ def _total(pod_set: PodSet) -> None:
 
 def requested_shape(manifests: Sequence[Mapping[str, Any]]) -> RequestedShape | None:
     """The shape of a group's stored objects; None when they hold no PodGroup and pods."""
-    pod_group = next((m for m in manifests if m.get("kind") == "PodGroup"), None)
+    pod_group = pod_group_of(manifests)
     pods = [m for m in manifests if m.get("kind") == "Pod"]
     if pod_group is None or not pods:
         return None

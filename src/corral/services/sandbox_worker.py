@@ -56,10 +56,11 @@ def functions() -> dict[str, Callable[..., Any]]:
 def _warm_up() -> None:
     """Load what calls would load lazily, before the address space is capped."""
     from corral.domain.schemas.objects import manifest_problems
+    from corral.domain.topology import podgroup
 
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "warm"}, "spec": {}}
     manifest_problems(pod)
-    manifest_problems({"apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroup"})
+    manifest_problems({"apiVersion": podgroup.API_VERSION, "kind": podgroup.KIND})
 
 
 def _address_space() -> int:

@@ -27,6 +27,7 @@ from lightkube.types import PatchType
 from corral.backends.port import BackendError
 from corral.domain.configs.backend_models import KubernetesAccess
 from corral.domain.formats.durations import parse_duration
+from corral.domain.topology.podgroup import POD_GROUP
 from corral.errors import UserError
 
 FIELD_MANAGER = "corral"
@@ -39,7 +40,7 @@ _KNOWN_PLURALS: dict[tuple[str, str], tuple[str, bool]] = {
     ("v1", "ConfigMap"): ("configmaps", True),
     ("v1", "Node"): ("nodes", False),
     ("v1", "Namespace"): ("namespaces", False),
-    ("scheduling.run.ai/v2alpha2", "PodGroup"): ("podgroups", True),
+    POD_GROUP: ("podgroups", True),
     ("scheduling.run.ai/v2", "Queue"): ("queues", False),
     ("kai.scheduler/v1alpha1", "Topology"): ("topologies", False),
     ("resource.nvidia.com/v1beta1", "ComputeDomain"): ("computedomains", True),

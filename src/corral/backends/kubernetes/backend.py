@@ -52,6 +52,7 @@ from corral.domain.labels import WORKFLOW_UUID as WORKFLOW_LABEL
 from corral.domain.platform.node_health import HEALTHY, Cordon, NodeHealth
 from corral.domain.platform.nodes import Node, Taint
 from corral.domain.topology.kai_objects import PRIORITY_CLASS_KIND, QUEUE_KIND, TOPOLOGY_KIND
+from corral.domain.topology.podgroup import POD_GROUP
 from corral.domain.workflows.notices import Acknowledgement, Notice
 
 log = structlog.get_logger("corral.kubernetes")
@@ -60,7 +61,6 @@ log = structlog.get_logger("corral.kubernetes")
 CLEANUP_FINALIZER = "corral.dev/cleanup"
 POD = ("v1", "Pod")
 NODE = ("v1", "Node")
-POD_GROUP = ("scheduling.run.ai/v2alpha2", "PodGroup")
 _PERMISSION_TTL_S = 60.0
 _RESYNC_S = 300.0
 _ALLOCATABLE = ("cpu", "memory", "ephemeral-storage", "nvidia.com/gpu")

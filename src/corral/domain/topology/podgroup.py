@@ -40,6 +40,8 @@ from corral.errors import UserError
 
 API_VERSION = "scheduling.run.ai/v2alpha2"
 KIND = "PodGroup"
+#: KAI's PodGroup as (apiVersion, kind): the one place both are written.
+POD_GROUP = (API_VERSION, KIND)
 #: Readable name of the extra leaf holding the tasks without topology of a branching group.
 NO_TOPOLOGY_SUBGROUP = "no-topology"
 
@@ -47,6 +49,12 @@ _MAX_NAME = 63
 _HASH_CHARS = 10
 _NOT_IN_LABEL = re.compile(r"[^a-z0-9-]+")
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+
+
+def pod_group_of(manifests: Iterable[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """The group's KAI PodGroup among its objects (another API's kind of that name is not
+    it), or None."""
+    return next((m for m in manifests if (m.get("apiVersion"), m.get("kind")) == POD_GROUP), None)
 
 
 @dataclass(frozen=True)

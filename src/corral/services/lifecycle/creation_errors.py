@@ -10,6 +10,7 @@ from typing import Any
 import structlog
 
 from corral.backends.port import BackendError, Rule, extra_rbac_rules_yaml
+from corral.domain.topology import podgroup
 
 log = structlog.get_logger("corral.lifecycle")
 
@@ -66,6 +67,6 @@ def priority_classes(manifests: Sequence[Mapping[str, Any]]) -> list[str]:
     names = [
         str(manifest.get("spec", {}).get("priorityClassName") or "")
         for manifest in manifests
-        if manifest["kind"] in ("PodGroup", "Pod")
+        if manifest["kind"] in (podgroup.KIND, "Pod")
     ]
     return sorted({name for name in names if name})

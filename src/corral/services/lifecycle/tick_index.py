@@ -14,6 +14,7 @@ from corral.backends.execution import TaskExecutor, TaskRun
 from corral.backends.port import BackendError, ClusterBackend, GroupObjects
 from corral.domain.configs.snapshot import Configs
 from corral.domain.topology.fabric import NO_FABRIC_RULE, fabric_rule
+from corral.domain.topology.podgroup import pod_group_of
 from corral.domain.workflows.record import (
     ALIVE,
     GROUP_SCHEDULING,
@@ -191,7 +192,5 @@ class WorkingSetIndexer:
 
 
 def _pod_group_name(manifests: Sequence[Mapping[str, Any]]) -> str | None:
-    for manifest in manifests:
-        if manifest["kind"] == "PodGroup":
-            return str(manifest["metadata"]["name"])
-    return None
+    found = pod_group_of(manifests)
+    return str(found["metadata"]["name"]) if found is not None else None
