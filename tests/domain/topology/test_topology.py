@@ -16,6 +16,7 @@ from corral.domain.topology.podgroup import (
     PoolTopologyKey,
     TopologyRequirement,
     build_pod_group,
+    pod_group_of,
     queue_name,
     topology_crd_name,
     validate_requirements,
@@ -583,3 +584,12 @@ def test_scheduler_object_names_keep_osmo_names_when_valid_and_hash_otherwise() 
     assert hashed != queue_name("default", "heterogeneous-pool")
     long_pool = "p" * 80
     assert len(topology_crd_name("default", long_pool)) <= 63
+
+
+def test_the_pod_group_found_is_kais_not_another_apis_of_that_name() -> None:
+    """A group template may add the scheduler-plugins' PodGroup: it is not the gang."""
+    plugins = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup"}
+    kai = {"apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroup", "spec": {}}
+    pod = {"apiVersion": "v1", "kind": "Pod"}
+    assert pod_group_of([plugins, pod, kai]) is kai
+    assert pod_group_of([plugins, pod]) is None
