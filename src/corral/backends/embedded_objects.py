@@ -104,7 +104,7 @@ class ClusterObjectStore:
         wanted = (backend, api_version, kind, namespace)
         columns = cluster_objects.c
         with writing(self._engine) as connection:
-            # Found by the group's index alone, the rest compared here (see write_staged).
+            # Found by the group's index alone, the rest compared here (see write).
             rows = connection.execute(
                 select(
                     columns.id,
