@@ -10,7 +10,7 @@ one (outside a tick), each is written at once."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from corral.backends.cluster_writes import ClusterWrites
@@ -38,15 +38,14 @@ class EmbeddedBackend:
         self._executor = executor
         self._writes = writes
 
-    def _record(self) -> tuple[ClusterWrites, bool]:
-        """Where a write goes: the tick's writes, or a batch of its own written at once."""
+    def _write(self, record: Callable[[ClusterWrites], None]) -> None:
+        """Record a write in the tick's writes, or (outside a tick) write it at once."""
         if self._writes is not None:
-            return self._writes, False
-        return ClusterWrites(), True
-
-    def _done(self, writes: ClusterWrites, now: bool) -> None:
-        if now:
-            self._objects.write_now(writes)
+            record(self._writes)
+            return
+        batch = ClusterWrites()
+        record(batch)
+        self._objects.write_now(batch)
 
     def apply(self, manifest: Mapping[str, Any], namespace: str) -> None:
         self._objects.apply(self.name, manifest, namespace)
@@ -59,28 +58,20 @@ class EmbeddedBackend:
     ) -> None:
         """``task_tokens`` are not used: the objects are stored, and a local task speaks
         through its control directory instead."""
-        writes, now = self._record()
-        writes.create(self.name, manifests, namespace)
-        self._done(writes, now)
+        self._write(lambda writes: writes.create(self.name, manifests, namespace))
 
     def delete_groups(self, groups: Sequence[GroupObjects]) -> list[str]:
         """One statement: on the embedded cluster, each object a group was given carries its
         ``osmo.group_uuid`` label (the column deleted by)."""
         uuids = [group.uuid for group in groups]
-        writes, now = self._record()
-        writes.deletes.extend(uuids)
-        self._done(writes, now)
+        self._write(lambda writes: writes.deletes.extend(uuids))
         return uuids
 
     def bind(self, namespace: str, nodes: Mapping[str, str]) -> None:
-        writes, now = self._record()
-        writes.bind(self.name, namespace, nodes)
-        self._done(writes, now)
+        self._write(lambda writes: writes.bind(self.name, namespace, nodes))
 
     def unbind(self, group_uuids: Sequence[str]) -> None:
-        writes, now = self._record()
-        writes.unbinds.extend(group_uuids)
-        self._done(writes, now)
+        self._write(lambda writes: writes.unbinds.extend(group_uuids))
 
     def delete_collection(
         self, api_version: str, kind: str, namespace: str, labels: Mapping[str, str]

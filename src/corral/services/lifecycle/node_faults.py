@@ -172,11 +172,7 @@ def stop_work_on_bad_nodes(
     mark_stops([*stops, *noticed], owners, partial(_gpus, gpus), now, changes)
     writes.record(changes)
     groups = [stop.group for stop in stops]
-    by_backend: dict[str, list[str]] = {}
-    for group in groups:
-        by_backend.setdefault(owners[group].backend, []).append(group)
-    for name, uuids in by_backend.items():
-        index.backend(name)[0].unbind(uuids)
+    index.unbind(groups)  # before the commit: working.bound still names their workflows
     return Stopped(groups, {owner.workflow_id for owner in owners.values()})
 
 

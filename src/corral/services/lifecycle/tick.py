@@ -171,15 +171,6 @@ class Tick:
 
     # -- scheduling -------------------------------------------------------------------------
 
-    def _unbind(self, groups: Sequence[str]) -> None:
-        """Unbind the pods of the evicted ``groups``, each on its workflow's backend."""
-        by_backend: dict[str, list[str]] = {}
-        for group_uuid in groups:
-            workflow = self.working.workflows[self.working.bound[group_uuid]]
-            by_backend.setdefault(workflow.backend, []).append(group_uuid)
-        for name, uuids in by_backend.items():
-            self.index.backend(name)[0].unbind(uuids)
-
     def _schedule(self) -> None:
         changes = Changes()
         placed: dict[str, StoredWorkflow] = {}
@@ -192,7 +183,7 @@ class Tick:
                 changes.group(group_uuid, pending_shape=key)
         self.working.new_shapes.clear()
         result = place_waiting(cache, self.now)
-        self._unbind([eviction.group for eviction in result.evicted])
+        self.index.unbind(eviction.group for eviction in result.evicted)
         evicted = record_evictions(self.working, result.evicted, self.now, changes)
         for found in result.placed:
             workflow = self.working.workflows[self.working.owners.pop(found.group.key)]

@@ -61,6 +61,16 @@ class WorkingSetIndexer:
             found = self._backends[name] = (backend, backend.executor())
         return found
 
+    def unbind(self, groups: Iterable[str]) -> None:
+        """Unbind the pods of the bound ``groups``, each on its workflow's backend (recorded in
+        the tick's writes by a backend that writes in its transaction)."""
+        by_backend: dict[str, list[str]] = {}
+        for group_uuid in groups:
+            workflow = self.working.workflows[self.working.bound[group_uuid]]
+            by_backend.setdefault(workflow.backend, []).append(group_uuid)
+        for name, uuids in by_backend.items():
+            self.backend(name)[0].unbind(uuids)
+
     def waiting(self, workflows: Iterable[StoredWorkflow]) -> None:
         """Hand the waiting groups of ``workflows`` (read from the database) to their
         scheduler, with their objects read in one query."""
