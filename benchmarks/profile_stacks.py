@@ -73,7 +73,7 @@ WAITING = frozenset(
         "threading.Event.wait",
         "selectors.EpollSelector.select",
         "time.sleep",
-        "corral.services.sandbox_worker.main",
+        "corral.services.workers.sandbox_worker.main",
         "corral.store.database._holding",
     }
 )

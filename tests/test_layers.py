@@ -102,6 +102,22 @@ def test_the_dashboard_imports_no_api_route_module() -> None:
     assert routes == []
 
 
+def test_the_embedded_adapter_is_reached_only_from_the_composition_root() -> None:
+    """The embedded cluster's adapter is ``backends/embedded/``. Outside ``backends/``, only
+    the composition root builds it (``services/runtime.py``), and ``corral task`` (which runs
+    inside a local task) writes its control files (``task_reports``)."""
+    reaching = sorted(
+        {
+            str(path.relative_to(SRC))
+            for path in SRC.rglob("*.py")
+            if (SRC / "backends") not in path.parents
+            for module in imported_modules(path)
+            if module.startswith("corral.backends.embedded")
+        }
+    )
+    assert reaching == ["cli/task_cmd.py", "services/runtime.py"]
+
+
 def test_only_the_embedded_adapter_touches_the_embedded_clusters_table() -> None:
     """The embedded cluster's objects are the embedded adapter's (``backends/
     embedded_objects.py``): the controller stages, binds and unbinds through it."""
@@ -112,7 +128,7 @@ def test_only_the_embedded_adapter_touches_the_embedded_clusters_table() -> None
         for module in imported_modules(path)
         if module == "corral.store.tables.cluster_objects"
     )
-    assert touching == ["backends/embedded_objects.py"]
+    assert touching == ["backends/embedded/objects.py"]
 
 
 def test_the_import_graph_script_finds_no_import_against_the_layers() -> None:

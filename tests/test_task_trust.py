@@ -17,7 +17,7 @@ import pytest
 import yaml
 from sqlalchemy.engine import make_url
 
-from corral.backends import landlock
+from corral.backends.embedded import landlock
 from tests.conftest import POSTGRES_ENV, LiveServer, _postgres_database, start_server
 
 CANARY = "canary-7f3a9"

@@ -20,7 +20,7 @@ import jwt
 import pytest
 
 from corral.api.auth import Authorizer, Principal
-from corral.services.sessions import SessionSigner
+from corral.services.auth.sessions import SessionSigner
 from corral.store.database import scratch_postgres_database
 from tests.api.access_world import (
     POOLS,

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from corral.domain.configs.types import ConfigType, parse_items
 from corral.services.runtime import Runtime
-from corral.services.server_logs import LogLevel, configure_logging
+from corral.services.workers.server_logs import LogLevel, configure_logging
 from corral.web.app import create_server_app
 from tests.conftest import REPO, Api
 

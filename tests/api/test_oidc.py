@@ -20,7 +20,7 @@ from fastapi.testclient import TestClient
 
 from corral.api.app import create_app
 from corral.api.auth import AuthSettings
-from corral.services.oidc import OidcSettings
+from corral.services.auth.oidc import OidcSettings
 from corral.services.runtime import Runtime
 
 ISSUER = "https://idp.example.test/realms/corral"

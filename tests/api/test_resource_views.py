@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from corral.backends.embedded_objects import ClusterObjectStore
+from corral.backends.embedded.objects import ClusterObjectStore
 from corral.domain.views.pool_quota import HEALTH_FIELDS, QUEUE_FIELDS, USAGE_FIELDS
 from tests.conftest import REPO, Api
 

@@ -11,8 +11,8 @@ from alembic import command
 from alembic.config import Config
 
 from corral.errors import ConflictError, NotFoundError, UserError
+from corral.services.auth.sessions import SESSION_KEY_FILE, load_session_key
 from corral.services.runtime import Runtime
-from corral.services.sessions import SESSION_KEY_FILE, load_session_key
 from corral.store.database import MIGRATIONS, make_engine
 from corral.store.users import UserStore
 

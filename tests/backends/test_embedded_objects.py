@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import Engine, event, text
 
 from corral.backends.cluster_writes import ClusterWrites
-from corral.backends.embedded_objects import ClusterObjectStore
+from corral.backends.embedded.objects import ClusterObjectStore
 from corral.store.database import make_engine, migrate, writing
 
 

@@ -17,10 +17,14 @@ from typing import Any
 
 import pytest
 
-from corral.backends import local_execution
+from corral.backends.embedded import local_execution
+from corral.backends.embedded.local_execution import (
+    BACKEND_ERROR,
+    RUNNER_DIED,
+    LocalProcessExecution,
+)
+from corral.backends.embedded.task_sandbox import UNCONFINED
 from corral.backends.execution import Exit, TaskRun
-from corral.backends.local_execution import BACKEND_ERROR, RUNNER_DIED, LocalProcessExecution
-from corral.backends.task_sandbox import UNCONFINED
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 DEADLINE_SECONDS = 5.0
@@ -227,12 +231,15 @@ def test_logs_show_the_last_mebibyte(executor: LocalProcessExecution) -> None:
     assert rest == "x" * (1 << 20)
 
 
-def test_the_task_runner_starts_without_the_config_models() -> None:
+@pytest.mark.parametrize(
+    "runner", ["corral.backends.embedded.task_runner", "corral.backends.task_runner"]
+)
+def test_the_task_runner_starts_without_the_config_models(runner: str) -> None:
     """The controller waits for each runner's first process, which forks only once its
     imports are done: pydantic, jsonschema and the config models (about 0.4 s of imports)
-    made local tasks start two a second."""
+    made local tasks start two a second. The runner's old name imports no more."""
     code = (
-        "import sys, corral.backends.task_runner; "
+        f"import sys, {runner}; "
         "print(sorted(m for m in ('pydantic', 'jsonschema', 'jinja2', 'yaml', "
         "'corral.domain.configs.models') if m in sys.modules))"
     )
@@ -240,3 +247,18 @@ def test_the_task_runner_starts_without_the_config_models() -> None:
         [sys.executable, "-P", "-c", code], capture_output=True, text=True, check=True
     )
     assert found.stdout == "[]\n"
+
+
+def test_the_runner_answers_by_its_old_name() -> None:
+    """``python -m corral.backends.task_runner`` still runs the runner (it moved to
+    ``backends/embedded/``): without an attempt directory it prints its usage and exits 2."""
+    found = subprocess.run(
+        [sys.executable, "-P", "-m", "corral.backends.task_runner"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (found.returncode, found.stderr) == (
+        2,
+        "usage: python -m corral.backends.embedded.task_runner ATTEMPT_DIR\n",
+    )

@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from corral.backends.local_processes import LocalProcess, process_spec
+from corral.backends.embedded.local_processes import LocalProcess, process_spec
 
 
 def pod(command: list[str], args: list[str] | None = None, **env: str) -> dict[str, Any]:

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from corral.backends import task_relay
-from corral.backends.task_reports import CHECKPOINT, READY
+from corral.backends.embedded import task_relay
+from corral.backends.embedded.task_reports import CHECKPOINT, READY
 
 
 class _Task:

@@ -1,6 +1,7 @@
-"""A local task's control directory, read and written by its runner (``backends/task_reports.py``,
-docs/checkpoints.md#the-notice): the task owns the directory, so a link, a FIFO or a huge file
-there makes the runner read or write nothing but the task's own reports, and never blocks."""
+"""A local task's control directory, read and written by its runner
+(``backends/embedded/task_reports.py``, docs/checkpoints.md#the-notice): the task owns the
+directory, so a link, a FIFO or a huge file there makes the runner read or write nothing but the
+task's own reports, and never blocks."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from corral.backends.task_reports import (
+from corral.backends.embedded.task_reports import (
     CONTROL_DIR,
     deliver_notice,
     make_control_dir,

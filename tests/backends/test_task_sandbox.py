@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from corral.backends.task_sandbox import Confinement, TaskUser, confinement_for
+from corral.backends.embedded.task_sandbox import Confinement, TaskUser, confinement_for
 from corral.domain.configs.backend_models import Execution
 
 NOBODY = pwd.getpwnam("nobody")

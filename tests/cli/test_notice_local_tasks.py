@@ -22,7 +22,7 @@ import pytest
 import yaml
 from sqlalchemy import select
 
-from corral.services.task_tokens import TaskScope, TaskTokens
+from corral.services.auth.task_tokens import TaskScope, TaskTokens
 from corral.store.database import make_engine
 from corral.store.tables import eviction_stops, workflow_groups
 from corral.store.workflows.records import utc

@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from corral.backends.embedded_objects import ClusterObjectStore
+from corral.backends.embedded.objects import ClusterObjectStore
 from corral.domain.workflows.record import StoredWorkflow
 from corral.services.lifecycle.controller import LifecycleController
 from tests.conftest import REPO, Api

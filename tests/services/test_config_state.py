@@ -10,9 +10,10 @@ import pytest
 from corral.cli.server_cmd import examples_directory
 from corral.domain.configs.types import ConfigType
 from corral.errors import UserError
-from corral.services import config_service, sandbox
+from corral.services import config_service
 from corral.services.config_writes import WriteMeta
 from corral.services.runtime import load_examples, open_runtime
+from corral.services.workers import sandbox
 
 
 def test_the_snapshot_is_kept_until_a_revision_changes(tmp_path: Path) -> None:

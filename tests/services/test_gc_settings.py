@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import gc
 
-from corral.services.gc_settings import collection_clock
 from corral.services.lifecycle.tick_report import TickReport
+from corral.services.workers.gc_settings import collection_clock
 
 
 def test_a_collection_is_counted() -> None:

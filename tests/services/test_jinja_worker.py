@@ -11,9 +11,15 @@ import pytest
 
 from corral.domain.workflows.template import JinjaError, render_jinja, render_workflow
 from corral.errors import UserError
-from corral.services import sandbox
-from corral.services.jinja_worker import render_in_subprocess
-from corral.services.sandbox import WALL_STRETCH, WORKER_NICENESS, Limits, SandboxPool, _Deadline
+from corral.services.workers import sandbox
+from corral.services.workers.jinja_worker import render_in_subprocess
+from corral.services.workers.sandbox import (
+    WALL_STRETCH,
+    WORKER_NICENESS,
+    Limits,
+    SandboxPool,
+    _Deadline,
+)
 
 BURN = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
 
@@ -134,7 +140,7 @@ def test_a_process_cpu_time_is_read_from_proc() -> None:
 PARENT = """
 import os, sys, threading, time
 from corral.domain.workflows.template import render_jinja
-from corral.services.sandbox import Limits, SandboxPool
+from corral.services.workers.sandbox import Limits, SandboxPool
 pool = SandboxPool(1)
 limits = Limits(cpu_seconds=60, wall_seconds=60, memory_bytes=100 * 2**20)
 call = threading.Thread(

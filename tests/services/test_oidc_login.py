@@ -1,4 +1,4 @@
-"""The dashboard's sign-in (``services/oidc_login.py``) without a network: the provider's
+"""The dashboard's sign-in (``services/auth/oidc_login.py``) without a network: the provider's
 discovery document and token answers are injected, its ID tokens signed here. What a person
 is told when the provider cannot be reached, answers for another issuer, refuses the client,
 or hands back an ID token for another audience; a sign-in's cookie that was changed or is too
@@ -19,9 +19,9 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from corral.errors import CorralError, UnauthorizedError, UnavailableError, UserError
-from corral.services import oidc_login
-from corral.services.oidc import OidcSettings, OidcVerifier
-from corral.services.oidc_login import OidcClient, Provider, SingleSignOn
+from corral.services.auth import oidc_login
+from corral.services.auth.oidc import OidcSettings, OidcVerifier
+from corral.services.auth.oidc_login import OidcClient, Provider, SingleSignOn
 
 ISSUER = "https://idp.example.test"
 CLIENT = "corral-dashboard"

@@ -7,7 +7,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from corral.backends.embedded_objects import ClusterObjectStore
+from corral.backends.embedded.objects import ClusterObjectStore
 from corral.services.runtime import utc_now
 from corral.store.database import make_engine, migrate
 

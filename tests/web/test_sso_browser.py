@@ -19,7 +19,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import httpx
 import pytest
 
-from corral.services.sessions import SessionSigner
+from corral.services.auth.sessions import SessionSigner
 from tests.conftest import LiveServer
 from tests.oidc_support import DASHBOARD, Provider
 from tests.web.browser import chromium

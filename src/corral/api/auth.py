@@ -33,22 +33,22 @@ from corral.domain.access.policies import (
 from corral.domain.access.tokens import TOKEN_PREFIX
 from corral.domain.configs.role_models import Role
 from corral.errors import ForbiddenError, UnauthorizedError, UserError
-from corral.services.config_service import ConfigService
-from corral.services.oidc import (
+from corral.services.auth.oidc import (
     JsonFetcher,
     OidcIdentity,
     OidcSettings,
     OidcVerifier,
     http_fetch,
 )
-from corral.services.oidc_login import OidcClient, Provider, SingleSignOn
-from corral.services.sessions import (
+from corral.services.auth.oidc_login import OidcClient, Provider, SingleSignOn
+from corral.services.auth.sessions import (
     DEFAULT_TTL,
     SESSION_ISSUER,
     SessionSigner,
     load_session_key,
 )
-from corral.services.task_tokens import TASK_ISSUER, TaskScope, TaskTokens, refused_path
+from corral.services.auth.task_tokens import TASK_ISSUER, TaskScope, TaskTokens, refused_path
+from corral.services.config_service import ConfigService
 from corral.services.workflow_names import WorkflowNamer
 
 ADMIN_ROLE = "osmo-admin"

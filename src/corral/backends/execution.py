@@ -1,5 +1,6 @@
-"""How the embedded backend runs a task once its pod is bound: the TaskExecutor port and the
-simulated executor (a task "runs" for a set duration and exits with a set code).
+"""How a backend runs a task once its pod is bound: the TaskExecutor port, what it is given
+(:class:`TaskRun`) and what it answers (:class:`Exit`). The embedded backend's executors are in
+``backends/embedded/`` (simulated, and local processes).
 
 Executors keep no state in memory: what they need survives in the database (``started_at``)
 or on disk, so a restarted server picks up tasks that were running before it stopped.
@@ -9,10 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, Protocol
 
-from corral.domain.formats.durations import parse_duration
 from corral.domain.labels import CONTROL_CONTAINER
 from corral.domain.workflows.notices import Acknowledgement, Notice
 
@@ -93,69 +93,3 @@ def container_env(pod: Mapping[str, Any]) -> dict[str, str]:
         for entry in task_container(pod).get("env", ())
         if "value" in entry
     }
-
-
-class SimulatedExecution:
-    """Tasks that take ``duration`` (or their ``CORRAL_SIMULATED_DURATION``) and exit 0 (or
-    their ``CORRAL_SIMULATED_EXIT_CODE``), for what-if runs of large clusters."""
-
-    keeps_logs = True
-
-    def __init__(self, duration: timedelta) -> None:
-        self.duration = duration
-
-    def start(self, run: TaskRun) -> None:
-        del run  # nothing runs: poll compares the clock with started_at
-
-    def poll(self, run: TaskRun, now: datetime) -> Exit | None:
-        duration, code = self._plan(run)
-        if now - run.started_at < duration:
-            return None
-        return Exit(code)
-
-    def next_check(self, run: TaskRun) -> datetime | None:
-        return run.started_at + self._plan(run)[0]
-
-    def stop(self, run: TaskRun, grace_seconds: float | None = None) -> None:
-        del run, grace_seconds
-
-    def notify(self, run: TaskRun, notice: Notice) -> None:
-        del run, notice  # a simulated task runs on to its end or its stop
-
-    def acknowledgement(self, run: TaskRun) -> Acknowledgement | None:
-        del run
-        return None
-
-    def logs(self, run: TaskRun) -> str:
-        duration, code = self._plan(run)
-        argv = [
-            *task_container(run.pod).get("command", ()),
-            *task_container(run.pod).get("args", ()),
-        ]
-        return (
-            f"corral: simulated task (retry {run.retry_id}) started at "
-            f"{run.started_at.isoformat()}: {' '.join(str(a) for a in argv)}\n"
-            f"corral: runs for {duration.total_seconds():g}s, then exits with code {code}\n"
-        )
-
-    def _plan(self, run: TaskRun) -> tuple[timedelta, int]:
-        env = container_env(run.pod)
-        duration = self.duration
-        code = 0
-        # The spec was validated at submission; a bad value here falls back to the default.
-        try:
-            if DURATION_ENV in env:
-                duration = _duration(env[DURATION_ENV])
-            if EXIT_CODE_ENV in env:
-                code = int(env[EXIT_CODE_ENV])
-        except ValueError:
-            pass
-        return duration, code
-
-
-def _duration(text: str) -> timedelta:
-    """Seconds (``"2.5"``) or an OSMO duration (``"10s"``, ``"PT1M"``)."""
-    try:
-        return timedelta(seconds=float(text))
-    except ValueError:
-        return parse_duration(text)

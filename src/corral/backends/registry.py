@@ -17,8 +17,8 @@ import structlog
 from sqlalchemy import Connection
 
 from corral.backends.cluster_writes import ClusterWrites
-from corral.backends.embedded import EmbeddedBackend
-from corral.backends.embedded_objects import ClusterObjectStore
+from corral.backends.embedded.backend import EmbeddedBackend
+from corral.backends.embedded.objects import ClusterObjectStore
 from corral.backends.execution import TaskExecutor
 from corral.backends.kubernetes.api import connect
 from corral.backends.kubernetes.backend import KubernetesBackend

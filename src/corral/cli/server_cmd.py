@@ -21,7 +21,7 @@ from corral.cli import server_options as opt
 from corral.credentials import credentials_file, read_token, server_key, store_token
 from corral.errors import UserError
 from corral.files import read_private_text
-from corral.services.server_logs import LogLevel, configure_logging
+from corral.services.workers.server_logs import LogLevel, configure_logging
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL
@@ -260,11 +260,11 @@ def server(
     """Start the control plane (API on HOST:PORT)."""
     # Imported here so that every other `corral` verb starts without the server stack.
     from corral.api.guard import RequestLimits
-    from corral.backends.task_sandbox import protect_server_process
-    from corral.services.gc_settings import tune_gc
     from corral.services.lifecycle.leadership import new_holder_id
     from corral.services.lifecycle.process import ControllerSettings
     from corral.services.runtime import load_examples
+    from corral.services.workers.gc_settings import tune_gc
+    from corral.services.workers.hardening import protect_server_process
     from corral.store.database import sqlite_url
 
     configure_logging(log_level)
@@ -325,7 +325,7 @@ def _auth_settings(
 ) -> AuthSettings:
     """The session key from ``directory`` (or the environment), and the OIDC issuer trusted."""
     from corral.api.auth import AuthSettings
-    from corral.services.oidc import OidcSettings
+    from corral.services.auth.oidc import OidcSettings
 
     try:
         auth = AuthSettings.from_env(directory)

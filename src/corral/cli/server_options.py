@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from corral.services.server_logs import LogLevel
+from corral.services.workers.server_logs import LogLevel
 
 HostOption = Annotated[str, typer.Option(help="Address to listen on.")]
 

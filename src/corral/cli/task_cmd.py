@@ -17,11 +17,17 @@ from urllib.parse import quote
 
 import typer
 
-from corral.backends.task_reports import CHECKPOINT, CONTROL_ENV, NOTICE, READY, write_atomic
+from corral.backends.embedded.task_reports import (
+    CHECKPOINT,
+    CONTROL_ENV,
+    NOTICE,
+    READY,
+    write_atomic,
+)
 from corral.cli.client import Client
 from corral.cli.output import FormatOption, OutputFormat, echo, fail, handle_errors, print_json
 from corral.domain.labels import TASK_TOKEN_FILE_ENV
-from corral.services.task_tokens import claimed_scope
+from corral.services.auth.task_tokens import claimed_scope
 
 app = typer.Typer(
     rich_markup_mode=None,

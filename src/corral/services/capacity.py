@@ -16,13 +16,12 @@ is two nodes.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import structlog
 
-from corral.backends.embedded_objects import ClusterObjectStore
 from corral.backends.port import BackendError, BoundPod, LiveCluster
 from corral.backends.registry import Backends, kubernetes_backends
 from corral.domain.cluster.description import Cluster
@@ -67,66 +66,22 @@ class ClusterCapacity:
         return pool if pool in self.pools else None
 
 
+class EmbeddedPods(Protocol):
+    """The embedded cluster's bound pods (``backends/embedded/bound_pods.py``)."""
+
+    def on(self, nodes: Sequence[Node]) -> tuple[BoundPod, ...]: ...
+
+
 def cluster_of(clusters: Sequence[ClusterCapacity], pool: str) -> ClusterCapacity | None:
     """The cluster ``pool`` runs on (None: no cluster serves it)."""
     return next((cluster for cluster in clusters if pool in cluster.pools), None)
-
-
-class BoundPodCache:
-    """The embedded cluster's bound pods, read incrementally: each call reads only (id, node)
-    of every bound pod, and the rest of a pod only when it is new; a pod read before is the
-    same :class:`BoundPod` (its demand computed once) while its node stays the same. The
-    dashboard and the pool views read every bound pod on each request: at 9,000 pods, reading
-    and parsing every body took a second."""
-
-    def __init__(self, objects: ClusterObjectStore) -> None:
-        self._objects = objects
-        self._known: dict[int, BoundPod] = {}
-        self._placed: list[tuple[int, str]] = []
-        #: The last answer: the nodes asked about and their pods.
-        self._last: tuple[Sequence[Node], tuple[BoundPod, ...]] | None = None
-        self._lock = threading.Lock()
-
-    def on(self, nodes: Sequence[Node]) -> tuple[BoundPod, ...]:
-        """The bound pods on ``nodes``: the same tuple while neither changes."""
-        placed = self._objects.bound_pod_nodes()
-        with self._lock:
-            last = self._last if placed == self._placed else None
-        if last is not None and last[0] is nodes:
-            return last[1]
-        known = {node.name for node in nodes}
-        found = tuple(pod for pod in self._read(placed) if pod.node in known)
-        with self._lock:
-            self._last = (nodes, found)
-        return found
-
-    def _read(self, placed: list[tuple[int, str]]) -> list[BoundPod]:
-        with self._lock:
-            known = dict(self._known)
-        new = [pod_id for pod_id, node in placed if pod_id not in known]
-        for found in self._objects.by_ids(new):
-            known[found.id] = BoundPod(
-                found.name, found.namespace, found.node or "", found.labels, found.body
-            )
-        result: dict[int, BoundPod] = {}
-        for pod_id, node in placed:
-            pod = known.get(pod_id)
-            if pod is None:
-                continue  # deleted between the two reads
-            if pod.node != node:
-                pod = BoundPod(pod.name, pod.namespace, node, pod.labels, pod.body)
-            result[pod_id] = pod
-        with self._lock:
-            self._known = result
-            self._placed = placed
-        return list(result.values())
 
 
 def read_capacity(
     configs: Configs,
     cluster: Cluster,
     backends: Backends,
-    bound_pods: BoundPodCache,
+    bound_pods: EmbeddedPods,
 ) -> list[ClusterCapacity]:
     """Every cluster the configuration uses: the embedded one first (left out when every
     configured backend is a Kubernetes one and no pool runs on it), then the Kubernetes

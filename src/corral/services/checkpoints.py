@@ -12,7 +12,7 @@ from corral.domain.workflows.notices import Checkpoint, checkpoint_refusal, stop
 from corral.domain.workflows.record import StoredGroup, StoredTask, StoredWorkflow
 from corral.domain.workflows.statuses import TaskStatus
 from corral.errors import ConflictError, NotFoundError, UserError
-from corral.services.task_tokens import TaskScope
+from corral.services.auth.task_tokens import TaskScope
 from corral.store.workflows import WorkflowStore
 
 __all__ = [

@@ -20,7 +20,7 @@ from corral.domain.configs.snapshot import Configs
 from corral.domain.platform.render import render_pool
 from corral.domain.workflows.record import ALIVE, StoredWorkflow
 from corral.errors import ConflictError, NotFoundError
-from corral.services import sandbox
+from corral.services.workers import sandbox
 from corral.store.workflows import WorkflowStore
 
 

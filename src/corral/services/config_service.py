@@ -28,7 +28,6 @@ from corral.domain.formats.diff import changes
 from corral.domain.formats.patch import strategic_merge
 from corral.domain.platform.template_checks import new_pool_problems
 from corral.errors import ConflictError, NotFoundError, UserError
-from corral.services import sandbox
 from corral.services.config_writes import (
     SINGLETON,
     ItemChange,
@@ -43,6 +42,7 @@ from corral.services.config_writes import (
     located_error,
     new_revisions,
 )
+from corral.services.workers import sandbox
 from corral.store.config_item_versions import Current, Heads
 from corral.store.config_store import ConfigStore, HistoryQuery, NewRevision, Revision
 

@@ -1,9 +1,9 @@
 """Remembering a view computed from large, unchanging inputs.
 
 The configuration (:meth:`ConfigService.state`), a cluster's nodes and its bound pods
-(:class:`corral.services.capacity.BoundPodCache`) are the same objects for as long as they do
-not change, so a view computed from them — which nodes serve which pool, every pool's quota
-figures, the topology picture — is kept and handed out again until one of them is replaced.
+(``backends/embedded/bound_pods.py``) are the same objects for as long as they do not change,
+so a view computed from them — which nodes serve which pool, every pool's quota figures, the
+topology picture — is kept and handed out again until one of them is replaced.
 """
 
 from __future__ import annotations

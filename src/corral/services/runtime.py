@@ -12,11 +12,13 @@ import platformdirs
 from sqlalchemy import Engine, make_url, text
 from sqlalchemy.exc import SQLAlchemyError
 
-from corral.backends.embedded_objects import ClusterObjectStore
-from corral.backends.execution import SimulatedExecution, TaskExecutor, TaskRun
-from corral.backends.local_execution import LocalProcessExecution
+from corral.backends.embedded.bound_pods import BoundPodCache
+from corral.backends.embedded.local_execution import LocalProcessExecution
+from corral.backends.embedded.objects import ClusterObjectStore
+from corral.backends.embedded.simulated import SimulatedExecution
+from corral.backends.embedded.task_sandbox import confinement_for, private_paths
+from corral.backends.execution import TaskExecutor, TaskRun
 from corral.backends.registry import Backends
-from corral.backends.task_sandbox import confinement_for, private_paths
 from corral.domain.cluster.description import Cluster, parse_cluster
 from corral.domain.configs.defaults import initial_bundle
 from corral.domain.configs.snapshot import Configs
@@ -26,8 +28,8 @@ from corral.domain.workflows.plan import WorkflowPlan
 from corral.domain.workflows.record import StoredTask, StoredWorkflow, pod_of
 from corral.errors import UserError
 from corral.files import read_bundle_directory
+from corral.services.auth.task_tokens import TaskTokens
 from corral.services.capacity import (
-    BoundPodCache,
     ClusterCapacity,
     backend_nodes,
     cluster_of,
@@ -41,7 +43,6 @@ from corral.services.lifecycle.leadership import Leadership
 from corral.services.nodes import KubernetesNodes, NodeService
 from corral.services.placement_now import GroupPlacement, placements_now
 from corral.services.submission import SubmissionService
-from corral.services.task_tokens import TaskTokens
 from corral.store.config_store import ConfigStore
 from corral.store.database import make_engine, migrate
 from corral.store.forecasts import ForecastStore

@@ -33,10 +33,10 @@ from corral.domain.workflows.statuses import TaskStatus
 from corral.domain.workflows.template import Renderer, render_workflow
 from corral.errors import ConflictError, ForbiddenError, NotFoundError, UserError
 from corral.scheduler.feasibility import plan_checked
-from corral.services import sandbox
 from corral.services.config_service import ConfigService
-from corral.services.jinja_worker import render_in_subprocess
 from corral.services.placement_now import GroupPlacement
+from corral.services.workers import sandbox
+from corral.services.workers.jinja_worker import render_in_subprocess
 from corral.store.workflows import KeyTaken, WorkflowStore
 from corral.store.workflows.records import IdempotencyKey
 

@@ -2,9 +2,9 @@
 (docs/access.md#single-sign-on).
 
 ``/ui/login/sso`` sends the browser to the provider, with a cookie that binds the sign-in to it;
-``/ui/login/callback`` checks what came back (``services/oidc_login.py``), sets the same session
-cookie as a token login, and continues to the page the person asked for. That last step is a
-page, not a redirect: a browser sends no ``SameSite=Strict`` cookie with a navigation that a
+``/ui/login/callback`` checks what came back (``services/auth/oidc_login.py``), sets the same
+session cookie as a token login, and continues to the page the person asked for. That last step
+is a page, not a redirect: a browser sends no ``SameSite=Strict`` cookie with a navigation that a
 redirect from another site began, so the first page would ask for a login again.
 """
 
@@ -21,7 +21,7 @@ from corral.api import browser_session
 from corral.api.auth import Authorizer
 from corral.api.deps import AuthorizerDep, RuntimeDep
 from corral.errors import CorralError, ForbiddenError, NotFoundError, UserError
-from corral.services.oidc_login import NEEDS_PERSON, SIGN_IN_SECONDS, Flow, SingleSignOn
+from corral.services.auth.oidc_login import NEEDS_PERSON, SIGN_IN_SECONDS, Flow, SingleSignOn
 from corral.web.page_context import PageContext, PageContextDep
 
 router = APIRouter(prefix="/ui", include_in_schema=False)

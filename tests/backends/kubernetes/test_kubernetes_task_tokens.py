@@ -8,7 +8,7 @@ import base64
 from typing import Any
 
 from corral.api.auth import Authorizer
-from corral.services.task_tokens import TaskScope
+from corral.services.auth.task_tokens import TaskScope
 from tests.backends.kubernetes.kube_world import KubeWorld
 from tests.conftest import Api
 from tests.services.lifecycle_world import task, workflow_yaml

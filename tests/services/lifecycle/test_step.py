@@ -15,10 +15,10 @@ from corral.domain.configs.snapshot import Configs
 from corral.domain.configs.types import ConfigType
 from corral.domain.workflows.notices import Acknowledgement, Checkpoint, Notice
 from corral.domain.workflows.record import StoredGroup, StoredTask, StoredWorkflow
+from corral.services.auth.task_tokens import TaskTokens
 from corral.services.lifecycle.step import WorkflowStep
 from corral.services.lifecycle.step_base import StepContext
 from corral.services.lifecycle.tick_report import TickReport
-from corral.services.task_tokens import TaskTokens
 
 NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
 CONFIGS = Configs({ConfigType.POOL: {"p": {"backend": "default"}}})

@@ -5,7 +5,7 @@ one, grants no role, and a token not signed by the server's key is refused."""
 from __future__ import annotations
 
 from corral.api.auth import Authorizer
-from corral.services.task_tokens import TaskScope, TaskTokens
+from corral.services.auth.task_tokens import TaskScope, TaskTokens
 from tests.conftest import Api
 from tests.services.lifecycle.test_preemption_use_cases import clique_job
 from tests.services.lifecycle_world import World

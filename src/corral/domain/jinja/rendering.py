@@ -43,7 +43,7 @@ class RenderTooSlow(Exception):
 
 
 #: Wraps every render of a template value. In-process it does nothing; the sandbox worker
-#: (services/sandbox.py) installs one that interrupts a render after its CPU time limit.
+#: (services/workers/sandbox.py) installs one that interrupts a render after its CPU time limit.
 _render_guard: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext
 
 

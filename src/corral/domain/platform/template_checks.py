@@ -2,8 +2,8 @@
 its group templates into objects) that the API server would accept: checked when a pool or a
 template it uses is written, so that a broken template is refused there and not by every later
 submission (docs/templates.md#checked-on-write). This renders templates: the server runs it in
-the sandbox (``services/sandbox.py``). The fields of each template alone are checked when it is
-parsed (``partial_schema``)."""
+the sandbox (``services/workers/sandbox.py``). The fields of each template alone are checked
+when it is parsed (``partial_schema``)."""
 
 from __future__ import annotations
 

@@ -52,6 +52,7 @@ from corral.domain.workflows.record import (
 from corral.domain.workflows.statuses import TaskStatus
 from corral.scheduler.cache import SchedulerCache
 from corral.scheduler.queues import min_runtimes, pool_queues
+from corral.services.auth.task_tokens import TaskTokens
 from corral.services.lifecycle.forecasting import Forecaster
 from corral.services.lifecycle.leadership import Leadership
 from corral.services.lifecycle.reading import note_checkpoints, readable_workflows
@@ -64,7 +65,6 @@ from corral.services.lifecycle.working_set import (
     ManifestCache,
     WorkingSet,
 )
-from corral.services.task_tokens import TaskTokens
 from corral.store.database import StatementCounter
 from corral.store.workflows import WorkflowStore
 

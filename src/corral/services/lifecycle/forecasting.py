@@ -45,7 +45,7 @@ from corral.services.lifecycle.expected_arrivals import RecentArrivals
 from corral.services.lifecycle.forecast_outcomes import PastForecasts
 from corral.services.lifecycle.tick_report import TickReport
 from corral.services.lifecycle.working_set import WorkingSet
-from corral.services.sandbox import Limits, SandboxPool
+from corral.services.workers.sandbox import Limits, SandboxPool
 from corral.store.forecasts import VALUE_MAX, ForecastStore
 
 log = structlog.get_logger("corral.lifecycle")

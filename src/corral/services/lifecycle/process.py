@@ -30,13 +30,13 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from corral.services.gc_settings import collection_clock, tune_gc
+from corral.services.auth.sessions import load_session_key
+from corral.services.auth.task_tokens import TaskTokens
 from corral.services.lifecycle.controller import LifecycleController
 from corral.services.lifecycle.forecasting import TICKS_BETWEEN
 from corral.services.lifecycle.leadership import Leadership
-from corral.services.server_logs import LogLevel, configure_logging
-from corral.services.sessions import load_session_key
-from corral.services.task_tokens import TaskTokens
+from corral.services.workers.gc_settings import collection_clock, tune_gc
+from corral.services.workers.server_logs import LogLevel, configure_logging
 from corral.store.lease import LostLease
 
 if TYPE_CHECKING:  # the runtime is opened in the child process: imported where it runs
@@ -218,8 +218,8 @@ def main() -> int:
     # once its requests are done.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     settings = ControllerSettings(**json.loads(sys.stdin.buffer.readline()))
-    from corral.backends.task_sandbox import protect_server_process
     from corral.services.runtime import open_runtime, read_cluster
+    from corral.services.workers.hardening import protect_server_process
 
     configure_logging(LogLevel(settings.log_level))
     tune_gc()

@@ -25,6 +25,7 @@ from corral.domain.workflows.record import (
     StoredTask,
 )
 from corral.domain.workflows.statuses import TaskState, TaskStatus, group_status, workflow_status
+from corral.services.auth.task_tokens import group_tokens
 from corral.services.lifecycle.creation_errors import (
     creation_failure,
     permission_message,
@@ -43,7 +44,6 @@ from corral.services.lifecycle.notices import (
     relayed_checkpoint,
 )
 from corral.services.lifecycle.step_base import RUNNING_STATES
-from corral.services.task_tokens import group_tokens
 
 UPSTREAM_FAILED_CODE = 3000
 

@@ -24,9 +24,9 @@ from corral.domain.workflows.record import (
     pod_of,
 )
 from corral.domain.workflows.statuses import TaskStatus
+from corral.services.auth.task_tokens import TaskTokens
 from corral.services.lifecycle.effects import Effect, StopTask
 from corral.services.lifecycle.tick_report import TickReport
-from corral.services.task_tokens import TaskTokens
 
 log = structlog.get_logger("corral.lifecycle")
 

@@ -25,6 +25,7 @@ from corral.domain.workflows.record import (
 )
 from corral.domain.workflows.statuses import TaskStatus
 from corral.scheduler.cycle import place_waiting
+from corral.services.auth.task_tokens import TaskTokens
 from corral.services.lifecycle.evictions import record_evictions
 from corral.services.lifecycle.node_faults import (
     nodes_under_notice,
@@ -38,7 +39,6 @@ from corral.services.lifecycle.tick_index import WorkingSetIndexer
 from corral.services.lifecycle.tick_report import TickReport
 from corral.services.lifecycle.unit import TickWrites
 from corral.services.lifecycle.working_set import Observed, WorkingSet, with_manifests
-from corral.services.task_tokens import TaskTokens
 from corral.store.workflows import WorkflowStore
 
 log = structlog.get_logger("corral.lifecycle")

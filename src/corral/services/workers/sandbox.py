@@ -5,7 +5,7 @@ and admins. Jinja's sandbox stops unsafe attribute access, but not
 ``{% for i in range(100000) %}{% for j in range(100000) %}``, nor a string doubled thirty times;
 a Python thread cannot be stopped from outside, and a process cannot cap one thread's memory.
 So, as OSMO does with its sandbox pool, every function that renders templates runs in a worker
-process (``python -m corral.services.sandbox_worker``, never a shell):
+process (``python -m corral.services.workers.sandbox_worker``, never a shell):
 
 - **memory**: the worker imports and warms everything it needs, then caps its address space at
   what it uses plus the limit (``RLIMIT_AS``): a template that needs more gets MemoryError, and
@@ -257,7 +257,7 @@ class _Worker:
     def __init__(self, memory_bytes: int) -> None:
         self.memory_bytes = memory_bytes
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "corral.services.sandbox_worker", str(memory_bytes)],
+            [sys.executable, "-m", "corral.services.workers.sandbox_worker", str(memory_bytes)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,

@@ -1,4 +1,4 @@
-"""Rendering a user's workflow template in a sandbox worker (``services/sandbox.py``).
+"""Rendering a user's workflow template in a sandbox worker (``services/workers/sandbox.py``).
 
 A workflow template is code written by any user; Jinja's sandbox blocks unsafe attribute access
 but not ``{% for i in range(100000) %}{% for j in range(100000) %}``. So, as OSMO does, the
@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from corral.domain.workflows.template import render_jinja
-from corral.services.sandbox import Limits, default_pool
+from corral.services.workers.sandbox import Limits, default_pool
 
 DEFAULT_TIMEOUT_SECONDS = 5.0
 DEFAULT_CPU_SECONDS = 2

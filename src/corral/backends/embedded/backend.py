@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from corral.backends.cluster_writes import ClusterWrites
-from corral.backends.embedded_objects import ClusterObjectStore
+from corral.backends.embedded.objects import ClusterObjectStore
 from corral.backends.execution import TaskExecutor
 from corral.backends.port import GroupObjects, LiveCluster, Rule
 

@@ -3,7 +3,7 @@
 The lifecycle controller calls this executor from a server that may be killed (SIGKILL) at any
 moment and restarted, so the executor keeps nothing in memory: an attempt lives in
 ``root/<task_uuid>/<retry_id>/`` and is run by a detached runner process
-(:mod:`corral.backends.task_runner`, which describes the files). Every method reads the
+(:mod:`corral.backends.embedded.task_runner`, which describes the files). Every method reads the
 directory afresh, so a new executor object (after a restart) picks up where the old one was:
 
 - ``start`` writes ``spec.json`` and spawns the runner; a second call finds the spec and stops.
@@ -27,10 +27,9 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from corral.backends.execution import BACKEND_ERROR, LOG_TAIL_BYTES, Exit, TaskRun
-from corral.backends.local_processes import INHERITED, process_spec
-from corral.backends.task_reports import CHECKPOINT, NOTICE, READY, write_atomic
-from corral.backends.task_runner import (
+from corral.backends.embedded.local_processes import INHERITED, process_spec
+from corral.backends.embedded.task_reports import CHECKPOINT, NOTICE, READY, write_atomic
+from corral.backends.embedded.task_runner import (
     EXIT_CODE,
     LOCK,
     LOG,
@@ -42,7 +41,8 @@ from corral.backends.task_runner import (
     spec_to_json,
     try_lock,
 )
-from corral.backends.task_sandbox import Confinement
+from corral.backends.embedded.task_sandbox import Confinement
+from corral.backends.execution import BACKEND_ERROR, LOG_TAIL_BYTES, Exit, TaskRun
 from corral.domain.workflows.notices import (
     REPORT_BYTES,
     Acknowledgement,
@@ -177,7 +177,7 @@ class LocalProcessExecution:
 
 def spawn_runner(attempt: Path) -> None:
     """Start the attempt's runner, detached from the server (own session, no inherited fds)."""
-    argv = [sys.executable, "-P", "-m", "corral.backends.task_runner", str(attempt)]
+    argv = [sys.executable, "-P", "-m", "corral.backends.embedded.task_runner", str(attempt)]
     runner = subprocess.Popen(
         argv,
         env={name: os.environ[name] for name in RUNNER_ENVIRONMENT if name in os.environ},

@@ -12,7 +12,7 @@ its session key, the admin token in its user's credentials file, its environment
   and task directories, the SQLite file, the server user's home and CLI credentials), write
   only in its home, and signal no process outside its sandbox;
 - the server itself is not dumpable, so no process of its user can read its memory or
-  ``/proc/<pid>/environ`` (:func:`protect_server_process`).
+  ``/proc/<pid>/environ`` (``services/workers/hardening.py``).
 
 A machine that can do neither (no Landlock, and a server that is not root) cannot keep a task
 from the server's files: tasks are then refused unless ``execution.allow_unconfined`` says that
@@ -21,23 +21,20 @@ every submitter may read them.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import pwd
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from corral.backends import landlock
+from corral.backends.embedded import landlock
 
 if TYPE_CHECKING:  # the task runner imports this module: it starts without pydantic's models
     from corral.domain.configs.backend_models import Execution
 
 #: Who tasks run as when the server runs as root and ``run_as`` is not set.
 DEFAULT_TASK_USER = "nobody"
-_PR_SET_DUMPABLE = 4
 
 
 @dataclass(frozen=True)
@@ -121,13 +118,6 @@ def _name_of(uid: int) -> str:
         return pwd.getpwuid(uid).pw_name
     except KeyError:
         return str(uid)
-
-
-def protect_server_process() -> None:
-    """Make the server not dumpable: its ``/proc/<pid>`` files (environ, mem, fds) then belong
-    to root, so no process of the server's own user can read them. Linux only."""
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL(None).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
 def private_paths(*paths: Path | None) -> list[Path]:

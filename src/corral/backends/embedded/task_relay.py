@@ -12,8 +12,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from corral.backends.local_processes import LocalProcess
-from corral.backends.task_reports import (
+from corral.backends.embedded.local_processes import LocalProcess
+from corral.backends.embedded.task_reports import (
     CHECKPOINT,
     NOTICE,
     READY,

@@ -1,6 +1,6 @@
-"""The worker side of the sandbox (``python -m corral.services.sandbox_worker MEMORY_BYTES``):
-warm up, cap the address space, then answer one call after another under its CPU limits
-(``sandbox.py`` starts workers and talks to them)."""
+"""The worker side of the sandbox (``python -m corral.services.workers.sandbox_worker
+MEMORY_BYTES``): warm up, cap the address space, then answer one call after another under its
+CPU limits (``sandbox.py`` starts workers and talks to them)."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ from typing import Any
 
 from corral.domain.jinja.rendering import RenderTooSlow, install_render_guard
 from corral.errors import CorralError
-from corral.services.gc_settings import keep_out_of_collections, tune_gc
-from corral.services.sandbox import (
+from corral.services.workers.gc_settings import keep_out_of_collections, tune_gc
+from corral.services.workers.sandbox import (
     FRAME_LENGTH,
     READY,
     WORKER_NICENESS,

@@ -32,7 +32,7 @@ import httpx
 
 from corral.errors import UnauthorizedError, UnavailableError, UserError
 from corral.files import read_private_text
-from corral.services.oidc import JsonFetcher, OidcIdentity, OidcVerifier
+from corral.services.auth.oidc import JsonFetcher, OidcIdentity, OidcVerifier
 
 DEFAULT_SCOPES = "openid profile email"
 #: How long a browser may take between leaving for the provider and coming back.

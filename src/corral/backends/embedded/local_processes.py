@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from corral.backends import landlock
+from corral.backends.embedded import landlock
+from corral.backends.embedded.task_reports import CONTROL_ENV, make_control_dir, open_home
+from corral.backends.embedded.task_sandbox import UNCONFINED, Confinement
 from corral.backends.execution import task_container
-from corral.backends.task_reports import CONTROL_ENV, make_control_dir, open_home
-from corral.backends.task_sandbox import UNCONFINED, Confinement
 
 #: What a task sees of the server's environment: enough to find programs, nothing else.
 INHERITED = ("PATH", "LANG", "LC_ALL", "TZ")
