@@ -55,12 +55,12 @@ class Backends:
 
     def __init__(
         self,
-        state: Callable[[], Configs],
+        configs: Callable[[], Configs],
         objects: ClusterObjectStore,
         embedded_executor: Callable[[str], TaskExecutor],
         connector: Connector = connect_backend,
     ) -> None:
-        self._state = state
+        self._state = configs
         self._objects = objects
         self._embedded_executor = embedded_executor
         self._connector = connector
@@ -68,27 +68,27 @@ class Backends:
         self._lock = threading.Lock()
 
     def get(
-        self, name: str, state: Configs | None = None, writes: ClusterWrites | None = None
+        self, name: str, configs: Configs | None = None, writes: ClusterWrites | None = None
     ) -> ClusterBackend:
         """The backend named ``name``; :class:`BackendError` if its cluster cannot be used.
         ``writes``: a tick's, where a backend that ``writes_in_transaction`` records its writes
         (``write_in_transaction`` writes them); without, every write is made at once."""
-        state = self._state() if state is None else state
-        config = state.backend(name)
+        configs = self._state() if configs is None else configs
+        config = configs.backend(name)
         access = config.kubernetes
         if access is None:
             executor = self._embedded_executor(name)
             return EmbeddedBackend(name, self._objects, executor, writes)
-        backend = self._kubernetes(name, access, backend_namespace(state, name))
+        backend = self._kubernetes(name, access, backend_namespace(configs, name))
         backend.node_rules = dict(config.node_conditions.rules or {})  # as the config says now
         return backend
 
-    def kubernetes(self, state: Configs) -> list[ClusterBackend]:
+    def kubernetes(self, configs: Configs) -> list[ClusterBackend]:
         """Every backend of ``state`` that is a Kubernetes cluster, connected."""
         found: list[ClusterBackend] = []
-        for name in sorted(kubernetes_backends(state)):
+        for name in sorted(kubernetes_backends(configs)):
             try:
-                backend = self.get(name, state)
+                backend = self.get(name, configs)
             except BackendError as err:
                 log.warning("backend unavailable", backend=name, error=err.message)
                 continue

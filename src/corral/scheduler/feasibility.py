@@ -51,7 +51,7 @@ _FITTED_KEPT = 4096
 
 
 def plan_checked(
-    state: Configs,
+    configs: Configs,
     spec: Any,
     submitter: Submitter,
     nodes: Sequence[Node],
@@ -62,8 +62,8 @@ def plan_checked(
     """:func:`plan_workflow`, then :func:`never_runs` (what a sandbox worker runs): a group
     that could never run is refused, or, unless ``refuse``, named in the plan (a dry run
     shows every object and then why)."""
-    plan = plan_workflow(state, spec, submitter, nodes, new_id)
-    never = never_runs(state, plan, nodes)
+    plan = plan_workflow(configs, spec, submitter, nodes, new_id)
+    never = never_runs(configs, plan, nodes)
     if not never:
         return plan
     first = next(iter(never.values()))
@@ -72,22 +72,22 @@ def plan_checked(
     return dataclasses.replace(plan, could_never_run=first, never_runs=never)
 
 
-def never_runs(state: Configs, plan: WorkflowPlan, nodes: Sequence[Node]) -> dict[str, str]:
+def never_runs(configs: Configs, plan: WorkflowPlan, nodes: Sequence[Node]) -> dict[str, str]:
     """Each group of ``plan`` that could never run, and why, in the groups' order: the one
     verdict a submission refuses by and a dry run shows per group."""
     found: dict[str, str] = {}
     for group in plan.groups:
-        reason = _never_reason(state, plan, nodes, group)
+        reason = _never_reason(configs, plan, nodes, group)
         if reason is not None:
             found[group.name] = reason
     return found
 
 
 def _never_reason(
-    state: Configs, plan: WorkflowPlan, nodes: Sequence[Node], group: PlannedGroup
+    configs: Configs, plan: WorkflowPlan, nodes: Sequence[Node], group: PlannedGroup
 ) -> str | None:
     pool_name = plan.submitter.pool
-    pool = state.pool(pool_name)
+    pool = configs.pool(pool_name)
     quota = pool.resources.gpu or GpuQuota()
     root = _read(group)
     gpus = root.total.gpu

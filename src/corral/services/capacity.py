@@ -109,21 +109,21 @@ def read_capacity(
 
 
 def backend_nodes(
-    state: Configs, cluster: Cluster, backends: Backends, backend: str
+    configs: Configs, cluster: Cluster, backends: Backends, backend: str
 ) -> tuple[Node, ...]:
     """The nodes the pools of ``backend`` run on (the submission's node checks); the same
     object while they do not change (a sandbox worker keeps it between calls)."""
-    if backend not in kubernetes_backends(state):
+    if backend not in kubernetes_backends(configs):
         return cluster.nodes
-    connected = _connected(backends, state, backend)
+    connected = _connected(backends, configs, backend)
     return () if connected is None else connected.nodes
 
 
-def _connected(backends: Backends, state: Configs, name: str) -> LiveCluster | None:
+def _connected(backends: Backends, configs: Configs, name: str) -> LiveCluster | None:
     """What the Kubernetes backend ``name`` sees of its cluster; None (with a warning) when it
     cannot be connected."""
     try:
-        found = backends.get(name, state)
+        found = backends.get(name, configs)
     except BackendError as err:
         log.warning(
             "backend unavailable; its nodes are not counted", backend=name, error=err.message

@@ -27,15 +27,15 @@ from corral.services.memo import SameInputs
 from corral.services.pool_usage import layout_of
 
 
-def scheduler_state(state: Configs, cluster: ClusterCapacity) -> SchedulerCache:
+def scheduler_state(configs: Configs, cluster: ClusterCapacity) -> SchedulerCache:
     """The scheduler's state of ``cluster`` now, as the controller would read it (read only:
     nothing is placed in it)."""
     return _states.get(
         cluster.backend,
-        (state, cluster.nodes, cluster.pods),
+        (configs, cluster.nodes, cluster.pods),
         lambda: SchedulerCache(
             cluster.nodes,
-            pool_queues(state),
+            pool_queues(configs),
             [
                 BoundPodOnNode(
                     pod.name, pod.node, pod.labels.get(GROUP_UUID), pod.labels, pod.spec, pod.demand
@@ -47,7 +47,7 @@ def scheduler_state(state: Configs, cluster: ClusterCapacity) -> SchedulerCache:
 
 
 def pool_capacity(
-    state: Configs,
+    configs: Configs,
     cluster: ClusterCapacity,
     pool: str,
     *,
@@ -58,13 +58,13 @@ def pool_capacity(
     level, tasks of ``task_gpus`` GPUs (None: a whole node's)."""
     return _capacities.get(
         (cluster.backend, pool, priority, task_gpus),
-        (state, cluster.nodes, cluster.pods),
-        lambda: _computed(state, cluster, pool, priority, task_gpus),
+        (configs, cluster.nodes, cluster.pods),
+        lambda: _computed(configs, cluster, pool, priority, task_gpus),
     )
 
 
 def pool_capacities(
-    state: Configs, clusters: Sequence[ClusterCapacity], pools: Sequence[str], priority: str
+    configs: Configs, clusters: Sequence[ClusterCapacity], pools: Sequence[str], priority: str
 ) -> dict[str, PoolCapacity]:
     """:func:`pool_capacity` of each of ``pools`` (configured ones) at ``priority``, by name; a
     pool no cluster serves is left out."""
@@ -73,20 +73,20 @@ def pool_capacities(
         served = set(cluster.pools)
         for pool in pools:
             if pool in served:
-                found[pool] = pool_capacity(state, cluster, pool, priority=priority)
+                found[pool] = pool_capacity(configs, cluster, pool, priority=priority)
     return found
 
 
 def _computed(
-    state: Configs, cluster: ClusterCapacity, pool: str, priority: str, task_gpus: int | None
+    configs: Configs, cluster: ClusterCapacity, pool: str, priority: str, task_gpus: int | None
 ) -> PoolCapacity:
-    config = state.pool(pool)
-    cache = scheduler_state(state, cluster)
+    config = configs.pool(pool)
+    cache = scheduler_state(configs, cluster)
     snapshot = cache.snapshot(tuple(k.label for k in config.topology_keys), fabric_rule(config))
-    layout = layout_of(state, cluster.nodes, cluster.pools)
+    layout = layout_of(configs, cluster.nodes, cluster.pools)
     serving = layout.nodes_of_pool(pool)
     members = [snapshot.index[node.name] for node in cluster.nodes if node.name in serving]
-    queue = queue_name(state.backend(config.backend).k8s_namespace, pool)
+    queue = queue_name(configs.backend(config.backend).k8s_namespace, pool)
     return computed(
         snapshot, cache.usage, queue, pool, members, priority=priority, task_gpus=task_gpus
     )

@@ -113,7 +113,7 @@ def check_template_reads(authorizer: Access[C], caller: C) -> None:
 def rendered_pool(
     authorizer: Access[C],
     caller: C,
-    state: Configs,
+    configs: Configs,
     pool: str,
     platform: str | None,
     set_values: Mapping[str, Any],
@@ -123,10 +123,10 @@ def rendered_pool(
     authorizer.check(caller, "config:Read", "config/pool")
     check_template_reads(authorizer, caller)
     return sandbox.run(
-        state.workflow,
+        configs.workflow,
         "Rendering the pool's templates",
         render_pool,
-        references.closure(state, [pool]),
+        references.closure(configs, [pool]),
         pool,
         platform=platform,
         set_values=set_values,

@@ -388,8 +388,8 @@ class ConfigService:
         return pending
 
 
-def _refuse_if_referenced(state: Configs, ctype: ConfigType, name: str) -> None:
-    users = state.referrers(ctype, name)
+def _refuse_if_referenced(configs: Configs, ctype: ConfigType, name: str) -> None:
+    users = configs.referrers(ctype, name)
     if users:
         raise ConflictError(
             f"{ctype.label} {name} is used in pools {', '.join(users)}; remove it from "

@@ -16,7 +16,7 @@ from corral.store.forecasts import ForecastStore
 
 
 def pool_shapes(
-    state: Configs,
+    configs: Configs,
     clusters: Sequence[ClusterCapacity],
     forecasts: ForecastStore,
     pool: str,
@@ -25,9 +25,9 @@ def pool_shapes(
 ) -> dict[str, Any]:
     """The shapes answer of ``pool`` (a configured pool the caller may use) for work of
     ``priority``."""
-    keys = state.pool(pool).topology_keys
+    keys = configs.pool(pool).topology_keys
     level = keys[-1].key if keys else ""
     cluster = cluster_of(clusters, pool)
-    capacity = None if cluster is None else pool_capacity(state, cluster, pool, priority=priority)
+    capacity = None if cluster is None else pool_capacity(configs, cluster, pool, priority=priority)
     whole_free = forecasts.whole_free(keys[-1].label) if keys else {}
     return shapes_json(pool, level, capacity, whole_free, now)

@@ -66,7 +66,7 @@ class OfferedGroup:
 
 
 def placements_now(
-    state: Configs, plan: WorkflowPlan, cluster: ClusterCapacity, now: datetime
+    configs: Configs, plan: WorkflowPlan, cluster: ClusterCapacity, now: datetime
 ) -> list[GroupPlacement]:
     """One entry per group of ``plan``, in order (see the module docstring): a group that
     could never run says so, with the reason a submission would be refused with, and is not
@@ -78,7 +78,7 @@ def placements_now(
         if group.name not in never
     ]
     placed = groups_placed_now(
-        state, plan.submitter.pool, plan.submitter.priority, groups, cluster, now
+        configs, plan.submitter.pool, plan.submitter.priority, groups, cluster, now
     )
     by_name = {found.group: found for found in placed}
     return [

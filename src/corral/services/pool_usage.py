@@ -30,29 +30,29 @@ class PoolUsage:
 
 
 def pool_usage(
-    state: Configs,
+    configs: Configs,
     clusters: Sequence[ClusterCapacity],
     names: Sequence[str],
     preempted: Mapping[str, int],
 ) -> PoolUsage:
     """The quota report of the pools ``names`` (each a configured pool)."""
     key = (tuple(names), tuple(sorted(preempted.items())))
-    inputs = (state, *(part for c in clusters for part in (c.nodes, c.pods)))
-    return _usages.get(key, inputs, lambda: _pool_usage(state, clusters, names, preempted))
+    inputs = (configs, *(part for c in clusters for part in (c.nodes, c.pods)))
+    return _usages.get(key, inputs, lambda: _pool_usage(configs, clusters, names, preempted))
 
 
 def _pool_usage(
-    state: Configs,
+    configs: Configs,
     clusters: Sequence[ClusterCapacity],
     names: Sequence[str],
     preempted: Mapping[str, int],
 ) -> PoolUsage:
-    configured = state.pools()
+    configured = configs.pools()
     nodes: list[NodeGpus] = []
     tasks: list[RunningTask] = []
     mounts: dict[str, Mapping[str, list[str]]] = {}
     for cluster in clusters:
-        layout = layout_of(state, cluster.nodes, cluster.pools)
+        layout = layout_of(configs, cluster.nodes, cluster.pools)
         mounts.update(layout.default_mounts)
         gpus = gpus_per_node(cluster.pods)
         capacity = node_gpus(cluster.nodes)
@@ -90,9 +90,9 @@ _capacities: SameInputs[Mapping[str, int]] = SameInputs()
 _usages: SameInputs[PoolUsage] = SameInputs()
 
 
-def layout_of(state: Configs, nodes: Sequence[Node], pools: Sequence[str]) -> PoolLayout:
+def layout_of(configs: Configs, nodes: Sequence[Node], pools: Sequence[str]) -> PoolLayout:
     """:func:`pool_layout`, remembered for the same state, nodes and pools."""
-    return _layouts.get(tuple(pools), (state, nodes), lambda: pool_layout(state, nodes, pools))
+    return _layouts.get(tuple(pools), (configs, nodes), lambda: pool_layout(configs, nodes, pools))
 
 
 def node_gpus(nodes: Sequence[Node]) -> Mapping[str, int]:

@@ -23,7 +23,7 @@ from corral.store.workflows.store import WorkflowStore
 
 
 def queue_view(
-    state: Configs,
+    configs: Configs,
     store: WorkflowStore,
     forecasts: ForecastStore,
     clusters: Sequence[ClusterCapacity],
@@ -51,7 +51,7 @@ def queue_view(
         users=users,
         reasons=store.waiting_reasons(alive),
         shapes=shapes,
-        quotas=_quotas(state, clusters, {w.pool for w in alive}),
+        quotas=_quotas(configs, clusters, {w.pool for w in alive}),
     )
 
 
@@ -85,9 +85,9 @@ _known_shapes = _KnownShapes()
 
 
 def _quotas(
-    state: Configs, clusters: Sequence[ClusterCapacity], pools: set[str]
+    configs: Configs, clusters: Sequence[ClusterCapacity], pools: set[str]
 ) -> dict[str, QuotaRoom]:
     """Per pool: its queue now, for LOW work (what borrows), from the capacity model."""
-    names = sorted(pools & set(state.pools()))
-    found = pool_capacities(state, clusters, names, BORROWING)
+    names = sorted(pools & set(configs.pools()))
+    found = pool_capacities(configs, clusters, names, BORROWING)
     return {name: capacity.quota for name, capacity in found.items()}

@@ -144,7 +144,7 @@ class Runtime:
         it gives each task its own token."""
         return LifecycleController(
             workflows=self.workflows,
-            state=self.configs.state,
+            configs=self.configs.state,
             nodes=self.node_admin.nodes,
             backends=self.backends,
             clock=clock,
@@ -190,9 +190,9 @@ class Runtime:
         except SQLAlchemyError:
             return None
 
-    def capacity(self, state: Configs) -> list[ClusterCapacity]:
+    def capacity(self, configs: Configs) -> list[ClusterCapacity]:
         """Per cluster of ``state``: its nodes, the pods holding resources and its pools."""
-        return read_capacity(state, self.node_admin.cluster(), self.backends, self.bound_pods)
+        return read_capacity(configs, self.node_admin.cluster(), self.backends, self.bound_pods)
 
     def recently_preempted(self) -> dict[str, int]:
         """Per pool, the GPUs of its groups evicted by preemption or reclaim in the last 24
@@ -204,10 +204,10 @@ class Runtime:
         checkpoints in the last 24 hours."""
         return self.workflows.lost_to_preemption(utc_now() - PREEMPTED_WINDOW)
 
-    def placements_now(self, state: Configs, plan: WorkflowPlan) -> list[GroupPlacement]:
+    def placements_now(self, configs: Configs, plan: WorkflowPlan) -> list[GroupPlacement]:
         """Where ``plan``'s groups would be placed on its pool's cluster now (a dry run)."""
-        cluster = cluster_of(self.capacity(state), plan.submitter.pool)
-        return [] if cluster is None else placements_now(state, plan, cluster, utc_now())
+        cluster = cluster_of(self.capacity(configs), plan.submitter.pool)
+        return [] if cluster is None else placements_now(configs, plan, cluster, utc_now())
 
     def nodes_of(self, backend: str) -> tuple[Node, ...]:
         """The nodes the pools of ``backend`` run on (the submission's node checks)."""

@@ -220,7 +220,7 @@ class SubmissionService:
 
     def _plan_and_store(
         self,
-        state: Configs,
+        configs: Configs,
         caller: SubmittingUser,
         accepted: _Accepted,
         pool: str,
@@ -230,9 +230,9 @@ class SubmissionService:
     ) -> SubmitOutcome:
         """From the rendered workflow on: the strict spec, the pool's checks, every group's
         objects (in the sandbox), numbered and stored in one transaction."""
-        spec = parse_in_sandbox(state, accepted)
+        spec = parse_in_sandbox(configs, accepted)
         self._check_previous_inputs(caller, spec, accepted)
-        nodes = self._nodes_of(state.pool(pool).backend)
+        nodes = self._nodes_of(configs.pool(pool).backend)
         for _ in range(MAX_ID_ATTEMPTS):
             if mode is Mode.SUBMIT:
                 number = self._store.take_number(spec.name)
@@ -245,11 +245,11 @@ class SubmissionService:
                 pool=pool,
                 priority=priority,
             )
-            plan = _planned(state, spec, submitter, nodes, accepted, mode)
+            plan = _planned(configs, spec, submitter, nodes, accepted, mode)
             if mode is not Mode.SUBMIT:
                 live: tuple[GroupPlacement, ...] = ()
                 if mode is Mode.DRY_RUN and self._place_now is not None:
-                    live = tuple(self._place_now(state, plan))
+                    live = tuple(self._place_now(configs, plan))
                 return SubmitOutcome(
                     submitter.workflow_id,
                     accepted.text,
@@ -404,12 +404,12 @@ def sandboxed_renderer(workflow_config: WorkflowConfig) -> Renderer:
     )
 
 
-def parse_in_sandbox(state: Configs, accepted: _Accepted) -> WorkflowSpec:
+def parse_in_sandbox(configs: Configs, accepted: _Accepted) -> WorkflowSpec:
     """:func:`parse_workflow_spec` in a sandbox worker: the YAML parse of a workflow was the
     largest part of a submission's work in the server process; in a worker it runs beside the
     server, bounded like every other render."""
     return sandbox.run(
-        state.workflow,
+        configs.workflow,
         "Reading the workflow",
         parse_workflow_spec,
         accepted.text,
@@ -420,7 +420,7 @@ def parse_in_sandbox(state: Configs, accepted: _Accepted) -> WorkflowSpec:
 
 
 def plan_in_sandbox(
-    state: Configs,
+    configs: Configs,
     spec: Any,
     submitter: Submitter,
     nodes: Sequence[Node],
@@ -431,10 +431,10 @@ def plan_in_sandbox(
     within the WORKFLOW config's time limit (docs/submission.md#limits), and refuses a group
     that could never run (``scheduler/feasibility.py``), or names it (``refuse=False``)."""
     return sandbox.run(
-        state.workflow,
+        configs.workflow,
         "Rendering the pool's templates",
         plan_checked,
-        sandbox.kept(state),
+        sandbox.kept(configs),
         spec,
         submitter,
         sandbox.kept(nodes),
@@ -444,7 +444,7 @@ def plan_in_sandbox(
 
 
 def _planned(
-    state: Configs,
+    configs: Configs,
     spec: WorkflowSpec,
     submitter: Submitter,
     nodes: Sequence[Node],
@@ -453,7 +453,7 @@ def _planned(
 ) -> WorkflowPlan:
     """The plan, made in a sandbox worker; an error in the workflow names its line."""
     try:
-        return plan_in_sandbox(state, spec, submitter, nodes, refuse=mode is not Mode.DRY_RUN)
+        return plan_in_sandbox(configs, spec, submitter, nodes, refuse=mode is not Mode.DRY_RUN)
     except UserError as err:
         if err.path[:1] != ("workflow",):
             raise

@@ -128,20 +128,20 @@ class _PoolsPage:
 
     @staticmethod
     def of(
-        context: PageContext, principal: Principal, runtime: Runtime, state: Configs, offset: int
+        context: PageContext, principal: Principal, runtime: Runtime, configs: Configs, offset: int
     ) -> _PoolsPage:
         every = context.usable_pools(principal)
         page = Page(offset)
         names = page.of(every)
-        clusters = runtime.capacity(state)
-        usage = pool_usage(state, clusters, names, runtime.recently_preempted())
+        clusters = runtime.capacity(configs)
+        usage = pool_usage(configs, clusters, names, runtime.recently_preempted())
         return _PoolsPage(every, page, names, clusters, usage)
 
 
 def _rendering(
     authorizer: Authorizer,
     principal: Principal,
-    state: Configs,
+    configs: Configs,
     chosen: str | None,
     platform: str | None,
 ) -> dict[str, Any]:
@@ -150,14 +150,14 @@ def _rendering(
     found: dict[str, Any] = {"rendered": None, "refused": None, "problem": None}
     if chosen is None:
         return found
-    if not state.pool(chosen).platforms:
+    if not configs.pool(chosen).platforms:
         found["problem"] = (
             f"Pool {chosen} has no platforms: every submission to it fails until it has "
             f"one; {NO_PLATFORM_FIX}"
         )
         return found
     try:
-        found["rendered"] = rendered_pool(authorizer, principal, state, chosen, platform, {})
+        found["rendered"] = rendered_pool(authorizer, principal, configs, chosen, platform, {})
     except ForbiddenError as err:
         found["refused"] = err.message
     except UserError as err:  # one pool's broken templates must not hide the others

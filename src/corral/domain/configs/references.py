@@ -47,15 +47,15 @@ def _references(pool: Mapping[str, Any]) -> Iterator[tuple[Path, ConfigType, str
                 yield ("platforms", platform_name, field, index), ctype, name
 
 
-def problems(state: Configs, pool_names: Iterable[str] | None = None) -> Iterator[Problem]:
+def problems(configs: Configs, pool_names: Iterable[str] | None = None) -> Iterator[Problem]:
     """Every broken cross-reference in ``state`` (in the pools ``pool_names``, or all)."""
-    pools: Mapping[str, Any] = state.get(ConfigType.POOL, {})
-    backends: Mapping[str, Any] = state.get(ConfigType.BACKEND, {})
+    pools: Mapping[str, Any] = configs.get(ConfigType.POOL, {})
+    backends: Mapping[str, Any] = configs.get(ConfigType.BACKEND, {})
     names = pools if pool_names is None else [n for n in pool_names if n in pools]
     for pool_name in names:
         pool = pools[pool_name]
         for path, ctype, name in _references(pool):
-            if name not in state.get(ctype, {}):
+            if name not in configs.get(ctype, {}):
                 yield Problem(
                     ConfigType.POOL,
                     pool_name,
@@ -101,18 +101,18 @@ def new_problems(before: Configs, after: Configs, changes: Changes) -> list[Prob
     return [problem for problem in problems(after, pools) if problem not in known]
 
 
-def closure(state: Configs, pool_names: Iterable[str]) -> Configs:
+def closure(configs: Configs, pool_names: Iterable[str]) -> Configs:
     """The part of ``state`` that pools ``pool_names`` are rendered from: those pools, every
     item they name, and the WORKFLOW config (what a sandbox worker needs to check or render
     them: not the thousands of other pools). A name of no pool is left out."""
-    stored = state[ConfigType.POOL]
+    stored = configs[ConfigType.POOL]
     pools = {name: stored[name] for name in pool_names if name in stored}
     part: dict[ConfigType, Any] = {ctype: {} for ctype in ConfigType}
     part[ConfigType.POOL] = pools
-    part[ConfigType.WORKFLOW] = state.get(ConfigType.WORKFLOW)
+    part[ConfigType.WORKFLOW] = configs.get(ConfigType.WORKFLOW)
     for name in pools:
-        for ctype, used in state.pool_references(name):
-            stored = state.get(ctype) or {}
+        for ctype, used in configs.pool_references(name):
+            stored = configs.get(ctype) or {}
             if used in stored:
                 part[ctype][used] = stored[used]
     return Configs(part)

@@ -28,7 +28,7 @@ SAMPLE_TASK_UUID = "00112233445566778899aabbccddeeff"
 
 
 def render_pool(
-    state: Configs,
+    configs: Configs,
     pool_name: str,
     *,
     platform: str | None = None,
@@ -36,7 +36,7 @@ def render_pool(
     user: str = "admin",
 ) -> dict[str, Any]:
     """The admin view of one platform of a pool, rendered for a sample task."""
-    resolved = resolve_platform(state, pool_name, platform)
+    resolved = resolve_platform(configs, pool_name, platform)
     request, overrides = request_from_variables(set_values or {})
     group, task = sample_identities(pool_name, resolved.platform_name, user)
     defaults = resolved.default_variables
@@ -91,9 +91,9 @@ def _value_at(tree: Any, path: list[str | int]) -> Any:
         return None
 
 
-def pool_topology(state: Configs, pool_name: str) -> dict[str, Any]:
+def pool_topology(configs: Configs, pool_name: str) -> dict[str, Any]:
     """The pool's topology keys, coarsest level first, as workflows name them."""
-    keys = pool_of(state, pool_name).topology_keys
+    keys = pool_of(configs, pool_name).topology_keys
     return {
         "pool": pool_name,
         "topology_keys": [

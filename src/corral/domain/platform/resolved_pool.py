@@ -70,21 +70,21 @@ def spec_field(pod: Mapping[str, Any], name: str, kind: type[dict[str, Any] | li
     return found if isinstance(found, kind) else kind()
 
 
-def pool_of(state: Configs, pool_name: str) -> Pool:
+def pool_of(configs: Configs, pool_name: str) -> Pool:
     """The pool ``pool_name``; NotFoundError if there is none."""
-    return state.pool(pool_name)
+    return configs.pool(pool_name)
 
 
-def pool_pod_template(state: Configs, pool: Pool) -> MergedTemplate:
+def pool_pod_template(configs: Configs, pool: Pool) -> MergedTemplate:
     """The pool's ``common_pod_template`` merged in order (OSMO's ``parsed_pod_template``)."""
-    return merged_pod_templates(state, pool.common_pod_template)
+    return merged_pod_templates(configs, pool.common_pod_template)
 
 
-def merged_pod_templates(state: Configs, names: Sequence[str]) -> MergedTemplate:
+def merged_pod_templates(configs: Configs, names: Sequence[str]) -> MergedTemplate:
     """The pod templates ``names`` merged in order."""
     merged = MergedTemplate()
     for name in names:
-        merge_into(merged, name, _pod_template(state, name))
+        merge_into(merged, name, _pod_template(configs, name))
     return merged
 
 
@@ -111,13 +111,13 @@ def platform_name_of(pool_name: str, pool: Pool, platform: str | None) -> str:
 
 
 def resolve_platform(
-    state: Configs, pool_name: str, platform: str | None = None
+    configs: Configs, pool_name: str, platform: str | None = None
 ) -> ResolvedPlatform:
     """Everything the pool and one of its platforms (default: the pool's default) define."""
-    pool = pool_of(state, pool_name)
+    pool = pool_of(configs, pool_name)
     platform_name = platform_name_of(pool_name, pool, platform)
     platform_config = pool.platforms[platform_name]
-    merged = merged_pod_templates(state, platform_template_names(pool, platform_name))
+    merged = merged_pod_templates(configs, platform_template_names(pool, platform_name))
     rule_sets = [*pool.common_resource_validations, *platform_config.resource_validations]
     return ResolvedPlatform(
         pool_name=pool_name,
@@ -128,8 +128,8 @@ def resolve_platform(
         default_variables=default_variables(
             pool.common_default_variables, platform_config.default_variables
         ),
-        rules=named_rules(state, rule_sets),
-        group_templates=merged_group_templates(state, pool.common_group_templates),
+        rules=named_rules(configs, rule_sets),
+        group_templates=merged_group_templates(configs, pool.common_group_templates),
     )
 
 
@@ -142,9 +142,9 @@ def named_rules(configs: Configs, set_names: list[str]) -> list[NamedRule]:
     ]
 
 
-def merged_group_templates(state: Configs, names: list[str]) -> list[GroupTemplate]:
+def merged_group_templates(configs: Configs, names: list[str]) -> list[GroupTemplate]:
     """Merge by (apiVersion, kind, metadata.name) in list order; first-seen order is kept."""
-    stored = state.get(ConfigType.GROUP_TEMPLATE, {})
+    stored = configs.get(ConfigType.GROUP_TEMPLATE, {})
     merged: dict[tuple[str, str, str], GroupTemplate] = {}
     for name in names:
         if name not in stored:
@@ -160,31 +160,31 @@ def merged_group_templates(state: Configs, names: list[str]) -> list[GroupTempla
     return list(merged.values())
 
 
-def _pod_template(state: Configs, name: str) -> dict[str, Any]:
-    templates = state.get(ConfigType.POD_TEMPLATE, {})
+def _pod_template(configs: Configs, name: str) -> dict[str, Any]:
+    templates = configs.get(ConfigType.POD_TEMPLATE, {})
     if name not in templates:
         raise UserError(f"Pod template {name} does not exist!")
     return dict(templates[name])
 
 
-def verbose_pool(state: Configs, pool_name: str) -> dict[str, Any]:
+def verbose_pool(configs: Configs, pool_name: str) -> dict[str, Any]:
     """OSMO's verbose pool view: the stored pool plus every derived ``parsed_*`` field."""
-    pool = pool_of(state, pool_name)
+    pool = pool_of(configs, pool_name)
     view: dict[str, Any] = {
         **pool.model_dump(mode="json"),
         "name": pool_name,
         "status": "MAINTENANCE" if pool.enable_maintenance else "ONLINE",
-        "parsed_pod_template": pool_pod_template(state, pool).value,
+        "parsed_pod_template": pool_pod_template(configs, pool).value,
         "parsed_resource_validations": _rule_dicts(
-            named_rules(state, pool.common_resource_validations)
+            named_rules(configs, pool.common_resource_validations)
         ),
         "parsed_group_templates": [
             template.manifest
-            for template in merged_group_templates(state, pool.common_group_templates)
+            for template in merged_group_templates(configs, pool.common_group_templates)
         ],
     }
     for platform_name in pool.platforms:
-        resolved = resolve_platform(state, pool_name, platform_name)
+        resolved = resolve_platform(configs, pool_name, platform_name)
         view["platforms"][platform_name].update(
             parsed_pod_template=resolved.pod_template.value,
             parsed_resource_validations=_rule_dicts(resolved.rules),

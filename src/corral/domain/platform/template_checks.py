@@ -23,30 +23,30 @@ from corral.errors import UserError
 # --------------------------------------------------------------------------------- pools
 
 
-def pool_problems(state: Configs, pool_names: Sequence[str]) -> list[Problem]:
+def pool_problems(configs: Configs, pool_names: Sequence[str]) -> list[Problem]:
     """Per pool and platform: whether its templates render, with the pool's default variables,
     into objects the API server accepts. Problems name the platform and the template."""
     found: list[Problem] = []
-    pools: Mapping[str, Any] = state.get(ConfigType.POOL, {})
+    pools: Mapping[str, Any] = configs.get(ConfigType.POOL, {})
     for pool_name in pool_names:
         for platform in (pools.get(pool_name) or {}).get("platforms") or {}:
-            problem = _platform_problem(state, pool_name, platform)
+            problem = _platform_problem(configs, pool_name, platform)
             if problem is not None:
                 found.append(Problem(ConfigType.POOL, pool_name, ("platforms", platform), problem))
     return found
 
 
-def _platform_problem(state: Configs, pool_name: str, platform: str) -> str | None:
+def _platform_problem(configs: Configs, pool_name: str, platform: str) -> str | None:
     where = f"Platform {platform} does not render with the pool's default variables"
     try:
-        view = render_pool(state, pool_name, platform=platform)
+        view = render_pool(configs, pool_name, platform=platform)
     except UserError as err:
         return f"{where}: {err.message}"
     group, task = sample_identities(pool_name, platform)
     pod = build_pod(PodTask(identity=task, image="sample"), group, view["pod_template"])
     drop_imageless_control_container(pod)
     pod["metadata"]["namespace"] = "default"
-    writers = resolve_platform(state, pool_name, platform).pod_template.writers
+    writers = resolve_platform(configs, pool_name, platform).pod_template.writers
     for path, message in manifest_problem_paths(pod):
         return (
             f"{where} into a valid Pod: {format_path(path)}: {message} "
@@ -96,13 +96,13 @@ def affected_pools(before: Configs, after: Configs) -> list[str]:
     ]
 
 
-def _pool(state: Configs, name: str) -> Mapping[str, Any] | None:
-    found: Mapping[str, Any] | None = state.get(ConfigType.POOL, {}).get(name)
+def _pool(configs: Configs, name: str) -> Mapping[str, Any] | None:
+    found: Mapping[str, Any] | None = configs.get(ConfigType.POOL, {}).get(name)
     return found
 
 
-def _inputs(state: Configs, name: str) -> Any:
-    pool = _pool(state, name)
+def _inputs(configs: Configs, name: str) -> Any:
+    pool = _pool(configs, name)
     if pool is None:
         return None
     used: list[tuple[str, str]] = [
@@ -121,4 +121,4 @@ def _inputs(state: Configs, name: str) -> Any:
             (ConfigType.RESOURCE_VALIDATION.value, t)
             for t in platform.get("resource_validations", [])
         ]
-    return pool, [(kind, name, state.get(ConfigType(kind), {}).get(name)) for kind, name in used]
+    return pool, [(kind, name, configs.get(ConfigType(kind), {}).get(name)) for kind, name in used]

@@ -29,25 +29,25 @@ TOPOLOGY_KIND = ("kai.scheduler/v1alpha1", "Topology")
 _UNLIMITED = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
 
 
-def backend_namespace(state: Configs, backend: str) -> str:
-    return state.backend(backend).k8s_namespace
+def backend_namespace(configs: Configs, backend: str) -> str:
+    return configs.backend(backend).k8s_namespace
 
 
 def parent_queue_name(namespace: str) -> str:
     return f"osmo-default-{namespace}"
 
 
-def pools_of(state: Configs, backend: str) -> dict[str, Pool]:
-    pools = state.pools()
+def pools_of(configs: Configs, backend: str) -> dict[str, Pool]:
+    pools = configs.pools()
     return {name: pool for name, pool in pools.items() if pool.backend == backend}
 
 
-def queue_manifests(state: Configs, backend: str) -> list[dict[str, Any]]:
+def queue_manifests(configs: Configs, backend: str) -> list[dict[str, Any]]:
     """The parent queue, then one queue per pool of ``backend`` with its GPU quota."""
-    namespace = backend_namespace(state, backend)
+    namespace = backend_namespace(configs, backend)
     parent = parent_queue_name(namespace)
     queues = [_queue(parent, namespace, {"gpu": _UNLIMITED}, pool=None, parent=None)]
-    for name, pool in sorted(pools_of(state, backend).items()):
+    for name, pool in sorted(pools_of(configs, backend).items()):
         gpu = pool.resources.gpu or GpuQuota()
         quota = {"quota": gpu.guarantee, "limit": gpu.maximum, "overQuotaWeight": gpu.weight}
         queue = _queue(
@@ -87,11 +87,11 @@ def _queue(
     }
 
 
-def topology_manifests(state: Configs, backend: str) -> list[dict[str, Any]]:
+def topology_manifests(configs: Configs, backend: str) -> list[dict[str, Any]]:
     """One Topology per pool of ``backend`` with topology keys, levels in pool order."""
-    namespace = backend_namespace(state, backend)
+    namespace = backend_namespace(configs, backend)
     found = []
-    for name, pool in sorted(pools_of(state, backend).items()):
+    for name, pool in sorted(pools_of(configs, backend).items()):
         if not pool.topology_keys:
             continue
         found.append(

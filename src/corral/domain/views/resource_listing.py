@@ -160,7 +160,7 @@ class PoolLayout:
 
 
 def pool_layout(
-    state: Configs, nodes: Sequence[Node], pools: Collection[str] | None = None
+    configs: Configs, nodes: Sequence[Node], pools: Collection[str] | None = None
 ) -> PoolLayout:
     """Match every platform of every pool against the nodes, as the submission pipeline does.
 
@@ -172,14 +172,14 @@ def pool_layout(
     mounts: dict[str, dict[str, list[str]]] = {}
     selections: dict[tuple[str, ...], tuple[tuple[str, ...], list[str]]] = {}
     kept = None if pools is None else set(pools)
-    for pool_name, pool in state.pools().items():
+    for pool_name, pool in configs.pools().items():
         if kept is not None and pool_name not in kept:
             continue
         mounts[pool_name] = {}
         for platform_name in pool.platforms:
             names = platform_template_names(pool, platform_name)
             if names not in selections:
-                selections[names] = _selection(state, names, nodes)
+                selections[names] = _selection(configs, names, nodes)
             served, default_mounts = selections[names]
             platforms[(pool_name, platform_name)] = served
             mounts[pool_name][platform_name] = list(default_mounts)
@@ -187,10 +187,10 @@ def pool_layout(
 
 
 def _selection(
-    state: Configs, template_names: Sequence[str], nodes: Sequence[Node]
+    configs: Configs, template_names: Sequence[str], nodes: Sequence[Node]
 ) -> tuple[tuple[str, ...], list[str]]:
     """The nodes a platform made of ``template_names`` serves, and its default mounts."""
-    merged = merged_pod_templates(state, template_names).value
+    merged = merged_pod_templates(configs, template_names).value
     selector = spec_field(merged, "nodeSelector", dict)
     tolerations = spec_field(merged, "tolerations", list)
     served = tuple(node.name for node in nodes if belongs_to(node, selector, tolerations))

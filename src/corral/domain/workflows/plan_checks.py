@@ -34,9 +34,9 @@ from corral.errors import UserError
 # ----------------------------------------------------------------------------- checks
 
 
-def check_pool_open(state: Configs, pool_name: str, *, is_admin: bool) -> None:
+def check_pool_open(configs: Configs, pool_name: str, *, is_admin: bool) -> None:
     """The pool exists and is not in maintenance (admins may still submit)."""
-    pool = pool_of(state, pool_name)
+    pool = pool_of(configs, pool_name)
     if pool.enable_maintenance and not is_admin:
         raise UserError(
             f"Pool {pool_name} is undergoing maintenance. Users will have to wait until "
@@ -51,8 +51,8 @@ def check_priority(priority: str) -> str:
     return upper
 
 
-def check_task_count(state: Configs, spec: WorkflowSpec) -> None:
-    limit = state.workflow.max_num_tasks
+def check_task_count(configs: Configs, spec: WorkflowSpec) -> None:
+    limit = configs.workflow.max_num_tasks
     if len(spec.tasks()) > limit:
         raise UserError(
             f"Workflow cannot have more than {limit} tasks. This one has {len(spec.tasks())}; "
@@ -60,8 +60,8 @@ def check_task_count(state: Configs, spec: WorkflowSpec) -> None:
         )
 
 
-def check_name_lengths(state: Configs, spec: WorkflowSpec) -> None:
-    limit = state.workflow.workflow_info.max_name_length
+def check_name_lengths(configs: Configs, spec: WorkflowSpec) -> None:
+    limit = configs.workflow.workflow_info.max_name_length
     names = [spec.name, *(g.name for g in spec.groups), *(t.name for t in spec.tasks())]
     for name in names:
         if len(name) > limit:
@@ -72,9 +72,9 @@ def pool_topology_keys(pool: Pool) -> list[PoolTopologyKey]:
     return [PoolTopologyKey(k.key, k.label) for k in pool.topology_keys]
 
 
-def check_topology(state: Configs, pool_name: str, spec: WorkflowSpec) -> None:
+def check_topology(configs: Configs, pool_name: str, spec: WorkflowSpec) -> None:
     """Every key is one of the pool's, and every task with requirements uses the same keys."""
-    keys = pool_topology_keys(pool_of(state, pool_name))
+    keys = pool_topology_keys(pool_of(configs, pool_name))
     for name, resource in spec.resources.items():
         validate_requirements(name, resource.topology, keys, pool_name)
     validate_uniform_keys(
@@ -82,9 +82,9 @@ def check_topology(state: Configs, pool_name: str, spec: WorkflowSpec) -> None:
     )
 
 
-def resource_platforms(state: Configs, pool_name: str, spec: WorkflowSpec) -> dict[str, str]:
+def resource_platforms(configs: Configs, pool_name: str, spec: WorkflowSpec) -> dict[str, str]:
     """The platform of every named resource spec: its own, else the pool's default."""
-    pool = pool_of(state, pool_name)
+    pool = pool_of(configs, pool_name)
     if not pool.platforms:
         raise UserError(
             f"Pool {pool_name} has no platforms, so no task can run in it. An admin must add "
@@ -162,8 +162,8 @@ class Platforms:
     sandbox worker keeps the snapshot from one submission to the next; merging the pod
     templates anew was a twentieth of planning one)."""
 
-    def __init__(self, state: Configs, pool_name: str) -> None:
-        self._state = state
+    def __init__(self, configs: Configs, pool_name: str) -> None:
+        self._state = configs
         self._pool = pool_name
 
     def get(self, platform: str) -> ResolvedPlatform:
@@ -217,11 +217,11 @@ def check_tasks(
     return mounts
 
 
-def check_files_placeable(state: Configs, pool_name: str, spec: WorkflowSpec) -> None:
+def check_files_placeable(configs: Configs, pool_name: str, spec: WorkflowSpec) -> None:
     """A task's ``files`` need a pod to mount them in: a pool whose backend runs tasks as
     local processes cannot place them, and used to drop them silently."""
-    pool = pool_of(state, pool_name)
-    backend = state.backend(pool.backend)
+    pool = pool_of(configs, pool_name)
+    backend = configs.backend(pool.backend)
     if backend.kubernetes is not None or backend.execution.mode != "local_processes":
         return
     for task in spec.tasks():
@@ -235,11 +235,11 @@ def check_files_placeable(state: Configs, pool_name: str, spec: WorkflowSpec) ->
             )
 
 
-def timeouts(state: Configs, pool_name: str, spec: WorkflowSpec) -> tuple[timedelta, timedelta]:
+def timeouts(configs: Configs, pool_name: str, spec: WorkflowSpec) -> tuple[timedelta, timedelta]:
     """Exec and queue timeouts: the spec's, else the pool's, else the WORKFLOW config's default;
     capped by the pool's maximum, else the WORKFLOW config's."""
-    pool = pool_of(state, pool_name)
-    workflow = state.workflow
+    pool = pool_of(configs, pool_name)
+    workflow = configs.workflow
 
     def setting(kind: str, given: timedelta | None) -> timedelta:
         default = getattr(pool, f"default_{kind}_timeout") or getattr(

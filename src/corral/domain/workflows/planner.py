@@ -34,7 +34,7 @@ from corral.domain.workflows.spec import WorkflowSpec
 
 
 def plan_workflow(
-    state: Configs,
+    configs: Configs,
     spec: WorkflowSpec,
     submitter: Submitter,
     nodes: Sequence[Node],
@@ -42,17 +42,17 @@ def plan_workflow(
 ) -> WorkflowPlan:
     """Run the pool-dependent checks in order and render every group's objects."""
     pool_name = submitter.pool
-    pool = pool_of(state, pool_name)
-    check_name_lengths(state, spec)
-    check_task_count(state, spec)
-    check_topology(state, pool_name, spec)
-    platform_of = resource_platforms(state, pool_name, spec)
-    platforms = Platforms(state, pool_name)
+    pool = pool_of(configs, pool_name)
+    check_name_lengths(configs, spec)
+    check_task_count(configs, spec)
+    check_topology(configs, pool_name, spec)
+    platform_of = resource_platforms(configs, pool_name, spec)
+    platforms = Platforms(configs, pool_name)
     identities = Identities(spec, submitter, platform_of, new_id)
     host_mounts = check_tasks(spec, platform_of, platforms, nodes, identities)
-    check_files_placeable(state, pool_name, spec)
-    exec_timeout, queue_timeout = timeouts(state, pool_name, spec)
-    backend = state.backend(pool.backend)
+    check_files_placeable(configs, pool_name, spec)
+    exec_timeout, queue_timeout = timeouts(configs, pool_name, spec)
+    backend = configs.backend(pool.backend)
     renderer = GroupRenderer(
         spec=spec,
         submitter=submitter,

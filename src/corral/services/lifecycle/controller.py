@@ -81,7 +81,7 @@ class LifecycleController:
         self,
         *,
         workflows: WorkflowStore,
-        state: Callable[[], Configs],
+        configs: Callable[[], Configs],
         nodes: Callable[[], Sequence[Any]],
         backends: Backends,
         clock: Callable[[], datetime],
@@ -98,7 +98,7 @@ class LifecycleController:
         #: When set, the controller acts only while it holds the lease, and every write is
         #: fenced by it (``leadership.py``); None: the only controller (tests, tools).
         self.leadership = leadership
-        self.state = state
+        self.configs = configs
         self.nodes = nodes
         self.backends = backends
         self.clock = clock
@@ -130,25 +130,25 @@ class LifecycleController:
     def tick(self) -> TickReport:
         self.check_leading()
         report = TickReport()
-        state = self.state()
+        configs = self.configs()
         try:
-            working = self._current(state)
-            clusters = self.backends.kubernetes(state)
-            self._sync_scheduler_objects(state, clusters)
-            Tick(self, working, state, report).run(clusters)
+            working = self._current(configs)
+            clusters = self.backends.kubernetes(configs)
+            self._sync_scheduler_objects(configs, clusters)
+            Tick(self, working, configs, report).run(clusters)
         except BaseException:
             self._working = None  # memory may be ahead of what was written: read it again
             raise
         if self.forecaster is not None:
-            self.forecaster.after_tick(working, state, report, self.clock())
+            self.forecaster.after_tick(working, configs, report, self.clock())
         return report
 
-    def _current(self, state: Configs) -> WorkingSet:
+    def _current(self, configs: Configs) -> WorkingSet:
         """The working set, read again when it is missing, was read under other configs or
         another lease, or no longer counts as many alive workflows as the database."""
         epoch = self.leadership.epoch if self.leadership is not None else None
         working = self._working
-        if working is not None and (working.state is not state or working.epoch != epoch):
+        if working is not None and (working.configs is not configs or working.epoch != epoch):
             working = None
         if working is not None and self._monotonic() - self._checked_at >= RESYNC_SECONDS:
             self._checked_at = self._monotonic()
@@ -156,7 +156,7 @@ class LifecycleController:
                 working = None
             self.workflows.forget_shapes()
         if working is None:
-            working = self._working = self._read(state, epoch)
+            working = self._working = self._read(configs, epoch)
             self._checked_at = self._monotonic()
         working.scheduler_cache.follow_health(self.nodes())  # a cordon, a failure, a heal
         return working
@@ -177,7 +177,7 @@ class LifecycleController:
             )
         return not (missing or extra)
 
-    def _read(self, state: Configs, epoch: int | None) -> WorkingSet:
+    def _read(self, configs: Configs, epoch: int | None) -> WorkingSet:
         started = time.perf_counter()
         bound = self.backends.placed_pods()
         alive = self.readable_workflows()
@@ -189,18 +189,18 @@ class LifecycleController:
         }
         cache = SchedulerCache(
             self.nodes(),
-            pool_queues(state),
+            pool_queues(configs),
             bound,
             bound_at={uuid: at for uuid, (_, at) in bound_groups.items() if at is not None},
-            min_runtime=min_runtimes(state),
+            min_runtime=min_runtimes(configs),
         )
         note_checkpoints(cache, alive)
-        working = WorkingSet(state, epoch, cache, ManifestCache(self.workflows.manifests))
+        working = WorkingSet(configs, epoch, cache, ManifestCache(self.workflows.manifests))
         working.bound.update({uuid: owner for uuid, (owner, _) in bound_groups.items()})
         for workflow in alive:
             working.keep(workflow)
             working.dirty.add(workflow.workflow_id)
-        self.indexer(working, state, self.clock()).waiting(alive)
+        self.indexer(working, configs, self.clock()).waiting(alive)
         for group in self.workflows.uncleaned_groups(FINISHED):
             working.cleanup[group.uuid] = Finished(
                 group.workflow_id,
@@ -220,7 +220,7 @@ class LifecycleController:
     def indexer(
         self,
         working: WorkingSet,
-        state: Configs,
+        configs: Configs,
         now: datetime,
         writes: ClusterWrites | None = None,
     ) -> WorkingSetIndexer:
@@ -228,8 +228,8 @@ class LifecycleController:
         the backends that write in its transaction."""
         return WorkingSetIndexer(
             working,
-            state,
-            partial(self.backends.get, state=state, writes=writes),
+            configs,
+            partial(self.backends.get, configs=configs, writes=writes),
             self.workflows.manifests,
             now,
         )
@@ -240,12 +240,12 @@ class LifecycleController:
         fence = self.leadership.fence() if self.leadership is not None else None
         return readable_workflows(self.workflows, ids, fence)
 
-    def _sync_scheduler_objects(self, state: Configs, clusters: Sequence[ClusterBackend]) -> None:
+    def _sync_scheduler_objects(self, configs: Configs, clusters: Sequence[ClusterBackend]) -> None:
         """Each Kubernetes backend's KAI Queues and Topologies, as the pools say now."""
         for backend in clusters:
             desired = [
-                *queue_manifests(state, backend.name),
-                *topology_manifests(state, backend.name),
+                *queue_manifests(configs, backend.name),
+                *topology_manifests(configs, backend.name),
             ]
             try:
                 backend.sync_scheduler_objects(desired)

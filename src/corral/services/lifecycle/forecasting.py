@@ -114,7 +114,7 @@ class Forecaster:
     def after_tick(
         self,
         working: WorkingSet,
-        state: Configs,
+        configs: Configs,
         report: TickReport,
         now: datetime,
     ) -> None:
@@ -129,7 +129,7 @@ class Forecaster:
             return
         self._last, self._changed = clock, False
         try:
-            cluster, owners = forecast_input(working, state, self._history, now)
+            cluster, owners = forecast_input(working, configs, self._history, now)
         except Exception:  # advice: the tick has committed, and goes on without it
             log.exception("forecast input failed")
             return
@@ -189,7 +189,7 @@ def _stored(found: Forecast, names: _Names, now: datetime) -> GroupForecast:
 
 
 def forecast_input(
-    working: WorkingSet, state: Configs, history: History, now: datetime
+    working: WorkingSet, configs: Configs, history: History, now: datetime
 ) -> tuple[ClusterNow, dict[str, str]]:
     """What a forecast starts from, read from the controller's memory (in the tick: the
     thread then touches nothing the tick changes), and each group's workflow."""
@@ -232,19 +232,21 @@ def forecast_input(
         )
     now_state = ClusterNow(
         tuple(cache.nodes),  # a copy: the next tick replaces nodes whose health changed
-        pool_queues(state),
+        pool_queues(configs),
         running,
         waiting,
         now,
-        min_runtimes(state),
-        domain_labels=finest_labels(state),
+        min_runtimes(configs),
+        domain_labels=finest_labels(configs),
     )
     return now_state, owners
 
 
-def finest_labels(state: Configs) -> tuple[str, ...]:
+def finest_labels(configs: Configs) -> tuple[str, ...]:
     """The node label of each pool's finest topology level: the domains pool shapes shows."""
-    found = {pool.topology_keys[-1].label for pool in state.pools().values() if pool.topology_keys}
+    found = {
+        pool.topology_keys[-1].label for pool in configs.pools().values() if pool.topology_keys
+    }
     return tuple(sorted(found))
 
 

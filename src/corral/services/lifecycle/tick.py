@@ -67,7 +67,7 @@ class Controller(Protocol):
     def indexer(
         self,
         working: WorkingSet,
-        state: Configs,
+        configs: Configs,
         now: datetime,
         writes: ClusterWrites | None = None,
     ) -> WorkingSetIndexer: ...
@@ -80,16 +80,16 @@ class Tick:
         self,
         controller: Controller,
         working: WorkingSet,
-        state: Configs,
+        configs: Configs,
         report: TickReport,
     ) -> None:
         self.controller = controller
         self.working = working
-        self.state = state
+        self.configs = configs
         self.report = report
         self.now = controller.clock()
         self.writes = TickWrites()
-        self.index = controller.indexer(working, state, self.now, self.writes.cluster)
+        self.index = controller.indexer(working, configs, self.now, self.writes.cluster)
 
     def run(self, clusters: Sequence[ClusterBackend]) -> None:
         """One tick; ``clusters``: the connected Kubernetes backends."""
@@ -158,7 +158,7 @@ class Tick:
 
     def _context(self, backend: ClusterBackend, executor: TaskExecutor) -> StepContext:
         return StepContext(
-            self.state,
+            self.configs,
             self.now,
             backend,
             executor,

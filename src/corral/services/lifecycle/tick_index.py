@@ -39,7 +39,7 @@ class WorkingSetIndexer:
     def __init__(
         self,
         working: WorkingSet,
-        state: Configs,
+        configs: Configs,
         backends: Callable[[str], ClusterBackend],
         manifests: Callable[[list[str]], Mapping[str, list[dict[str, Any]]]],
         now: datetime,
@@ -47,7 +47,7 @@ class WorkingSetIndexer:
         """``backends``: each backend by name; ``manifests``: the stored objects of groups
         (by uuid); ``now``: when a group waits from, when its record does not say."""
         self.working = working
-        self.state = state
+        self.configs = configs
         self._get_backend = backends
         self._manifests = manifests
         self._now = now
@@ -137,7 +137,7 @@ class WorkingSetIndexer:
                 workflow.workflow_id, _pod_group_name(manifests)
             )
             return
-        pool = self.state.find_pool(workflow.pool)
+        pool = self.configs.find_pool(workflow.pool)
         levels = tuple(key.label for key in pool.topology_keys) if pool else ()
         fabric = fabric_rule(pool) if pool else NO_FABRIC_RULE
         position = next(i for i, g in enumerate(workflow.groups) if g.uuid == group.uuid)

@@ -96,8 +96,8 @@ class Finished:
 class WorkingSet:
     """See the module docstring."""
 
-    #: What the working set was read under: the config state and the lease epoch.
-    state: object
+    #: What the working set was read under: the configs and the lease epoch.
+    configs: object
     epoch: int | None
     scheduler_cache: SchedulerCache
     manifests: ManifestCache
