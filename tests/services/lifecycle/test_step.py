@@ -13,6 +13,7 @@ from corral.backends.execution import Exit, TaskRun
 from corral.backends.port import BackendError, ClusterBackend, Rule
 from corral.domain.configs.snapshot import Configs
 from corral.domain.configs.types import ConfigType
+from corral.domain.workflows.events import GangStopped, StopCause
 from corral.domain.workflows.notices import Acknowledgement, Checkpoint, Notice
 from corral.domain.workflows.record import StoredGroup, StoredTask, StoredWorkflow
 from corral.services.auth.task_tokens import TaskTokens
@@ -265,17 +266,17 @@ def test_an_evicted_group_gets_notice_then_stops_at_its_deadline_and_ends_preemp
     assert changes.groups["a-uuid"]["evict"] is False
     assert changes.workflows["w-1"]["status"] == "FAILED_PREEMPTED"
     assert changes.eviction_stops == [
-        {
-            "at": NOW + timedelta(seconds=30),
-            "pool": "p",
-            "workflow_id": "w-1",
-            "group_uuid": "a-uuid",
-            "cause": "preempted",
-            "gpus": 0,
-            "lost_gpu_seconds": 0.0,
-            "acknowledged": False,
-            "stop_seconds": 30.0,
-        }
+        GangStopped(
+            at=NOW + timedelta(seconds=30),
+            pool="p",
+            workflow_id="w-1",
+            group_uuid="a-uuid",
+            cause=StopCause.PREEMPTED,
+            gpus=0,
+            lost_gpu_seconds=0.0,
+            acknowledged=False,
+            stop_seconds=30.0,
+        )
     ]
 
 
@@ -295,8 +296,8 @@ def test_a_noticed_group_stops_once_every_task_is_ready() -> None:
     taken = step(cluster, Controller(), workflow(evicted), later)
     taken.decide()
     assert taken.changes.groups["a-uuid"]["status"] == "FAILED_PREEMPTED"
-    assert taken.changes.eviction_stops[0]["acknowledged"] is True
-    assert taken.changes.eviction_stops[0]["stop_seconds"] == 3.0
+    assert taken.changes.eviction_stops[0].acknowledged is True
+    assert taken.changes.eviction_stops[0].stop_seconds == 3.0
 
 
 def test_a_node_fault_stops_at_once_without_notice() -> None:
@@ -419,6 +420,6 @@ def test_a_checkpoint_relayed_after_the_ticks_clock_counts_in_the_stop() -> None
     taken = step(cluster, Controller(), workflow(evicted), now)
     taken.decide()
     (stop,) = taken.changes.eviction_stops
-    assert (stop["gpus"], stop["acknowledged"], stop["lost_gpu_seconds"]) == (1, True, 0.0)
+    assert (stop.gpus, stop.acknowledged, stop.lost_gpu_seconds) == (1, True, 0.0)
     assert taken.changes.tasks["lead-uuid"]["checkpoint_at"] == now  # no later than the tick
     assert taken.changes.tasks["lead-uuid"]["checkpoint_step"] == 7

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
+from corral.domain.workflows.events import GangEvicted, GangStopped, NodeFaulted
 from corral.domain.workflows.spec import ExitAction, TaskFileContents
 from corral.domain.workflows.statuses import WorkflowStatus
 from corral.errors import NotFoundError
@@ -45,12 +46,12 @@ class Changes:
     shapes: dict[str, SharedReason] = field(default_factory=dict)
     #: Inbox rows the controller has read and acted on.
     inbox_done: list[int] = field(default_factory=list)
-    #: Rows of ``preemptions``: gangs evicted by the scheduler.
-    preemptions: list[dict[str, Any]] = field(default_factory=list)
-    #: Rows of ``node_faults``: groups a failed node ended or requeued.
-    node_faults: list[dict[str, Any]] = field(default_factory=list)
-    #: Rows of ``eviction_stops``: gangs a preemption, a reclaim or a drain stopped.
-    eviction_stops: list[dict[str, Any]] = field(default_factory=list)
+    #: Gangs evicted by the scheduler.
+    preemptions: list[GangEvicted] = field(default_factory=list)
+    #: Groups a failed node ended or requeued.
+    node_faults: list[NodeFaulted] = field(default_factory=list)
+    #: Gangs a preemption, a reclaim or a drain stopped.
+    eviction_stops: list[GangStopped] = field(default_factory=list)
     #: Attempts that ended while their task went on (``task_attempts``).
     attempts: list[TaskAttempt] = field(default_factory=list)
 

@@ -10,6 +10,7 @@ from datetime import datetime
 
 import structlog
 
+from corral.domain.workflows.events import GangEvicted
 from corral.domain.workflows.exit_actions import ExitOutcome, exit_outcome, stopped_outcome
 from corral.domain.workflows.notices import stop_message
 from corral.domain.workflows.record import Changes, StoredGroup, StoredTask, StoredWorkflow
@@ -48,15 +49,15 @@ def record_evictions(
         changes.group(eviction.group, evict=True, preempted_by=by, fault=None, stop_grace_s=None)
         working.noticed[eviction.group] = workflow.workflow_id  # its tasks run until notice ends
         changes.preemptions.append(
-            {
-                "at": now,
-                "pool": workflow.pool,
-                "workflow_id": workflow.workflow_id,
-                "group_uuid": eviction.group,
-                "gpus": eviction.gpus,
-                "by_workflow": preemptor.workflow_id,
-                "reclaimed": eviction.reclaimed,
-            }
+            GangEvicted(
+                at=now,
+                pool=workflow.pool,
+                workflow_id=workflow.workflow_id,
+                group_uuid=eviction.group,
+                gpus=eviction.gpus,
+                by_workflow=preemptor.workflow_id,
+                reclaimed=eviction.reclaimed,
+            )
         )
         evicted[workflow.workflow_id] = workflow
         log.info(

@@ -21,6 +21,7 @@ import structlog
 from corral.backends.port import BackendError, ClusterBackend
 from corral.domain.labels import GROUP_UUID
 from corral.domain.platform.node_health import HEALTHY, NodeHealth, drain_of, fault_reason
+from corral.domain.workflows.events import NodeFaulted
 from corral.domain.workflows.record import Changes, StoredGroup, StoredWorkflow, with_changes
 from corral.scheduler.cache import SchedulerCache
 from corral.services.lifecycle.tick_index import HOLDS_NODES, WorkingSetIndexer
@@ -263,16 +264,16 @@ def mark_stops(
         started = next(g.started_at for g in workflow.groups if g.uuid == stop.group)
         lost = gpus * max((now - started).total_seconds(), 0.0) if started else 0.0
         changes.node_faults.append(
-            {
-                "at": now,
-                "pool": workflow.pool,
-                "workflow_id": workflow.workflow_id,
-                "group_uuid": stop.group,
-                "node": stop.node,
-                "reason": stop.fault,
-                "gpus": gpus,
-                "gpu_seconds": lost,
-            }
+            NodeFaulted(
+                at=now,
+                pool=workflow.pool,
+                workflow_id=workflow.workflow_id,
+                group_uuid=stop.group,
+                node=stop.node,
+                reason=stop.fault,
+                gpus=gpus,
+                gpu_seconds=lost,
+            )
         )
         log.warning(
             "group stopped by a node fault",

@@ -19,6 +19,7 @@ from typing import Any
 
 from corral.backends.execution import TaskExecutor, TaskRun
 from corral.domain.labels import STOP_NOTICE_SECONDS, STOP_NOTICE_SIGNAL
+from corral.domain.workflows.events import GangStopped, StopCause
 from corral.domain.workflows.notices import (
     Acknowledgement,
     Checkpoint,
@@ -131,8 +132,8 @@ def stop_due(group: StoredGroup, said: Answers, now: datetime) -> bool:
 
 def eviction_stop(
     workflow: StoredWorkflow, group: StoredGroup, said: Answers, now: datetime
-) -> dict[str, Any]:
-    """The ``eviction_stops`` row of ``group``, stopped now."""
+) -> GangStopped:
+    """The stop of ``group``, now."""
     marks = [t.checkpoint_at for t in group.tasks if t.checkpoint_at is not None]
     marks.extend(checkpoint.at for checkpoint in said.checkpoints.values())
     since = max([m for m in (group.started_at, *marks) if m is not None], default=now)
@@ -142,23 +143,23 @@ def eviction_stop(
         if task.uuid in said.ready
     )
     noticed = group.notice_at or now
-    return {
-        "at": now,
-        "pool": workflow.pool,
-        "workflow_id": workflow.workflow_id,
-        "group_uuid": group.uuid,
-        "cause": eviction_cause(group),
-        "gpus": gpus,
-        "lost_gpu_seconds": gpus * max((now - since).total_seconds(), 0.0),
-        "acknowledged": said.all_ready,
-        "stop_seconds": max((now - noticed).total_seconds(), 0.0),
-    }
+    return GangStopped(
+        at=now,
+        pool=workflow.pool,
+        workflow_id=workflow.workflow_id,
+        group_uuid=group.uuid,
+        cause=eviction_cause(group),
+        gpus=gpus,
+        lost_gpu_seconds=gpus * max((now - since).total_seconds(), 0.0),
+        acknowledged=said.all_ready,
+        stop_seconds=max((now - noticed).total_seconds(), 0.0),
+    )
 
 
-def eviction_cause(group: StoredGroup) -> str:
-    """``drained`` (a drain sets the grace period), ``reclaimed`` or ``preempted``."""
+def eviction_cause(group: StoredGroup) -> StopCause:
+    """Drained (a drain sets the grace period), reclaimed or preempted."""
     if group.stop_grace_s is not None:
-        return "drained"
+        return StopCause.DRAINED
     if (group.preempted_by or "").endswith("reclaimed its guarantee)"):
-        return "reclaimed"
-    return "preempted"
+        return StopCause.RECLAIMED
+    return StopCause.PREEMPTED

@@ -41,17 +41,15 @@ from corral.errors import ConflictError, NotFoundError
 from corral.store.bulk import insert_rows
 from corral.store.database import autocommit, writing
 from corral.store.tables import (
-    eviction_stops,
     idempotency_keys,
-    node_faults,
     pending_shapes,
-    preemptions,
     workflow_groups,
     workflow_numbers,
     workflow_tasks,
     workflows,
 )
 from corral.store.workflows.checkpoints import record_checkpoint, record_ready
+from corral.store.workflows.events import write_events
 from corral.store.workflows.inbox import (
     CANCEL,
     FAILED,
@@ -363,12 +361,9 @@ class WorkflowStore(WorkflowListings):
             write_attempts(connection, changes.attempts)
             write_shapes(connection, changes.shapes, self._clock())
             mark_seen(connection, changes.inbox_done)
-            if changes.preemptions:
-                connection.execute(insert(preemptions), changes.preemptions)
-            if changes.node_faults:
-                connection.execute(insert(node_faults), changes.node_faults)
-            if changes.eviction_stops:
-                connection.execute(insert(eviction_stops), changes.eviction_stops)
+            write_events(
+                connection, [*changes.preemptions, *changes.node_faults, *changes.eviction_stops]
+            )
             if also is not None:
                 also(connection)
 
