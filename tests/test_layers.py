@@ -398,3 +398,22 @@ def test_the_port_binds_and_unbinds_and_says_where_it_writes() -> None:
 
     assert callable(ClusterBackend.bind) and callable(ClusterBackend.unbind)
     assert "writes_in_transaction" in ClusterBackend.__annotations__
+
+
+def test_statuses_are_named_by_their_enums() -> None:
+    """OSMO's status names are written once, in ``domain/workflows/statuses.py``: everywhere
+    else a status is ``TaskStatus.X`` or ``WorkflowStatus.X``, and a set of them (alive, holds
+    its nodes, in the queue) is derived there from the enums. A misspelt status then fails in
+    mypy, and a set cannot drift from another module's copy."""
+    from corral.domain.workflows.statuses import TaskStatus, WorkflowStatus
+
+    names = {status.value for status in (*TaskStatus, *WorkflowStatus)}
+    home = DOMAIN / "workflows" / "statuses.py"
+    written = sorted(
+        f"{path.relative_to(SRC)}:{node.lineno} {node.value}"
+        for path in SRC.rglob("*.py")
+        if path != home and "migrations" not in path.parts
+        for node in ast.walk(parsed(path))
+        if isinstance(node, ast.Constant) and node.value in names
+    )
+    assert written == []

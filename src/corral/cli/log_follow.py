@@ -17,6 +17,7 @@ from urllib.parse import quote
 
 from corral.cli.client import Client
 from corral.cli.output import fail
+from corral.domain.workflows.statuses import WorkflowStatus
 
 POLL_SECONDS = 1.0
 #: How much of the text seen before is looked for in the next answer, to find where it left off.
@@ -43,7 +44,7 @@ def added_text(before: str, now: str) -> tuple[str, bool]:
 
 
 def finished(status: str) -> bool:
-    return status == "COMPLETED" or status.startswith("FAILED")
+    return status == WorkflowStatus.COMPLETED or status.startswith(WorkflowStatus.FAILED)
 
 
 class LogFollower:

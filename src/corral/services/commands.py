@@ -18,7 +18,8 @@ from corral.domain.configs import references
 from corral.domain.configs.references import TEMPLATE_TYPES
 from corral.domain.configs.snapshot import Configs
 from corral.domain.platform.render import render_pool
-from corral.domain.workflows.record import ALIVE, StoredWorkflow
+from corral.domain.workflows.record import StoredWorkflow
+from corral.domain.workflows.statuses import ALIVE
 from corral.errors import ConflictError, NotFoundError
 from corral.services.workers import sandbox
 from corral.store.workflows import WorkflowStore

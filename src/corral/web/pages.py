@@ -21,8 +21,8 @@ from fastapi.responses import HTMLResponse, PlainTextResponse, Response
 from corral.api.deps import AuthorizerDep, ConfigsDep, RuntimeDep, WorkflowsDep
 from corral.domain.views.explain import explain_workflow
 from corral.domain.views.start_forecast import forecast_text
-from corral.domain.workflows.record import ALIVE, GROUP_SCHEDULING, QUEUED, attempt_of
-from corral.domain.workflows.statuses import WorkflowStatus
+from corral.domain.workflows.record import GROUP_SCHEDULING, attempt_of
+from corral.domain.workflows.statuses import ALIVE, QUEUED, WorkflowStatus
 from corral.errors import NotFoundError, UserError
 from corral.services.capacity import cluster_of
 from corral.services.capacity_model import pool_capacity
@@ -53,10 +53,10 @@ PRIORITY_ORDER = {"HIGH": 0, "NORMAL": 1, "LOW": 2}
 #: The most bytes of a task's log a page shows (the tail).
 LOG_TAIL_BYTES = 64 * 1024
 STATUS_TABS = {
-    "running": ("RUNNING",),
+    "running": (WorkflowStatus.RUNNING,),
     "waiting": QUEUED,
     "failed": None,  # every FAILED_* status
-    "completed": ("COMPLETED",),
+    "completed": (WorkflowStatus.COMPLETED,),
 }
 
 

@@ -19,7 +19,7 @@ from corral.domain.configs.references import NO_PLATFORM_FIX
 from corral.domain.configs.snapshot import Configs
 from corral.domain.views.paging import MAX_OFFSET, Page
 from corral.domain.views.pool_quota import gpu_quota
-from corral.domain.workflows.record import QUEUED
+from corral.domain.workflows.statuses import QUEUED, WorkflowStatus
 from corral.errors import ForbiddenError, UserError
 from corral.services.capacity import ClusterCapacity
 from corral.services.capacity_model import pool_capacities
@@ -61,10 +61,10 @@ def overview(
         "overview.html",
         capacities=pool_capacities(state, shown.clusters, shown.names, "NORMAL"),
         topic="workflows",
-        running=counts.get("RUNNING", 0),
+        running=counts.get(WorkflowStatus.RUNNING, 0),
         waiting=sum(counts.get(status, 0) for status in QUEUED),
-        failed=sum(n for status, n in counts.items() if status.startswith("FAILED")),
-        completed=counts.get("COMPLETED", 0),
+        failed=sum(n for status, n in counts.items() if WorkflowStatus(status).failed),
+        completed=counts.get(WorkflowStatus.COMPLETED, 0),
         node_sets=shown.usage.report.node_sets,
         page=shown.page,
         total=len(shown.every),

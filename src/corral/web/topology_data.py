@@ -11,7 +11,8 @@ from typing import Any
 
 from corral.domain.labels import POOL as POOL_LABEL
 from corral.domain.labels import SUBMITTED_BY, WORKFLOW_ID
-from corral.domain.workflows.record import ALIVE, StoredWorkflow
+from corral.domain.workflows.record import StoredWorkflow
+from corral.domain.workflows.statuses import ALIVE, IN_QUEUE
 from corral.services.capacity import ClusterCapacity
 from corral.services.capacity_model import pool_capacity
 from corral.services.memo import SameInputs
@@ -23,8 +24,6 @@ from corral.web.topology_view import Level, TopologyPicture, picture
 
 #: What a node's pod of no corral workflow is called.
 NOT_CORRALS = "(not corral's)"
-#: Group statuses before its pods are bound.
-UNPLACED = frozenset({"SUBMITTING", "WAITING", "PROCESSING", "SCHEDULING"})
 
 
 def pool_picture(
@@ -99,7 +98,7 @@ def ghost_of(state: Any, workflow: StoredWorkflow, cluster: ClusterCapacity) -> 
     waiting = [
         g
         for g in workflow.groups
-        if g.status in UNPLACED and all(task.node is None for task in g.tasks)
+        if g.status in IN_QUEUE and all(task.node is None for task in g.tasks)
     ]
     if workflow.status not in ALIVE or not waiting:
         return GroupPlacement("", reason=f"{workflow.workflow_id} has no group waiting to start")

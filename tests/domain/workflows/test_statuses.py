@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from corral.domain.workflows.record import (
+    Changes,
+    StoredGroup,
+    StoredTask,
+    StoredWorkflow,
+    with_changes,
+)
 from corral.domain.workflows.statuses import (
+    ALIVE,
+    HOLDS_NODES,
+    IN_QUEUE,
+    QUEUED,
     TaskState,
     TaskStatus,
     WorkflowStatus,
@@ -99,3 +112,45 @@ def test_a_workflow_is_alive_while_a_group_is_unfinished_or_rescheduled(
     assert found.alive is (unfinished or rescheduled_only)
     if found is W.COMPLETED:
         assert all(status is T.COMPLETED for status in groups)
+
+
+def test_the_sets_of_statuses_are_derived_from_the_enums() -> None:
+    assert ALIVE == (WorkflowStatus.PENDING, WorkflowStatus.RUNNING, WorkflowStatus.WAITING)
+    assert QUEUED == (WorkflowStatus.PENDING, WorkflowStatus.WAITING)
+    assert {T.INITIALIZING, T.RUNNING} == HOLDS_NODES
+    assert {T.SUBMITTING, T.WAITING, T.PROCESSING, T.SCHEDULING} == IN_QUEUE
+    assert not HOLDS_NODES & IN_QUEUE
+
+
+def test_a_record_holds_its_status_as_the_enum_after_a_change_named_it_by_its_string() -> None:
+    task = StoredTask("a", "a-uuid", "pod-a", "gpu", True, T.WAITING, 0)
+    group = StoredGroup("g", "g-uuid", T.SCHEDULING, [], [], [], [task])
+    changes = Changes()
+    changes.task("a-uuid", status="RUNNING")
+    changes.group("g-uuid", status=T.RUNNING)
+    (changed,) = with_changes(_workflow(group), changes).groups
+    assert changed.status is T.RUNNING
+    assert changed.tasks[0].status is T.RUNNING
+    changes.workflows["w-1"] = {"status": "FAILED_CANCELED"}
+    assert with_changes(_workflow(group), changes).status is WorkflowStatus.FAILED_CANCELED
+
+
+def _workflow(group: StoredGroup) -> StoredWorkflow:
+    now = datetime(2026, 12, 7, tzinfo=UTC)
+    return StoredWorkflow(
+        "w-1",
+        "w",
+        "u",
+        "p",
+        "b",
+        "n",
+        WorkflowStatus.RUNNING,
+        "NORMAL",
+        "me",
+        now,
+        1.0,
+        1.0,
+        "",
+        None,
+        [group],
+    )

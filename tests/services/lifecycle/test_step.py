@@ -16,6 +16,7 @@ from corral.domain.configs.types import ConfigType
 from corral.domain.workflows.events import GangStopped, StopCause
 from corral.domain.workflows.notices import Acknowledgement, Checkpoint, Notice
 from corral.domain.workflows.record import StoredGroup, StoredTask, StoredWorkflow
+from corral.domain.workflows.statuses import TaskStatus, WorkflowStatus
 from corral.services.auth.task_tokens import TaskTokens
 from corral.services.lifecycle.step import WorkflowStep
 from corral.services.lifecycle.step_base import StepContext
@@ -95,14 +96,16 @@ def pod(name: str) -> dict[str, Any]:
 
 
 def task(name: str, status: str, *, lead: bool = False) -> StoredTask:
-    return StoredTask(name, f"{name}-uuid", f"pod-{name}", "gpu", lead, status, 0)
+    return StoredTask(name, f"{name}-uuid", f"pod-{name}", "gpu", lead, TaskStatus(status), 0)
 
 
 def group(
     name: str, status: str, tasks: list[StoredTask], upstream: Sequence[str] = ()
 ) -> StoredGroup:
     manifests = [pod(t.pod_name) for t in tasks]
-    return StoredGroup(name, f"{name}-uuid", status, list(upstream), [], manifests, tasks)
+    return StoredGroup(
+        name, f"{name}-uuid", TaskStatus(status), list(upstream), [], manifests, tasks
+    )
 
 
 def workflow(*groups: StoredGroup) -> StoredWorkflow:
@@ -113,7 +116,7 @@ def workflow(*groups: StoredGroup) -> StoredWorkflow:
         "p",
         "default",
         "default",
-        "RUNNING",
+        WorkflowStatus.RUNNING,
         "NORMAL",
         "u",
         NOW,

@@ -376,7 +376,7 @@ def _groups(names: Sequence[str]) -> str:
 
 
 def _failed(status: str) -> bool:
-    return status.startswith("FAILED")
+    return status.startswith(TaskStatus.FAILED)  # FAILED and every FAILED_*
 
 
 def _known(kind: type[E], value: str) -> E | None:

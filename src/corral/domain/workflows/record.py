@@ -14,15 +14,11 @@ from typing import Any, TypeVar
 
 from corral.domain.workflows.events import GangEvicted, GangStopped, NodeFaulted
 from corral.domain.workflows.spec import ExitAction, TaskFileContents
-from corral.domain.workflows.statuses import WorkflowStatus
+from corral.domain.workflows.statuses import TaskStatus, WorkflowStatus
 from corral.errors import NotFoundError
 
 #: Group status while a scheduler may place it.
-GROUP_SCHEDULING = "SCHEDULING"
-#: Workflow statuses the controller still works on.
-ALIVE = tuple(status.value for status in WorkflowStatus if status.alive)
-#: Alive workflows none of whose groups started yet.
-QUEUED = tuple(s.value for s in WorkflowStatus if s.alive and s is not WorkflowStatus.RUNNING)
+GROUP_SCHEDULING = TaskStatus.SCHEDULING
 
 
 @dataclass(frozen=True)
@@ -118,7 +114,7 @@ class StoredTask:
     pod_name: str
     platform: str
     lead: bool
-    status: str
+    status: TaskStatus
     retry_id: int
     node: str | None = None
     exit_code: int | None = None
@@ -141,7 +137,7 @@ class StoredTask:
 class StoredGroup:
     name: str
     uuid: str
-    status: str
+    status: TaskStatus
     upstream: list[str]
     resource_kinds: list[list[str]]
     manifests: list[dict[str, Any]]
@@ -178,7 +174,7 @@ class StoredWorkflow:
     pool: str
     backend: str
     namespace: str
-    status: str
+    status: WorkflowStatus
     priority: str
     submitted_by: str
     submitted_at: datetime
@@ -227,12 +223,19 @@ def _updated(record: _Record, values: Mapping[str, Any]) -> _Record:
     new = object.__new__(type(record))
     new.__dict__.update(record.__dict__)
     new.__dict__.update(values)
+    if "status" in values:  # a change may name it by its string, the record holds the enum
+        new.__dict__["status"] = _STATUS[type(record)](values["status"])
     return new
 
 
 _FIELDS = {
     kind: {f.name for f in dataclasses.fields(kind)}
     for kind in (StoredTask, StoredGroup, StoredWorkflow)
+}
+_STATUS: dict[type[Any], type[TaskStatus] | type[WorkflowStatus]] = {
+    StoredTask: TaskStatus,
+    StoredGroup: TaskStatus,
+    StoredWorkflow: WorkflowStatus,
 }
 
 

@@ -94,6 +94,25 @@ class TaskStatus(StrEnum):
             TaskStatus.FAILED_QUEUE_TIMEOUT,
         )
 
+    @property
+    def holds_nodes(self) -> bool:
+        """Bound: its pods hold their nodes' resources (a group or a task)."""
+        return self in (TaskStatus.INITIALIZING, TaskStatus.RUNNING)
+
+
+#: Workflow statuses the controller still works on (in order: a query names them).
+ALIVE = tuple(status for status in WorkflowStatus if status.alive)
+#: Alive workflows none of whose groups started yet.
+QUEUED = tuple(status for status in ALIVE if status is not WorkflowStatus.RUNNING)
+#: Groups and tasks whose pods hold their nodes.
+HOLDS_NODES = frozenset(status for status in TaskStatus if status.holds_nodes)
+#: Groups and tasks not placed yet: before a scheduler, or waiting for one.
+IN_QUEUE = frozenset(status for status in TaskStatus if status.in_queue)
+#: Statuses at acceptance (OSMO: workflow PENDING, groups SUBMITTING, tasks WAITING).
+WORKFLOW_ACCEPTED = WorkflowStatus.PENDING
+GROUP_ACCEPTED = TaskStatus.SUBMITTING
+TASK_ACCEPTED = TaskStatus.WAITING
+
 
 @dataclass(frozen=True)
 class TaskState:

@@ -49,7 +49,7 @@ from corral.domain.workflows.record import (
     Changes,
     StoredWorkflow,
 )
-from corral.domain.workflows.statuses import TaskStatus
+from corral.domain.workflows.statuses import HOLDS_NODES, TaskStatus
 from corral.scheduler.cache import SchedulerCache
 from corral.scheduler.queues import min_runtimes, pool_queues
 from corral.services.auth.task_tokens import TaskTokens
@@ -57,7 +57,7 @@ from corral.services.lifecycle.forecasting import Forecaster
 from corral.services.lifecycle.leadership import Leadership
 from corral.services.lifecycle.reading import note_checkpoints, readable_workflows
 from corral.services.lifecycle.tick import Tick
-from corral.services.lifecycle.tick_index import HOLDS_NODES, WorkingSetIndexer
+from corral.services.lifecycle.tick_index import WorkingSetIndexer
 from corral.services.lifecycle.tick_report import TickReport
 from corral.services.lifecycle.unit import TickWrites
 from corral.services.lifecycle.working_set import (

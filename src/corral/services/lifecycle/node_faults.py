@@ -23,8 +23,9 @@ from corral.domain.labels import GROUP_UUID
 from corral.domain.platform.node_health import HEALTHY, NodeHealth, drain_of, fault_reason
 from corral.domain.workflows.events import NodeFaulted
 from corral.domain.workflows.record import Changes, StoredGroup, StoredWorkflow, with_changes
+from corral.domain.workflows.statuses import HOLDS_NODES
 from corral.scheduler.cache import SchedulerCache
-from corral.services.lifecycle.tick_index import HOLDS_NODES, WorkingSetIndexer
+from corral.services.lifecycle.tick_index import WorkingSetIndexer
 from corral.services.lifecycle.unit import TickWrites
 from corral.services.lifecycle.working_set import WorkingSet
 

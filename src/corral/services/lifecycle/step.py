@@ -24,7 +24,13 @@ from corral.domain.workflows.record import (
     StoredGroup,
     StoredTask,
 )
-from corral.domain.workflows.statuses import TaskState, TaskStatus, group_status, workflow_status
+from corral.domain.workflows.statuses import (
+    TaskState,
+    TaskStatus,
+    WorkflowStatus,
+    group_status,
+    workflow_status,
+)
 from corral.services.auth.task_tokens import group_tokens
 from corral.services.lifecycle.creation_errors import (
     creation_failure,
@@ -132,7 +138,7 @@ class WorkflowStep(EvictedGroups):
                     continue
                 self.effects.append(StartTask(self._run(task, self.now)))
                 self.task_status[task.uuid] = TaskStatus.RUNNING
-                self.changes.task(task.uuid, status="RUNNING", started_at=self.now)
+                self.changes.task(task.uuid, status=TaskStatus.RUNNING, started_at=self.now)
             elif status is TaskStatus.RUNNING:
                 outcome = self._collect_exit(task)
                 if outcome is not None:
@@ -261,9 +267,9 @@ class WorkflowStep(EvictedGroups):
     def _aggregate(self) -> None:
         status = workflow_status(list(self.group_status.values()))
         values: dict[str, Any] = {}
-        if status.value != self.workflow.status:
-            values["status"] = status.value
-        if status.value == "RUNNING" and self.workflow.started_at is None:
+        if status != self.workflow.status:
+            values["status"] = status
+        if status is WorkflowStatus.RUNNING and self.workflow.started_at is None:
             values["started_at"] = self.now
         if not status.alive:
             values["ended_at"] = self.now

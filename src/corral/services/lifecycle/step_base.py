@@ -112,7 +112,7 @@ class StepBase:
             self._keep_log(task, run)  # before stopping: a stopped pod takes its log with it
             self.effects.append(StopTask(run, grace_s))
         self.task_status[task.uuid] = status
-        values: dict[str, Any] = {"status": status.value, "ended_at": self.now}
+        values: dict[str, Any] = {"status": status, "ended_at": self.now}
         if message:
             values["message"] = message
         if code is not None:
@@ -124,7 +124,7 @@ class StepBase:
         if self.group_status[group.name] is status:
             return
         self.group_status[group.name] = status
-        values: dict[str, Any] = {"status": status.value}
+        values: dict[str, Any] = {"status": status}
         if status.group_finished:
             values["ended_at"] = self.now
         elif status is TaskStatus.RUNNING and group.started_at is None:

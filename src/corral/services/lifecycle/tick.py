@@ -44,7 +44,9 @@ from corral.store.workflows import WorkflowStore
 log = structlog.get_logger("corral.lifecycle")
 
 #: Groups in these statuses need their objects in a step: to be created, started or polled.
-_NEEDS_MANIFESTS = ("SUBMITTING", "WAITING", "INITIALIZING", "RUNNING")
+_NEEDS_MANIFESTS = frozenset(
+    {TaskStatus.SUBMITTING, TaskStatus.WAITING, TaskStatus.INITIALIZING, TaskStatus.RUNNING}
+)
 #: A tick reads at most this many inbox rows and steps at most this many workflows; the rest
 #: waits for the next tick (a burst of submissions makes more ticks, not longer ones).
 MAX_INBOX_PER_TICK = 1000

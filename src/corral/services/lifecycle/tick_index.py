@@ -16,19 +16,16 @@ from corral.domain.configs.snapshot import Configs
 from corral.domain.topology.fabric import NO_FABRIC_RULE, fabric_rule
 from corral.domain.topology.podgroup import pod_group_of
 from corral.domain.workflows.record import (
-    ALIVE,
     GROUP_SCHEDULING,
     StoredGroup,
     StoredWorkflow,
     pod_of,
 )
-from corral.domain.workflows.statuses import TaskStatus
+from corral.domain.workflows.statuses import ALIVE, HOLDS_NODES, TaskStatus
 from corral.services.lifecycle.working_set import Finished, Observed, WorkingSet
 
 log = structlog.get_logger("corral.lifecycle")
 
-#: Groups in these statuses hold the nodes they were bound to.
-HOLDS_NODES = ("INITIALIZING", "RUNNING")
 #: A timeout fires once it is over, strictly.
 _JUST_AFTER = timedelta(microseconds=1)
 

@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import Engine, case, func, or_, select
 
 from corral.domain.views.stop_cost import StopCost
-from corral.domain.workflows.record import ALIVE, QUEUED
+from corral.domain.workflows.statuses import ALIVE, QUEUED, TaskStatus
 from corral.store.tables import (
     eviction_stops,
     node_faults,
@@ -109,7 +109,7 @@ class WorkflowListings:
             .join(workflow_groups, workflow_groups.c.workflow_id == workflows.c.workflow_id)
             .where(
                 workflows.c.pool == pool,
-                workflow_groups.c.status == "COMPLETED",
+                workflow_groups.c.status == TaskStatus.COMPLETED,
                 workflow_groups.c.started_at.is_not(None),
                 workflow_groups.c.ended_at.is_not(None),
             )

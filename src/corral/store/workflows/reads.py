@@ -9,13 +9,13 @@ from typing import Any
 from sqlalchemy import Connection, select
 
 from corral.domain.workflows.record import (
-    ALIVE,
     GROUP_SCHEDULING,
     SharedReason,
     StoredGroup,
     StoredWorkflow,
     TaskAttempt,
 )
+from corral.domain.workflows.statuses import ALIVE
 from corral.store.tables import (
     pending_shapes,
     task_attempts,

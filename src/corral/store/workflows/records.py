@@ -18,6 +18,7 @@ from corral.domain.workflows.record import (
     TaskAttempt,
 )
 from corral.domain.workflows.spec import ExitAction, TaskFileContents
+from corral.domain.workflows.statuses import TaskStatus, WorkflowStatus
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,7 @@ def group_record(
     return StoredGroup(
         name=row["name"],
         uuid=row["group_uuid"],
-        status=row["status"],
+        status=TaskStatus(row["status"]),
         upstream=list(row["upstream"]),
         resource_kinds=[list(kind) for kind in row["resource_kinds"]],
         manifests=list(row["manifests"]),
@@ -107,7 +108,7 @@ def group_record(
                 pod_name=t["pod_name"],
                 platform=t["platform"],
                 lead=bool(t["lead"]),
-                status=t["status"],
+                status=TaskStatus(t["status"]),
                 retry_id=int(t["retry_id"]),
                 node=t["node"],
                 exit_code=t["exit_code"],
@@ -137,7 +138,7 @@ def workflow_record(row: Any, groups: list[StoredGroup]) -> StoredWorkflow:
         pool=row["pool"],
         backend=row["backend"],
         namespace=row["namespace"],
-        status=row["status"],
+        status=WorkflowStatus(row["status"]),
         priority=row["priority"],
         submitted_by=row["submitted_by"],
         submitted_at=utc(row["submitted_at"]) or row["submitted_at"],

@@ -31,12 +31,12 @@ from sqlalchemy.exc import IntegrityError
 from corral.domain.workflows.notices import Checkpoint
 from corral.domain.workflows.plan import WorkflowPlan
 from corral.domain.workflows.record import (
-    ALIVE,
     GROUP_SCHEDULING,
     Changes,
     StoredWorkflow,
 )
 from corral.domain.workflows.spec import TaskFileContents
+from corral.domain.workflows.statuses import ALIVE, WORKFLOW_ACCEPTED
 from corral.errors import ConflictError, NotFoundError
 from corral.store.bulk import insert_rows
 from corral.store.database import autocommit, writing
@@ -69,7 +69,6 @@ from corral.store.workflows.records import (
 from corral.store.workflows.unreadable import READ_ERRORS, clear_workflow_times, read_isolating
 from corral.store.workflows.writes import (
     CHUNK,
-    WORKFLOW_ACCEPTED,
     group_rows,
     take_key,
     task_rows,

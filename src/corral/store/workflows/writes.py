@@ -14,6 +14,7 @@ from sqlalchemy.exc import IntegrityError
 
 from corral.domain.workflows.plan import WorkflowPlan
 from corral.domain.workflows.record import SharedReason, TaskAttempt
+from corral.domain.workflows.statuses import GROUP_ACCEPTED, TASK_ACCEPTED
 from corral.store.bulk import update_rows
 from corral.store.tables import (
     idempotency_keys,
@@ -23,10 +24,6 @@ from corral.store.tables import (
 )
 from corral.store.workflows.records import IdempotencyKey
 
-#: Statuses at acceptance (OSMO: workflow PENDING, groups SUBMITTING, tasks WAITING).
-WORKFLOW_ACCEPTED = "PENDING"
-GROUP_ACCEPTED = "SUBMITTING"
-TASK_ACCEPTED = "WAITING"
 #: Ids per ``IN (...)`` list: SQLite allows 32,766 variables per statement.
 CHUNK = 1000
 #: Rows given the same values are updated by one ``WHERE key IN (...)`` statement from this
