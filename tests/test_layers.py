@@ -202,6 +202,37 @@ def test_web_and_api_reach_the_store_only_through_deps_or_services() -> None:
     assert reaching == []
 
 
+def test_deps_hands_routes_the_stores_and_re_exports_only_plain_store_records() -> None:
+    """``api/deps.py`` gives routes the runtime's stores as dependencies; the only store types
+    a route imports from it by name are the plain records its ``__all__`` re-exports (a
+    config revision, a history query, a node change, a user), never a store's internals."""
+    deps = SRC / "api" / "deps.py"
+    from_store = {
+        alias.asname or alias.name
+        for node in ast.walk(parsed(deps))
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("corral.store")
+        for alias in node.names
+    }
+    exported = next(
+        {element.value for element in node.value.elts if isinstance(element, ast.Constant)}
+        for node in ast.walk(parsed(deps))
+        if isinstance(node, ast.Assign)
+        and isinstance(node.value, ast.List)
+        and any(isinstance(target, ast.Name) and target.id == "__all__" for target in node.targets)
+    )
+    assert exported == {"HistoryQuery", "NodeChange", "Revision", "User"}
+    taken = {
+        f"{path.relative_to(SRC)}: {alias.name}"
+        for ring in ("api", "web")
+        for path in (SRC / ring).rglob("*.py")
+        for node in ast.walk(parsed(path))
+        if isinstance(node, ast.ImportFrom) and node.module == "corral.api.deps"
+        for alias in node.names
+        if alias.name in from_store and alias.name not in exported
+    }
+    assert taken == set()
+
+
 def test_routes_are_module_level() -> None:
     """Routes are declared on module-level routers, not inside factories: no function of
     ``api/`` or ``web/`` defines a function decorated as a route."""

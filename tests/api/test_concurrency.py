@@ -99,5 +99,5 @@ def test_concurrent_submissions_of_one_name_get_distinct_numbers(runtime: Runtim
     with ThreadPoolExecutor(max_workers=6) as pool:
         ids = sorted(pool.map(submit, range(6)))
     assert ids == [f"race-{n}" for n in range(1, 7)]
-    stored = runtime.workflows.list(users=["alice"])
+    stored = runtime.listings.list(users=["alice"])
     assert sorted(row["workflow_id"] for row in stored) == ids

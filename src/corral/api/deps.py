@@ -34,6 +34,7 @@ from corral.store.node_changes import NodeChange
 from corral.store.tokens import TokenStore
 from corral.store.users import User, UserStore
 from corral.store.workflows import WorkflowStore
+from corral.store.workflows.listings import WorkflowListings
 
 __all__ = [
     "HistoryQuery",
@@ -82,6 +83,10 @@ async def workflows_of(request: Request) -> WorkflowStore:
     return _runtime(request).workflows
 
 
+async def listings_of(request: Request) -> WorkflowListings:
+    return _runtime(request).listings
+
+
 async def submissions_of(request: Request) -> SubmissionService:
     return _runtime(request).submissions
 
@@ -127,6 +132,7 @@ RuntimeDep = Annotated[Runtime, Depends(runtime_of)]
 AuthorizerDep = Annotated[Authorizer, Depends(authorizer_of)]
 ConfigsDep = Annotated[ConfigService, Depends(configs_of)]
 WorkflowsDep = Annotated[WorkflowStore, Depends(workflows_of)]
+ListingsDep = Annotated[WorkflowListings, Depends(listings_of)]
 SubmissionsDep = Annotated[SubmissionService, Depends(submissions_of)]
 UsersDep = Annotated[UserStore, Depends(users_of)]
 TokensDep = Annotated[TokenStore, Depends(tokens_of)]

@@ -18,6 +18,7 @@ from corral.api.deps import (
     Caller,
     ConfigsDep,
     ForecastsDep,
+    ListingsDep,
     SubmissionsDep,
     TaskLogs,
     TaskLogsDep,
@@ -167,7 +168,7 @@ def restart(
 @router.get("/api/workflow", response_model=R.WorkflowList)
 def list_workflows(
     authorizer: AuthorizerDep,
-    store: WorkflowsDep,
+    listings: ListingsDep,
     caller: Caller,
     http: Request,
     users: Names = [],  # noqa: B006 - FastAPI query list
@@ -190,10 +191,10 @@ def list_workflows(
     refuse_labels(no_label, "no_label")
     readable = [
         found
-        for found in store.pools()
+        for found in listings.pools()
         if authorizer.allows(caller, "workflow:Read", f"pool/{found}")
     ]
-    rows = store.list(
+    rows = listings.list(
         users=None if all_users else (users or [caller.username]),
         pools=pools if pools and not all_pools else None,
         statuses=[str(found) for found in statuses] or None,
@@ -214,6 +215,7 @@ def list_workflows(
 def query(
     authorizer: AuthorizerDep,
     store: WorkflowsDep,
+    listings: ListingsDep,
     forecasts: ForecastsDep,
     caller: Caller,
     http: Request,
@@ -228,7 +230,7 @@ def query(
         utc_now(),
         verbose=verbose,
         forecasts=workflow_forecasts(
-            forecasts, store, found.workflow_id, authorizer.workflow_namer(caller)
+            forecasts, listings, found.workflow_id, authorizer.workflow_namer(caller)
         ),
     )
 
@@ -294,6 +296,7 @@ def explain(
     authorizer: AuthorizerDep,
     configs: ConfigsDep,
     store: WorkflowsDep,
+    listings: ListingsDep,
     forecasts: ForecastsDep,
     caller: Caller,
     workflow_id: str,
@@ -307,9 +310,9 @@ def explain(
         utc_now(),
         pool_in_maintenance=pool is not None and pool.enable_maintenance,
         forecasts=workflow_forecasts(
-            forecasts, store, workflow.workflow_id, authorizer.workflow_namer(caller)
+            forecasts, listings, workflow.workflow_id, authorizer.workflow_namer(caller)
         ),
-        stops=store.stop_costs(workflow.workflow_id),
+        stops=listings.stop_costs(workflow.workflow_id),
     )
     return {
         "workflow_id": found.workflow_id,

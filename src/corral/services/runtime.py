@@ -52,6 +52,7 @@ from corral.store.revoked_sessions import RevokedSessions
 from corral.store.tokens import TokenStore
 from corral.store.users import UserStore
 from corral.store.workflows import WorkflowStore
+from corral.store.workflows.listings import WorkflowListings
 
 Clock = Callable[[], datetime]
 #: How far back the pool views count preempted GPUs.
@@ -80,6 +81,8 @@ class Runtime:
     private: tuple[Path, ...] = ()
     #: The cluster behind each BACKEND config (embedded, or a connected Kubernetes cluster).
     backends: Backends = field(init=False)
+    #: Lists, counts and queues of many workflows for the API and the pages.
+    listings: WorkflowListings = field(init=False)
     #: The embedded cluster's bound pods, read incrementally for the pool views.
     bound_pods: BoundPodCache = field(init=False)
     #: Sessions ended by a log-out before they expired.
@@ -98,6 +101,7 @@ class Runtime:
     def __post_init__(self) -> None:
         self.backends = Backends(self.configs.state, self.objects, self.embedded_executor)
         self.bound_pods = BoundPodCache(self.objects)
+        self.listings = WorkflowListings(self.engine)
         self.revoked_sessions = RevokedSessions(self.engine, utc_now)
         changes = NodeChangeStore(self.engine, utc_now)
         self.forecasts = ForecastStore(self.engine)
@@ -124,7 +128,7 @@ class Runtime:
         """What the latest attempt of ``task`` printed ("" before it started)."""
         if task.started_at is None:
             return ""
-        kept = self.workflows.kept_log(task.uuid, task.retry_id)
+        kept = self.listings.kept_log(task.uuid, task.retry_id)
         if kept is not None:
             return kept
         pod = pod_of(workflow, task)
@@ -152,7 +156,7 @@ class Runtime:
             forecaster=(
                 Forecaster(
                     self.forecasts,
-                    self.workflows.completed_runtimes,
+                    self.listings.completed_runtimes,
                     every_seconds=forecast_every,
                     simulate=in_worker(),
                 )
@@ -197,12 +201,12 @@ class Runtime:
     def recently_preempted(self) -> dict[str, int]:
         """Per pool, the GPUs of its groups evicted by preemption or reclaim in the last 24
         hours."""
-        return self.workflows.preempted_gpus(utc_now() - PREEMPTED_WINDOW)
+        return self.listings.preempted_gpus(utc_now() - PREEMPTED_WINDOW)
 
     def recently_lost(self) -> dict[str, float]:
         """Per pool, the GPU-seconds its preempted or reclaimed gangs lost since their
         checkpoints in the last 24 hours."""
-        return self.workflows.lost_to_preemption(utc_now() - PREEMPTED_WINDOW)
+        return self.listings.lost_to_preemption(utc_now() - PREEMPTED_WINDOW)
 
     def placements_now(self, configs: Configs, plan: WorkflowPlan) -> list[GroupPlacement]:
         """Where ``plan``'s groups would be placed on its pool's cluster now (a dry run)."""

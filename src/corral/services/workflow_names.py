@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from corral.domain.views.start_forecast import GroupForecast
 from corral.store.forecasts import ForecastStore
-from corral.store.workflows import WorkflowStore
+from corral.store.workflows.listings import WorkflowListings
 
 
 @dataclass(frozen=True)
@@ -76,10 +76,10 @@ def named_forecasts(
 
 
 def workflow_forecasts(
-    forecasts: ForecastStore, store: WorkflowStore, workflow_id: str, name: WorkflowNamer
+    forecasts: ForecastStore, listings: WorkflowListings, workflow_id: str, name: WorkflowNamer
 ) -> dict[str, GroupForecast]:
     """The forecasts of ``workflow_id``'s waiting groups as the caller may read them."""
     found = forecasts.of_workflow(workflow_id)
     waits = sorted({f.waits_on for f in found.values() if f.waits_on})
-    owners = {wid: Owner(pool, by) for wid, (pool, by) in store.owners(waits).items()}
+    owners = {wid: Owner(pool, by) for wid, (pool, by) in listings.owners(waits).items()}
     return named_forecasts(found, owners, name)

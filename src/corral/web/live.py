@@ -25,7 +25,7 @@ from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.types import Receive, Scope, Send
 
-from corral.api.deps import AuthorizerDep, WorkflowsDep
+from corral.api.deps import AuthorizerDep, ListingsDep, WorkflowsDep
 from corral.api.guard import guarded_principal
 from corral.errors import (
     CorralError,
@@ -104,6 +104,7 @@ async def stream_slots_of(request: Request) -> StreamSlots:
 async def events(
     authorizer: AuthorizerDep,
     store: WorkflowsDep,
+    listings: ListingsDep,
     streams: Annotated[StreamSlots, Depends(stream_slots_of)],
     request: Request,
     topic: str = "workflows",
@@ -119,7 +120,7 @@ async def events(
     streams.take(principal.username)  # after the last await: checked and counted at once
 
     def marker() -> Any:
-        return store.change_marker(workflow_id)
+        return listings.change_marker(workflow_id)
 
     return _SlotStream(_stream(marker, POLL_SECONDS), streams, principal.username)
 

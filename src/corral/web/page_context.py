@@ -48,7 +48,7 @@ class PageContext:
     def readable_pools(self, principal: Principal) -> list[str]:
         return [
             name
-            for name in self.runtime.workflows.pools()
+            for name in self.runtime.listings.pools()
             if self.authorizer.allows(principal, "workflow:Read", f"pool/{name}")
         ]
 

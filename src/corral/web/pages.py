@@ -18,7 +18,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, Response
 
-from corral.api.deps import AuthorizerDep, ConfigsDep, RuntimeDep, WorkflowsDep
+from corral.api.deps import AuthorizerDep, ConfigsDep, ListingsDep, RuntimeDep, WorkflowsDep
 from corral.domain.views.explain import explain_workflow
 from corral.domain.views.start_forecast import forecast_text
 from corral.domain.workflows.record import GROUP_SCHEDULING, attempt_of
@@ -82,7 +82,7 @@ def topology(
     configs: ConfigsDep,
     context: PageContextDep,
     runtime: RuntimeDep,
-    store: WorkflowsDep,
+    listings: ListingsDep,
     request: Request,
     pool: str | None = None,
     domain: str | None = None,
@@ -100,7 +100,7 @@ def topology(
     cluster = cluster_of(runtime.capacity(state), chosen)
     within = _domain(domain)
     levels = tuple(Level(key.key, key.label) for key in state.pool(chosen).topology_keys)
-    queued = store.list(pools=[chosen], statuses=QUEUED, limit=PAGE_SIZE)
+    queued = listings.list(pools=[chosen], statuses=QUEUED, limit=PAGE_SIZE)
     ghost_workflow = context.readable(principal, ghost) if ghost else None
     drawn = pool_picture(state, cluster, chosen, levels, within)
     capacity = low = None
@@ -172,7 +172,7 @@ def topology_ghost(
 def workflows(
     authorizer: AuthorizerDep,
     context: PageContextDep,
-    store: WorkflowsDep,
+    listings: ListingsDep,
     request: Request,
     status: str = "",
     pool: str = "",
@@ -183,7 +183,7 @@ def workflows(
     authorizer.check(principal, "workflow:List")
     readable_names = context.readable_pools(principal)
     statuses = _statuses(status)
-    rows = store.list(
+    rows = listings.list(
         users=[user] if user else None,
         pools=[pool] if pool else None,
         statuses=statuses,
@@ -191,7 +191,7 @@ def workflows(
         offset=page * PAGE_SIZE,
         visible_to=(principal.username, readable_names),
     )
-    positions = _queue_positions(store.queued(sorted({r["pool"] for r in rows})))
+    positions = _queue_positions(listings.queued(sorted({r["pool"] for r in rows})))
     filters = {"status": status, "pool": pool, "user": user}
     return context.render(
         request,
@@ -215,7 +215,7 @@ def workflow(
     configs: ConfigsDep,
     context: PageContextDep,
     runtime: RuntimeDep,
-    store: WorkflowsDep,
+    listings: ListingsDep,
     request: Request,
     workflow_id: str,
     task: str = "",
@@ -225,14 +225,14 @@ def workflow(
     found = context.readable(principal, workflow_id)
     pool = configs.state().find_pool(found.pool)
     forecasts = workflow_forecasts(
-        runtime.forecasts, store, workflow_id, authorizer.workflow_namer(principal)
+        runtime.forecasts, listings, workflow_id, authorizer.workflow_namer(principal)
     )
     explained = explain_workflow(
         found,
         utc_now(),
         pool_in_maintenance=pool is not None and pool.enable_maintenance,
         forecasts=forecasts,
-        stops=store.stop_costs(workflow_id),
+        stops=listings.stop_costs(workflow_id),
     )
     waiting = [g.uuid for g in found.groups if g.status == GROUP_SCHEDULING and g.uuid in forecasts]
     tasks = [t for group in found.groups for t in group.tasks]
@@ -250,7 +250,7 @@ def workflow(
     )
     position = None
     if found.status in QUEUED:
-        position = _queue_positions(store.queued([found.pool])).get(found.workflow_id)
+        position = _queue_positions(listings.queued([found.pool])).get(found.workflow_id)
     return context.render(
         request,
         "workflow.html",

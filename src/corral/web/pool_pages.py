@@ -14,7 +14,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
 from corral.api.auth import Authorizer, Principal
-from corral.api.deps import AuthorizerDep, ConfigsDep, RuntimeDep, WorkflowsDep
+from corral.api.deps import AuthorizerDep, ConfigsDep, ListingsDep, RuntimeDep
 from corral.domain.configs.references import NO_PLATFORM_FIX
 from corral.domain.configs.snapshot import Configs
 from corral.domain.views.paging import MAX_OFFSET, Page
@@ -44,7 +44,7 @@ def overview(
     configs: ConfigsDep,
     context: PageContextDep,
     runtime: RuntimeDep,
-    store: WorkflowsDep,
+    listings: ListingsDep,
     request: Request,
     offset: Offset = 0,
 ) -> HTMLResponse:
@@ -53,7 +53,7 @@ def overview(
     now = utc_now()
     readable_names = context.readable_pools(principal)
     visible = (principal.username, readable_names)
-    counts = store.status_counts(now - RECENT, visible_to=visible)
+    counts = listings.status_counts(now - RECENT, visible_to=visible)
     state = configs.state()
     shown = _PoolsPage.of(context, principal, runtime, state, offset)
     return context.render(
@@ -70,8 +70,8 @@ def overview(
         total=len(shown.every),
         paged=lambda at: f"/ui?offset={at}",
         controller=_controller(runtime),
-        failures=store.recent_failures(now - RECENT, OVERVIEW_ROWS, visible),
-        longest=store.queued(readable_names)[:OVERVIEW_ROWS],
+        failures=listings.recent_failures(now - RECENT, OVERVIEW_ROWS, visible),
+        longest=listings.queued(readable_names)[:OVERVIEW_ROWS],
         now=now,
     )
 

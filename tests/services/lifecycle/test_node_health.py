@@ -186,7 +186,7 @@ def test_a_running_gang_whose_tray_fails_is_placed_again_whole_in_another_clique
     )
     assert task0.message == f"Attempt 0 stopped: {attempt.message}"
     assert group.fault is not None and group.fault.startswith(f"node {failed} failed at")
-    count, gpu_seconds = world.runtime.workflows.node_fault_losses()["nvl72"]
+    count, gpu_seconds = world.runtime.listings.node_fault_losses()["nvl72"]
     assert count == 1 and gpu_seconds >= 32 * NOT_READY_GRACE.total_seconds()  # 32 GPUs
     metrics = world.api.client.get("/metrics").text
     assert 'corral_node_fault_groups{pool="nvl72"} 1.0' in metrics

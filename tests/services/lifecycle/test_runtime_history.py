@@ -17,5 +17,5 @@ def test_completed_groups_give_their_runtimes_by_name_and_user(world: World) -> 
     assert group.started_at is not None and group.ended_at is not None
     seconds = (group.ended_at - group.started_at).total_seconds()
     assert seconds >= 30
-    assert world.runtime.workflows.completed_runtimes("nvl72") == [("wf", "admin", seconds)]
-    assert world.runtime.workflows.completed_runtimes("default") == []
+    assert world.runtime.listings.completed_runtimes("nvl72") == [("wf", "admin", seconds)]
+    assert world.runtime.listings.completed_runtimes("default") == []

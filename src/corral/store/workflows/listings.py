@@ -24,9 +24,11 @@ from corral.store.workflows.records import utc
 
 
 class WorkflowListings:
-    """Reads of many workflows' summaries; :class:`WorkflowStore` adds what it writes."""
+    """Reads of many workflows' summaries for the API and the pages (the controller's reads
+    and writes are :class:`WorkflowStore`'s)."""
 
-    _engine: Engine
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
 
     def preempted_gpus(self, since: datetime) -> dict[str, int]:
         """Per pool, the GPUs of its gangs evicted by preemption or reclaim since ``since``."""

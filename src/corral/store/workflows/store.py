@@ -58,7 +58,6 @@ from corral.store.workflows.inbox import (
     read_inbox,
     tell_controller,
 )
-from corral.store.workflows.listings import WorkflowListings
 from corral.store.workflows.reads import controller_rows, read_workflow, waiting_reasons
 from corral.store.workflows.records import (
     IdempotencyKey,
@@ -91,7 +90,7 @@ _TAKE_NUMBER = (
 )
 
 
-class WorkflowStore(WorkflowListings):
+class WorkflowStore:
     def __init__(self, engine: Engine, clock: Callable[[], datetime]) -> None:
         self._engine = engine
         self._clock = clock
