@@ -43,7 +43,7 @@ def test_a_waiting_gang_is_forecast_to_start_when_the_quota_it_waits_for_frees(
     runtime = world.runtime
     world.controller.forecaster = Forecaster(
         runtime.forecasts,
-        runtime.workflows.completed_runtimes,
+        runtime.listings.completed_runtimes,
         background=False,
         monotonic=lambda: world.clock.now.timestamp(),
         simulate=in_process if simulated == "in this process" else in_worker(),
@@ -90,7 +90,7 @@ def test_a_waiting_gang_is_forecast_to_start_when_the_quota_it_waits_for_frees(
 def test_the_queue_lists_waiting_groups_in_order_with_their_forecast(world: World) -> None:
     runtime = world.runtime
     world.controller.forecaster = Forecaster(
-        runtime.forecasts, runtime.workflows.completed_runtimes, background=False
+        runtime.forecasts, runtime.listings.completed_runtimes, background=False
     )
     first, second = world.submit(gang("first")), world.submit(gang("second"))
     world.run_until(
@@ -99,7 +99,7 @@ def test_the_queue_lists_waiting_groups_in_order_with_their_forecast(world: Worl
     waiting = [world.submit(gang(f"later{i}")) for i in range(2)]
     world.run_until(lambda: world.workflow(waiting[1]).groups[0].pending_reason is not None)
     world.controller.forecaster = Forecaster(  # a fresh one forecasts at its first tick
-        runtime.forecasts, runtime.workflows.completed_runtimes, background=False
+        runtime.forecasts, runtime.listings.completed_runtimes, background=False
     )
     world.controller.tick()
     status, body = world.api.call("GET", "/api/queue")
@@ -135,7 +135,7 @@ def test_pool_shapes_show_each_clique_and_when_a_busy_one_is_whole_again(world: 
     world.clock.now = utc_now()  # the API answers at the real time: a forecast past it is stale
     runtime = world.runtime
     world.controller.forecaster = Forecaster(
-        runtime.forecasts, runtime.workflows.completed_runtimes, background=False
+        runtime.forecasts, runtime.listings.completed_runtimes, background=False
     )
     first = world.submit(gang("first"))
     world.run_until(lambda: world.workflow(first).groups[0].status == "RUNNING")
@@ -214,7 +214,7 @@ def test_a_slow_forecast_spaces_the_next_one_by_its_budget(world: World) -> None
     store = SlowStore(clock)
     forecaster = Forecaster(
         store,  # type: ignore[arg-type]
-        world.runtime.workflows.completed_runtimes,
+        world.runtime.listings.completed_runtimes,
         background=False,
         monotonic=lambda: clock[0],
     )
