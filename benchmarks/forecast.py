@@ -38,7 +38,14 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: python benchmarks/forecast.py
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.scheduler import CLIQUE, LEVELS, POD_GROUP_VERSION, TOPOLOGY, make_nodes, make_pod
+from benchmarks.synthetic_cluster import (
+    CLIQUE,
+    LEVELS,
+    POD_GROUP_VERSION,
+    TOPOLOGY,
+    make_nodes,
+    make_pod,
+)
 from corral.domain.platform.nodes import Node
 from corral.scheduler import Queue
 from corral.scheduler.cache import SchedulerCache

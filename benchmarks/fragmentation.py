@@ -30,7 +30,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmarks.scheduler import (
+from benchmarks.synthetic_cluster import (
     CLIQUE,
     GPUS_PER_NODE,
     LEVELS,

@@ -10,6 +10,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import REPO
 
 SRC = REPO / "src" / "corral"
@@ -333,12 +335,12 @@ def test_preemption_tries_victims_in_a_statement_and_binds_nothing_by_hand() -> 
     assert not calls & {"release", "bind", "take", "give_back", "unbind", "rebind"}, calls
 
 
-def _module_graph() -> dict[str, set[str]]:
-    """Each module of ``src/corral`` and the modules of it that it imports, type-only and
+def _module_graph(root: Path = SRC) -> dict[str, set[str]]:
+    """Each module of the package ``root`` and the modules of it that it imports, type-only and
     function-level imports included (a package is its ``__init__``)."""
     modules: dict[str, Path] = {}
-    for path in SRC.rglob("*.py"):
-        parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
+    for path in root.rglob("*.py"):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
         modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     graph: dict[str, set[str]] = {}
     for module, path in modules.items():
@@ -354,10 +356,12 @@ def _module_graph() -> dict[str, set[str]]:
     return graph
 
 
-def test_src_has_no_import_circle() -> None:
-    """No module of ``src/corral`` reaches itself through its imports, not even through a
-    type-only import: a circle is one concept split in two, or a missing lower module."""
-    graph = _module_graph()
+@pytest.mark.parametrize("root", [SRC, REPO / "benchmarks"], ids=["src", "benchmarks"])
+def test_no_import_circle(root: Path) -> None:
+    """No module of ``src/corral`` (or of the benchmarks) reaches itself through its imports,
+    not even through a type-only or function-level import: a circle is one concept split in
+    two, or a missing lower module."""
+    graph = _module_graph(root)
     circles: list[list[str]] = []
     order: dict[str, int] = {}
     low: dict[str, int] = {}
