@@ -11,7 +11,7 @@ or pod fails, so the next candidate sees the true free capacity) and the caller'
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -342,31 +342,7 @@ def best_node(
     """The node of ``domain`` for one pod: descend into the tightest child domain that could
     hold it, and there take the node with the fewest free GPUs that fits (bin packing keeps
     big holes for big pods). Only the nodes of the domains walked are looked at."""
-    if not domain.children:
-        best: int | None = None
-        best_free = 0
-        free_gpu = snapshot.free_gpu
-        for i in domain.nodes:
-            if (
-                eligible[i]
-                and snapshot.fits(i, demand)
-                and (best is None or free_gpu[i] < best_free)
-            ):
-                best, best_free = i, free_gpu[i]
-        return best
-    children = [
-        child
-        for child in domain.children
-        if child.free_cpu >= demand.cpu
-        and child.free_memory >= demand.memory
-        and child.max_node_gpu() >= demand.gpu
-    ]
-    children.sort(key=own_key)
-    for child in children:
-        found = best_node(snapshot, child, demand, eligible)
-        if found is not None:
-            return found
-    return None
+    return _descend(snapshot, domain, demand, eligible, snapshot.free_gpu.__getitem__, own_key)
 
 
 def preferred_node(
@@ -379,14 +355,34 @@ def preferred_node(
     """:func:`best_node` for a pod with preferred node affinity: the child domain holding the
     best-scoring nodes first, and there the best-scoring node that fits (then the fewest free
     GPUs), as kube-scheduler's NodeAffinity score ranks nodes."""
-    demand = pod.demand
+    free_gpu = snapshot.free_gpu
+
+    def node_key(node: int) -> tuple[int, int]:
+        return -scores[node], free_gpu[node]
+
+    def child_key(child: Domain) -> tuple[Any, ...]:
+        return -snapshot.best_score(pod.affinity, child, scores), *own_key(child)
+
+    return _descend(snapshot, domain, pod.demand, eligible, node_key, child_key)
+
+
+def _descend(
+    snapshot: ClusterSnapshot,
+    domain: Domain,
+    demand: Demand,
+    eligible: list[bool],
+    node_key: Callable[[int], Any],
+    child_key: Callable[[Domain], Any],
+) -> int | None:
+    """The first node that fits ``demand`` down the children that could hold it, in
+    ``child_key`` order; in a leaf domain the fitting node of the lowest ``node_key`` (the
+    first of equals)."""
     if not domain.children:
         best: int | None = None
-        best_key = (0, 0)
-        free_gpu = snapshot.free_gpu
+        best_key: Any = None
         for i in domain.nodes:
             if eligible[i] and snapshot.fits(i, demand):
-                key = (-scores[i], free_gpu[i])
+                key = node_key(i)
                 if best is None or key < best_key:
                     best, best_key = i, key
         return best
@@ -397,11 +393,9 @@ def preferred_node(
         and child.free_memory >= demand.memory
         and child.max_node_gpu() >= demand.gpu
     ]
-    children.sort(
-        key=lambda child: (-snapshot.best_score(pod.affinity, child, scores), *own_key(child))
-    )
+    children.sort(key=child_key)
     for child in children:
-        found = preferred_node(snapshot, child, pod, eligible, scores)
+        found = _descend(snapshot, child, demand, eligible, node_key, child_key)
         if found is not None:
             return found
     return None
