@@ -283,13 +283,13 @@ def _bind(
 ) -> None:
     changes.group(
         group.uuid,
-        status=TaskStatus.INITIALIZING.value,
+        status=TaskStatus.INITIALIZING,
         domains=domains,
         pending_reason=None,
     )
     for task in group.tasks:
         if task.pod_name in nodes:
-            changes.task(task.uuid, status=TaskStatus.INITIALIZING.value, node=nodes[task.pod_name])
+            changes.task(task.uuid, status=TaskStatus.INITIALIZING, node=nodes[task.pod_name])
 
 
 def _group(workflow: StoredWorkflow, group_uuid: str) -> StoredGroup:
