@@ -56,11 +56,10 @@ from corral.scheduler.forecast import (
     Forecast,
     QueuedGroup,
     RunningGang,
-    Runtimes,
     forecast,
-    history_runtimes,
 )
 from corral.scheduler.records import BoundPodOnNode
+from corral.scheduler.runtimes import Runtimes, history_runtimes
 
 T0 = datetime(2026, 11, 27, tzinfo=UTC)
 QUEUE = "bench"

@@ -18,7 +18,6 @@ gets the median moment its open nodes are first all free at once, before the pas
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import heapq
 import math
@@ -36,38 +35,17 @@ from corral.scheduler import Queue
 from corral.scheduler.cache import ReadGroup, SchedulerCache, read_group
 from corral.scheduler.cycle import place_waiting
 from corral.scheduler.records import BoundPodOnNode
+from corral.scheduler.runtimes import Runtimes
 
 #: How far ahead a run looks: a group not started by then is "not within the horizon".
 HORIZON = timedelta(days=7)
 #: Runs per forecast: p10 and p90 are the 2nd and 18th of 20 sorted starts.
 RUNS = 20
-#: Fewer past runtimes than this: the estimate rests on timeouts, and says so.
-LEAST_SAMPLES = 3
 #: Changes this close share one pass, as a controller tick (0.5 s) sees them together.
 #: Wider windows were measured: 30 s plus 2% of how far ahead lowered the benchmark's coverage
 #: from 53% to 49% and raised its median error from 28% to 36% (starts come later, and the
 #: delay cascades through every start after them).
 WINDOW = timedelta(seconds=1)
-
-
-@dataclass(frozen=True)
-class Runtimes:
-    """How long a group runs: past runtimes of like work (seconds), and its exec timeout."""
-
-    samples: tuple[float, ...]
-    timeout_s: float
-
-    def __post_init__(self) -> None:  # sorted: a draw finds the longer ones by bisection
-        object.__setattr__(self, "samples", tuple(sorted(self.samples)))
-
-    def draw(self, rng: random.Random, elapsed: float = 0.0) -> float:
-        """A total runtime longer than ``elapsed`` and at most the timeout: a past runtime
-        longer than what it has run, else the timeout (the only bound known)."""
-        first = bisect.bisect_right(self.samples, elapsed)
-        if first == len(self.samples):
-            return max(self.timeout_s, elapsed)
-        longer = self.samples[first + int(rng.random() * (len(self.samples) - first))]
-        return min(longer, max(self.timeout_s, elapsed))
 
 
 @dataclass(frozen=True)
@@ -112,8 +90,8 @@ class Forecast:
     #: The domain (value of the first of ``domain_labels`` its nodes have) it starts in most
     #: often (None: none of those labels, or it does not start).
     lands_in: str | None = None
-    #: Its own runtime history is thin (under :data:`LEAST_SAMPLES`): its band rests on
-    #: exec timeouts.
+    #: The work it waits on has no past runs at all: its start rests on that work's exec
+    #: timeout, an upper bound (the forecast says "unknown", not a band).
     on_timeouts: bool = False
 
 
@@ -227,7 +205,8 @@ def _forecasts(
 ) -> dict[str, Forecast]:
     found: dict[str, Forecast] = {}
     in_queue: Counter[str] = Counter()
-    thin = {g.key for g in cluster.waiting if len(g.runtimes.samples) < LEAST_SAMPLES}
+    unknown = {g.key for g in cluster.running if not g.runtimes.known}
+    unknown |= {g.key for g in cluster.waiting if not g.runtimes.known}
     for position, (key, queue) in enumerate(order, start=1):
         in_queue[queue] += 1
         p10, p50, p90 = (_percentile(starts[key], q) for q in (0.1, 0.5, 0.9))
@@ -243,7 +222,7 @@ def _forecasts(
             position,
             common[0][0] if common else None,
             landing[0][0] if landing else None,
-            key in thin,
+            bool(common) and common[0][0] in unknown,
         )
     return found
 
@@ -389,19 +368,3 @@ def _admission_order(cache: SchedulerCache) -> list[tuple[str, str]]:
     """The waiting groups by queue, then priority and age (``WaitingGroup.order``)."""
     groups = sorted(cache.waiting.values(), key=lambda group: (*group.order(), group.queue))
     return [(group.key, group.queue) for group in groups]
-
-
-def history_runtimes(
-    samples: Iterable[float],
-    fallback: Iterable[float],
-    timeout_s: float,
-    *,
-    least: int = LEAST_SAMPLES,
-) -> Runtimes:
-    """Runtimes of like work (the same workflow name, user and pool), else of the pool (when
-    fewer than ``least`` of like work), else none: the timeout alone."""
-    own = tuple(s for s in samples if s >= 0)
-    if len(own) >= least:
-        return Runtimes(own, timeout_s)
-    pool = tuple(s for s in fallback if s >= 0)
-    return Runtimes(pool if len(pool) >= least else own, timeout_s)

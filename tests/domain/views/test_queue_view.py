@@ -57,10 +57,10 @@ def entry(p10: float, p50: float, p90: float | None, age: float, timeouts: bool 
     }
 
 
-def test_the_start_reads_from_now_with_its_band_age_and_timeout_mark() -> None:
+def test_the_start_reads_from_now_with_its_band_age_or_unknown() -> None:
     assert start_text(entry(25, 40, 90, age=1), NOW) == "~40 min (25 min - 1 h 30 min)"
     assert start_text(entry(-5, 40, None, age=1), NOW) == "~40 min (now - over 7 d)"
     assert start_text(entry(25, 40, 90, age=5, timeouts=True), NOW) == (
-        "~40 min (25 min - 1 h 30 min), 5 min old *"
+        "unknown (at the latest 1 h 30 min), 5 min old"
     )
     assert start_text({"forecast_at": None}, NOW) == "-"

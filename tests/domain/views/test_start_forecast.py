@@ -32,12 +32,23 @@ def test_the_band_and_what_it_waits_on() -> None:
     )
 
 
-def test_positions_beyond_its_queue_thin_history_and_age_are_said() -> None:
-    old = forecast(position=7, on_timeouts=True, computed_at=NOW - timedelta(minutes=5))
+def test_positions_beyond_its_queue_and_age_are_said() -> None:
+    old = forecast(position=7, computed_at=NOW - timedelta(minutes=5))
     assert forecast_text(old, NOW) == (
         "position 3 in queue nvl72 (7 in all); starts in ~40 min (80%: 25 min - 1 h 30 min) "
-        "(few past runs: the estimate rests on exec timeouts; forecast 5 min old)"
+        "(forecast 5 min old)"
     )
+
+
+def test_waiting_on_work_with_no_past_runs_is_unknown_with_its_bound() -> None:
+    """No band of zero width at the exec timeout: "unknown", and the timeout as a bound."""
+    unknown = forecast(waits_on="big-train-2", on_timeouts=True, p90=NOW + timedelta(days=7))
+    assert forecast_text(unknown, NOW) == (
+        "position 3 in queue nvl72; unknown: waits on big-train-2 (no past runs); "
+        "at the latest in 7 d (its exec timeout)"
+    )
+    beyond = forecast(waits_on="big-train-2", on_timeouts=True, p50=None, p90=None)
+    assert forecast_text(beyond, NOW).endswith("(no past runs); not within 7 days")
 
 
 def test_now_and_never_within_the_horizon() -> None:

@@ -7,7 +7,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from corral.scheduler.forecast import QueuedGroup, Runtimes
+from corral.scheduler.forecast import (
+    QueuedGroup,
+)
+from corral.scheduler.runtimes import Runtimes
 from corral.services.lifecycle import expected_arrivals
 from corral.services.lifecycle.expected_arrivals import RecentArrivals
 

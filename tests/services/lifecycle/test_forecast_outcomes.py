@@ -7,7 +7,13 @@ from datetime import UTC, datetime, timedelta
 
 from corral.scheduler import Queue
 from corral.scheduler.calibration import Calibration
-from corral.scheduler.forecast import ClusterNow, Forecast, QueuedGroup, RunningGang, Runtimes
+from corral.scheduler.forecast import (
+    ClusterNow,
+    Forecast,
+    QueuedGroup,
+    RunningGang,
+)
+from corral.scheduler.runtimes import Runtimes
 from corral.services.lifecycle.forecast_outcomes import PastForecasts
 
 NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)

@@ -80,10 +80,8 @@ def test_a_waiting_gang_is_forecast_to_start_when_the_quota_it_waits_for_frees(
     )
     until = int((ends - world.clock.now).total_seconds() // 60)
     assert line.endswith(
-        f"; position 1 in queue nvl72; starts in ~{until} min (80%: {until} min - {until} min), "
-        f"most likely in {found.lands_in} after {found.waits_on} ends (few past runs: the "
-        "estimate rests on exec "
-        "timeouts)"
+        f"; position 1 in queue nvl72; unknown: waits on {found.waits_on} (no past runs); "
+        f"at the latest in {until} min (its exec timeout)"
     ), line
 
 

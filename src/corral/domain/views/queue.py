@@ -97,16 +97,17 @@ def _shape_fields(
 
 
 def start_text(entry: Mapping[str, Any], now: datetime) -> str:
-    """An entry's forecast from ``now``: ``~40 min (25 min - 1 h 30 min)``, with `` *`` when it
-    rests on exec timeouts and its age when stale; ``-`` before its first forecast."""
+    """An entry's forecast from ``now``: ``~40 min (25 min - 1 h 30 min)``, or ``unknown (at
+    the latest 6 d 23 h)`` when the work it waits on has no past runs; its age when stale;
+    ``-`` before its first forecast."""
     if entry.get("forecast_at") is None:
         return "-"
     p10, p50, p90 = (until_text(entry[key], now) for key in ("p10", "p50", "p90"))
-    band = f"~{p50} ({p10} - {p90})"
+    band = f"unknown (at the latest {p90})" if entry["on_timeouts"] else f"~{p50} ({p10} - {p90})"
     age = (now - read_wire_time(entry["forecast_at"])).total_seconds()
     if age > STALE_SECONDS:
         band += f", {duration_text(age)} old"
-    return f"{band} *" if entry["on_timeouts"] else band
+    return band
 
 
 def until_text(value: str | None, now: datetime) -> str:

@@ -25,7 +25,7 @@ class GroupForecast:
     position: int
     #: The workflow whose group's end it waits on most often.
     waits_on: str | None = None
-    #: Under 3 past runtimes of its own: the band rests on exec timeouts.
+    #: The work it waits on has no past runs: its start is unknown, its exec timeout a bound.
     on_timeouts: bool = False
     #: The topology domain it most likely starts in.
     lands_in: str | None = None
@@ -36,6 +36,8 @@ def forecast_text(forecast: GroupForecast, now: datetime) -> str:
     where = f"position {forecast.queue_position} in queue {forecast.queue}"
     if forecast.position != forecast.queue_position:
         where += f" ({forecast.position} in all)"
+    if forecast.on_timeouts and forecast.waits_on:
+        return f"{where}; {_unknown(forecast, now)}" + _age_note(forecast, now)
     if forecast.p50 is None:
         when = "not forecast to start within 7 days"
     elif forecast.p50 <= now:
@@ -47,13 +49,21 @@ def forecast_text(forecast: GroupForecast, now: datetime) -> str:
     if forecast.waits_on:
         likely.append(f"after {forecast.waits_on} ends")
     after = f", most likely {' '.join(likely)}" if likely else ""
-    notes = []
-    if forecast.on_timeouts:
-        notes.append("few past runs: the estimate rests on exec timeouts")
+    return f"{where}; {when}{after}" + _age_note(forecast, now)
+
+
+def _unknown(forecast: GroupForecast, now: datetime) -> str:
+    """No band: what it waits on ran never before, so only that work's exec timeout bounds
+    its end (docs/forecast.md#unknown)."""
+    said = f"unknown: waits on {forecast.waits_on} (no past runs)"
+    if forecast.p90 is None:
+        return f"{said}; not within 7 days"
+    return f"{said}; at the latest in {_until(now, forecast.p90)} (its exec timeout)"
+
+
+def _age_note(forecast: GroupForecast, now: datetime) -> str:
     age = (now - forecast.computed_at).total_seconds()
-    if age > STALE_SECONDS:
-        notes.append(f"forecast {duration_text(age)} old")
-    return f"{where}; {when}{after}" + (f" ({'; '.join(notes)})" if notes else "")
+    return f" (forecast {duration_text(age)} old)" if age > STALE_SECONDS else ""
 
 
 def _until(now: datetime, moment: datetime | None) -> str:

@@ -35,12 +35,11 @@ from corral.scheduler.forecast import (
     Outlook,
     QueuedGroup,
     RunningGang,
-    Runtimes,
-    history_runtimes,
     outlook,
 )
 from corral.scheduler.queues import min_runtimes, pool_queues
 from corral.scheduler.records import BoundPodOnNode
+from corral.scheduler.runtimes import Runtimes, history_runtimes
 from corral.services.lifecycle.expected_arrivals import RecentArrivals
 from corral.services.lifecycle.forecast_outcomes import PastForecasts
 from corral.services.lifecycle.tick_report import TickReport
@@ -194,7 +193,9 @@ def forecast_input(
     """What a forecast starts from, read from the controller's memory (in the tick: the
     thread then touches nothing the tick changes), and each group's workflow."""
     cache = working.scheduler_cache
-    runtimes = _RuntimeLookup(history)
+    # The cluster's history as the pools with alive work have it: a query per pool, not per
+    # configured pool (thousands of pools).
+    runtimes = _RuntimeLookup(history, sorted({w.pool for w in working.workflows.values()}))
     owners: dict[str, str] = {}
     running = []
     for key, bindings, queue, preemptible in cache.bound_groups():
@@ -251,16 +252,24 @@ def finest_labels(configs: Configs) -> tuple[str, ...]:
 
 
 class _RuntimeLookup:
-    """Each workflow's runtime samples: its name and user's in its pool, else its pool's."""
+    """Each workflow's runtime samples: its name and user's in its pool, else its pool's; the
+    pool's and those of every pool in ``pools`` behind them (``scheduler/runtimes.py``)."""
 
-    def __init__(self, history: History) -> None:
+    def __init__(self, history: History, pools: Sequence[str]) -> None:
         self._history = history
+        self._pool_names = pools
         self._pools: dict[str, tuple[dict[tuple[str, str], list[float]], list[float]]] = {}
+        self._cluster: tuple[float, ...] | None = None
 
     def of(self, workflow: StoredWorkflow) -> Runtimes:
         by_name, pool = self._pool(workflow.pool)
         own = by_name.get((workflow.name, workflow.submitted_by), [])
-        return history_runtimes(own, pool, workflow.exec_timeout_s)
+        return history_runtimes(own, pool, workflow.exec_timeout_s, cluster=self._every())
+
+    def _every(self) -> tuple[float, ...]:
+        if self._cluster is None:
+            self._cluster = tuple(s for name in self._pool_names for s in self._pool(name)[1])
+        return self._cluster
 
     def _pool(self, pool: str) -> tuple[dict[tuple[str, str], list[float]], list[float]]:
         found = self._pools.get(pool)

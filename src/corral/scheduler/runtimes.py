@@ -1,0 +1,100 @@
+"""How long a group runs, as the forecast draws it (docs/forecast.md#runtimes): from the past
+runs of like work, conditioned on what is known.
+
+- A running group's total runtime is drawn from past runs *longer than it has run*: first of
+  its own kind (the same workflow name and user in its pool), then its pool's, then the
+  cluster's.
+- Each draw is spread a little around the past run it comes from (no two runs take exactly as
+  long), so a band is never narrower than the work's own variation.
+- Work that has outlived every past run it has gets a tail: a Pareto tail from its elapsed time,
+  as wide as its history is spread on a log scale. It never ends the instant it is looked at,
+  and never all at one moment.
+- The exec timeout bounds every draw. It is the answer only where the history puts it there,
+  or where there is no history at all (:attr:`Runtimes.known` is then False, and the forecast
+  says "unknown" instead of a band).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import random
+import statistics
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+#: Fewer past runs of like work than this: the pool's history stands in for them.
+LEAST_SAMPLES = 3
+#: Log-scale spread of a draw around the past run it comes from (about 10%).
+SPREAD = 0.1
+#: The least log-scale spread of a tail: a history of runs that all took as long says little
+#: about how long one that outlived them all will take.
+LEAST_TAIL_SPREAD = 0.5
+
+
+@dataclass(frozen=True)
+class Runtimes:
+    """Past runtimes of like work (seconds), wider histories to fall back on, and the exec
+    timeout."""
+
+    samples: tuple[float, ...]
+    timeout_s: float
+    #: The pool's, then the cluster's runtimes: drawn from when work outlives ``samples``.
+    wider: tuple[tuple[float, ...], ...] = ()
+
+    def __post_init__(self) -> None:  # sorted: a draw finds the longer ones by bisection
+        object.__setattr__(self, "samples", tuple(sorted(self.samples)))
+        object.__setattr__(self, "wider", tuple(tuple(sorted(w)) for w in self.wider))
+
+    @property
+    def known(self) -> bool:
+        """Whether any past run says how long such work takes."""
+        return bool(self.samples) or any(self.wider)
+
+    def draw(self, rng: random.Random, elapsed: float = 0.0) -> float:
+        """A total runtime longer than ``elapsed``, at most the timeout (or ``elapsed``, for
+        work already past it)."""
+        bound = max(self.timeout_s, elapsed)
+        for history in (self.samples, *self.wider):
+            first = bisect.bisect_right(history, elapsed)
+            if first < len(history):
+                longer = history[first + int(rng.random() * (len(history) - first))]
+                if longer >= self.timeout_s:  # that run was cut at the timeout: so is this one
+                    return bound
+                return min(_spread(rng, longer, elapsed), bound)
+        richest = max((self.samples, *self.wider), key=len)
+        if not richest:
+            return bound  # nothing known: the only bound (the forecast says "unknown")
+        return min(_beyond(rng, richest, elapsed), bound)
+
+
+def _spread(rng: random.Random, runtime: float, elapsed: float) -> float:
+    drawn = runtime * math.exp(rng.gauss(0.0, SPREAD))
+    return drawn if drawn > elapsed else runtime
+
+
+def _beyond(rng: random.Random, history: tuple[float, ...], elapsed: float) -> float:
+    """A runtime for work that has run ``elapsed`` seconds, longer than every past run: the
+    ratio to ``elapsed`` is Pareto with shape 1/sigma, sigma the history's log-scale spread
+    (at least :data:`LEAST_TAIL_SPREAD`): the median 1.4x ``elapsed`` at the least spread."""
+    logs = [math.log(max(runtime, 1.0)) for runtime in history]
+    sigma = max(statistics.pstdev(logs), LEAST_TAIL_SPREAD)
+    return max(elapsed, 1.0) * math.exp(sigma * rng.expovariate(1.0))
+
+
+def history_runtimes(
+    samples: Iterable[float],
+    pool: Iterable[float],
+    timeout_s: float,
+    *,
+    cluster: Iterable[float] = (),
+    least: int = LEAST_SAMPLES,
+) -> Runtimes:
+    """Runtimes of like work (the same workflow name, user and pool), else of the pool (when
+    fewer than ``least`` of like work); the pool's and the cluster's behind them."""
+    own = tuple(s for s in samples if s >= 0)
+    in_pool = tuple(s for s in pool if s >= 0)
+    wider = (in_pool, tuple(s for s in cluster if s >= 0))
+    if len(own) >= least:
+        return Runtimes(own, timeout_s, wider)
+    return Runtimes(in_pool if len(in_pool) >= least else own, timeout_s, wider)

@@ -1,0 +1,67 @@
+"""How long a group runs, as the forecast draws it (``scheduler/runtimes.py``): conditioned on
+what it has run, falling back from its own kind to its pool and the cluster, a tail past every
+past run, and the exec timeout as a bound, never a default."""
+
+from __future__ import annotations
+
+import random
+import statistics
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from corral.scheduler.runtimes import Runtimes
+
+histories = st.lists(st.floats(1, 10_000, allow_nan=False), max_size=5).map(tuple)
+
+
+@given(
+    own=histories,
+    pool=histories,
+    every=histories,
+    timeout=st.floats(10, 20_000, allow_nan=False),
+    elapsed=st.floats(0, 30_000, allow_nan=False),
+    seed=st.integers(0, 1000),
+)
+def test_a_draw_is_longer_than_what_ran_and_bounded_by_the_timeout(
+    own: tuple[float, ...],
+    pool: tuple[float, ...],
+    every: tuple[float, ...],
+    timeout: float,
+    elapsed: float,
+    seed: int,
+) -> None:
+    runtimes = Runtimes(own, timeout, (pool, every))
+    drawn = runtimes.draw(random.Random(seed), elapsed)
+    assert drawn <= max(timeout, elapsed)
+    assert drawn > elapsed or drawn == max(timeout, elapsed)
+    if not runtimes.known:
+        assert drawn == max(timeout, elapsed)  # nothing known: the bound, said as "unknown"
+
+
+def test_work_past_its_own_runs_draws_from_the_pools_longer_ones() -> None:
+    runtimes = Runtimes((30.0, 30.0, 30.0), 3600, ((30.0, 500.0, 600.0), ()))
+    draws = [runtimes.draw(random.Random(seed), elapsed=60) for seed in range(200)]
+    assert min(draws) > 300 and max(draws) < 900  # the pool's 500 s and 600 s runs, spread
+
+
+def test_the_new_users_case_is_not_its_exec_timeout_and_has_a_band() -> None:
+    """Three 30 s runs, then a run that has gone 45 s: before, every draw was its exec timeout
+    (6 d 23 h), a band of zero width."""
+    runtimes = Runtimes((30.0, 30.0, 30.0), 7 * 86_400 - 3600)
+    draws = sorted(runtimes.draw(random.Random(seed), elapsed=45) for seed in range(400))
+    p10, p50, p90 = (draws[int(q * len(draws))] for q in (0.1, 0.5, 0.9))
+    assert 45 < p10 < p50 < p90 < 300  # a tail from 45 s: median about 1.4x
+    assert round(p50) in range(55, 75)
+
+
+def test_alike_past_runs_still_give_a_band() -> None:
+    draws = sorted(Runtimes((300.0,) * 3, 3600).draw(random.Random(seed)) for seed in range(400))
+    assert draws[4] > 230 and draws[-5] < 390  # the 1st and 99th percentiles
+    assert 0.05 < statistics.pstdev(draws) / 300 < 0.15  # about 10%
+
+
+def test_work_that_runs_to_its_timeout_is_drawn_at_its_timeout() -> None:
+    """A past run that ended at its timeout was cut there: one drawn from it is too."""
+    runtimes = Runtimes((3600.0,) * 5, 3600)
+    assert {runtimes.draw(random.Random(seed), elapsed=100) for seed in range(50)} == {3600.0}
