@@ -4,8 +4,8 @@ runs of like work, conditioned on what is known.
 - A running group's total runtime is drawn from past runs *longer than it has run*: first of
   its own kind (the same workflow name and user in its pool), then its pool's, then the
   cluster's.
-- Each draw is spread a little around the past run it comes from (no two runs take exactly as
-  long), so a band is never narrower than the work's own variation.
+- Where the past runs it may be drawn from all took as long, a draw is spread a little around
+  them (no two runs take exactly as long), so a band never has zero width for that alone.
 - Work that has outlived every past run it has gets a tail: a Pareto tail from its elapsed time,
   as wide as its history is spread on a log scale. It never ends the instant it is looked at,
   and never all at one moment.
@@ -61,7 +61,9 @@ class Runtimes:
                 longer = history[first + int(rng.random() * (len(history) - first))]
                 if longer >= self.timeout_s:  # that run was cut at the timeout: so is this one
                     return bound
-                return min(_spread(rng, longer, elapsed), bound)
+                if history[first] == history[-1]:  # all alike: they say nothing of spread
+                    return min(_spread(rng, longer, elapsed), bound)
+                return longer
         richest = max((self.samples, *self.wider), key=len)
         if not richest:
             return bound  # nothing known: the only bound (the forecast says "unknown")
