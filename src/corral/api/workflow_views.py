@@ -17,11 +17,11 @@ from urllib.parse import quote
 from corral.domain.formats.wire_time import as_utc, optional_wire_time, wire_time
 from corral.domain.views.start_forecast import GroupForecast, forecast_text
 from corral.domain.workflows.record import (
-    GROUP_SCHEDULING,
     StoredGroup,
     StoredTask,
     StoredWorkflow,
 )
+from corral.domain.workflows.statuses import TaskStatus
 
 
 def dashboard_page(base_url: str, workflow_id: str) -> str:
@@ -106,7 +106,7 @@ def workflow_view(
 
 
 def _waiting(group: StoredGroup, forecasts: Mapping[str, GroupForecast]) -> GroupForecast | None:
-    return forecasts.get(group.uuid) if group.status == GROUP_SCHEDULING else None
+    return forecasts.get(group.uuid) if group.status == TaskStatus.SCHEDULING else None
 
 
 def group_view(

@@ -17,6 +17,7 @@ runs of like work, conditioned on what is known.
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 import random
 import statistics
@@ -43,8 +44,8 @@ class Runtimes:
     wider: tuple[tuple[float, ...], ...] = ()
 
     def __post_init__(self) -> None:  # sorted: a draw finds the longer ones by bisection
-        object.__setattr__(self, "samples", tuple(sorted(self.samples)))
-        object.__setattr__(self, "wider", tuple(tuple(sorted(w)) for w in self.wider))
+        object.__setattr__(self, "samples", _sorted(self.samples))
+        object.__setattr__(self, "wider", tuple(_sorted(w) for w in self.wider))
 
     @property
     def known(self) -> bool:
@@ -64,10 +65,22 @@ class Runtimes:
                 if history[first] == history[-1]:  # all alike: they say nothing of spread
                     return min(_spread(rng, longer, elapsed), bound)
                 return longer
-        richest = max((self.samples, *self.wider), key=len)
-        if not richest:
+        if not self.known:
             return bound  # nothing known: the only bound (the forecast says "unknown")
-        return min(_beyond(rng, richest, elapsed), bound)
+        return min(max(elapsed, 1.0) * math.exp(self._tail() * rng.expovariate(1.0)), bound)
+
+    def _tail(self) -> float:
+        """The log-scale spread of the richest history (at least :data:`LEAST_TAIL_SPREAD`):
+        work that has outlived every past run ends at ``elapsed`` times a Pareto ratio of shape
+        1/spread, the median 1.4x ``elapsed`` at the least spread. Worked out once: a forecast
+        draws from one instance in every run."""
+        found: float | None = self.__dict__.get("_tail_spread")
+        if found is None:
+            richest = max((self.samples, *self.wider), key=len)
+            logs = [math.log(max(runtime, 1.0)) for runtime in richest]
+            found = max(statistics.pstdev(logs), LEAST_TAIL_SPREAD)
+            object.__setattr__(self, "_tail_spread", found)
+        return found
 
 
 def _spread(rng: random.Random, runtime: float, elapsed: float) -> float:
@@ -75,13 +88,13 @@ def _spread(rng: random.Random, runtime: float, elapsed: float) -> float:
     return drawn if drawn > elapsed else runtime
 
 
-def _beyond(rng: random.Random, history: tuple[float, ...], elapsed: float) -> float:
-    """A runtime for work that has run ``elapsed`` seconds, longer than every past run: the
-    ratio to ``elapsed`` is Pareto with shape 1/sigma, sigma the history's log-scale spread
-    (at least :data:`LEAST_TAIL_SPREAD`): the median 1.4x ``elapsed`` at the least spread."""
-    logs = [math.log(max(runtime, 1.0)) for runtime in history]
-    sigma = max(statistics.pstdev(logs), LEAST_TAIL_SPREAD)
-    return max(elapsed, 1.0) * math.exp(sigma * rng.expovariate(1.0))
+def _sorted(history: tuple[float, ...]) -> tuple[float, ...]:
+    """``history`` sorted; the same tuple when it is already, so that the pool's and the
+    cluster's histories, shared by every group's runtimes, stay one object (and are pickled
+    once when a forecast goes to its worker)."""
+    if all(a <= b for a, b in itertools.pairwise(history)):
+        return history
+    return tuple(sorted(history))
 
 
 def history_runtimes(
@@ -94,9 +107,14 @@ def history_runtimes(
 ) -> Runtimes:
     """Runtimes of like work (the same workflow name, user and pool), else of the pool (when
     fewer than ``least`` of like work); the pool's and the cluster's behind them."""
-    own = tuple(s for s in samples if s >= 0)
-    in_pool = tuple(s for s in pool if s >= 0)
-    wider = (in_pool, tuple(s for s in cluster if s >= 0))
+    own, in_pool = _measured(samples), _measured(pool)
+    wider = (in_pool, _measured(cluster))
     if len(own) >= least:
         return Runtimes(own, timeout_s, wider)
     return Runtimes(in_pool if len(in_pool) >= least else own, timeout_s, wider)
+
+
+def _measured(runtimes: Iterable[float]) -> tuple[float, ...]:
+    """The runtimes that are durations; a tuple of them all is kept as the same object."""
+    found = runtimes if isinstance(runtimes, tuple) else tuple(runtimes)
+    return found if all(s >= 0 for s in found) else tuple(s for s in found if s >= 0)

@@ -14,7 +14,8 @@ from corral.domain.configs.snapshot import Configs
 from corral.domain.views.capacity import BORROWING, QuotaRoom
 from corral.domain.views.queue import queue_entries
 from corral.domain.views.requested_shape import RequestedShape
-from corral.domain.workflows.record import GROUP_SCHEDULING, StoredWorkflow
+from corral.domain.workflows.record import StoredWorkflow
+from corral.domain.workflows.statuses import TaskStatus
 from corral.scheduler.podgroup import requested_shape
 from corral.services.capacity import ClusterCapacity
 from corral.services.capacity_model import pool_capacities
@@ -39,7 +40,7 @@ def queue_view(
         for workflow in alive
         if (not pools or workflow.pool in pools) and may_read(workflow)
         for group in workflow.groups
-        if group.status == GROUP_SCHEDULING
+        if group.status == TaskStatus.SCHEDULING
     ]
     shapes = _known_shapes.of(store, readable)
     return queue_entries(

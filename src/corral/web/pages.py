@@ -21,8 +21,8 @@ from fastapi.responses import HTMLResponse, PlainTextResponse, Response
 from corral.api.deps import AuthorizerDep, ConfigsDep, ListingsDep, RuntimeDep, WorkflowsDep
 from corral.domain.views.explain import explain_workflow
 from corral.domain.views.start_forecast import forecast_text
-from corral.domain.workflows.record import GROUP_SCHEDULING, attempt_of
-from corral.domain.workflows.statuses import ALIVE, QUEUED, WorkflowStatus
+from corral.domain.workflows.record import attempt_of
+from corral.domain.workflows.statuses import ALIVE, QUEUED, TaskStatus, WorkflowStatus
 from corral.errors import NotFoundError, UserError
 from corral.services.capacity import cluster_of
 from corral.services.capacity_model import pool_capacity
@@ -234,7 +234,9 @@ def workflow(
         forecasts=forecasts,
         stops=listings.stop_costs(workflow_id),
     )
-    waiting = [g.uuid for g in found.groups if g.status == GROUP_SCHEDULING and g.uuid in forecasts]
+    waiting = [
+        g.uuid for g in found.groups if g.status == TaskStatus.SCHEDULING and g.uuid in forecasts
+    ]
     tasks = [t for group in found.groups for t in group.tasks]
     shown = next((t for t in tasks if t.name == task), tasks[0] if tasks else None)
     current = shown is not None and retry in (None, shown.retry_id)

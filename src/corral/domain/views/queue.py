@@ -12,7 +12,8 @@ from corral.domain.formats.wire_time import optional_wire_time, read_wire_time
 from corral.domain.views.capacity import BORROWING, QuotaRoom
 from corral.domain.views.requested_shape import RequestedShape
 from corral.domain.views.start_forecast import STALE_SECONDS, GroupForecast, duration_text
-from corral.domain.workflows.record import GROUP_SCHEDULING, StoredGroup, StoredWorkflow
+from corral.domain.workflows.record import StoredGroup, StoredWorkflow
+from corral.domain.workflows.statuses import TaskStatus
 
 
 def queue_entries(
@@ -36,7 +37,7 @@ def queue_entries(
         (workflow, group)
         for workflow in workflows
         for group in workflow.groups
-        if group.status == GROUP_SCHEDULING
+        if group.status == TaskStatus.SCHEDULING
         and (not pools or workflow.pool in pools)
         and (not users or (workflow.submitted_by in users and may_read(workflow)))
     ]

@@ -17,9 +17,6 @@ from corral.domain.workflows.spec import ExitAction, TaskFileContents
 from corral.domain.workflows.statuses import TaskStatus, WorkflowStatus
 from corral.errors import NotFoundError
 
-#: Group status while a scheduler may place it.
-GROUP_SCHEDULING = TaskStatus.SCHEDULING
-
 
 @dataclass(frozen=True)
 class SharedReason:

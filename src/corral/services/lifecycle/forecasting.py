@@ -258,20 +258,28 @@ class _RuntimeLookup:
     def __init__(self, history: History, pools: Sequence[str]) -> None:
         self._history = history
         self._pool_names = pools
-        self._pools: dict[str, tuple[dict[tuple[str, str], list[float]], list[float]]] = {}
+        self._pools: dict[str, tuple[dict[tuple[str, str], list[float]], tuple[float, ...]]] = {}
         self._cluster: tuple[float, ...] | None = None
+        #: One instance per kind of work: alike groups share it, and its histories.
+        self._kinds: dict[tuple[str, str, str, float], Runtimes] = {}
 
     def of(self, workflow: StoredWorkflow) -> Runtimes:
-        by_name, pool = self._pool(workflow.pool)
-        own = by_name.get((workflow.name, workflow.submitted_by), [])
-        return history_runtimes(own, pool, workflow.exec_timeout_s, cluster=self._every())
+        kind = (workflow.pool, workflow.name, workflow.submitted_by, workflow.exec_timeout_s)
+        found = self._kinds.get(kind)
+        if found is None:
+            by_name, pool = self._pool(workflow.pool)
+            own = by_name.get((workflow.name, workflow.submitted_by), [])
+            found = history_runtimes(own, pool, workflow.exec_timeout_s, cluster=self._every())
+            self._kinds[kind] = found
+        return found
 
     def _every(self) -> tuple[float, ...]:
         if self._cluster is None:
-            self._cluster = tuple(s for name in self._pool_names for s in self._pool(name)[1])
+            every = (s for name in self._pool_names for s in self._pool(name)[1])
+            self._cluster = tuple(sorted(every))
         return self._cluster
 
-    def _pool(self, pool: str) -> tuple[dict[tuple[str, str], list[float]], list[float]]:
+    def _pool(self, pool: str) -> tuple[dict[tuple[str, str], list[float]], tuple[float, ...]]:
         found = self._pools.get(pool)
         if found is None:
             by_name: dict[tuple[str, str], list[float]] = defaultdict(list)
@@ -279,5 +287,5 @@ class _RuntimeLookup:
             for name, user, seconds in self._history(pool):
                 by_name[(name, user)].append(seconds)
                 every.append(seconds)
-            found = self._pools[pool] = (dict(by_name), every)
+            found = self._pools[pool] = (dict(by_name), tuple(sorted(every)))
         return found

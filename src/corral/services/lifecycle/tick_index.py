@@ -16,7 +16,6 @@ from corral.domain.configs.snapshot import Configs
 from corral.domain.topology.fabric import NO_FABRIC_RULE, fabric_rule
 from corral.domain.topology.podgroup import pod_group_of
 from corral.domain.workflows.record import (
-    GROUP_SCHEDULING,
     StoredGroup,
     StoredWorkflow,
     pod_of,
@@ -76,7 +75,7 @@ class WorkingSetIndexer:
             (workflow, group)
             for workflow in workflows
             for group in workflow.groups
-            if group.status == GROUP_SCHEDULING
+            if group.status == TaskStatus.SCHEDULING
             and group.uuid not in working.scheduler_cache.waiting
             and group.uuid not in working.observed
         ]
@@ -94,7 +93,7 @@ class WorkingSetIndexer:
         else:
             working.keep(workflow)
         for group in workflow.groups:
-            if group.status == GROUP_SCHEDULING:
+            if group.status == TaskStatus.SCHEDULING:
                 if (
                     group.uuid not in working.scheduler_cache.waiting
                     and group.uuid not in working.observed

@@ -9,13 +9,12 @@ from typing import Any
 from sqlalchemy import Connection, select
 
 from corral.domain.workflows.record import (
-    GROUP_SCHEDULING,
     SharedReason,
     StoredGroup,
     StoredWorkflow,
     TaskAttempt,
 )
-from corral.domain.workflows.statuses import ALIVE
+from corral.domain.workflows.statuses import ALIVE, TaskStatus
 from corral.store.tables import (
     pending_shapes,
     task_attempts,
@@ -90,7 +89,7 @@ def _shared_reasons(connection: Connection, groups: Sequence[Any]) -> dict[str, 
     shapes = {
         g["pending_shape"]
         for g in groups
-        if g["pending_shape"] and g["status"] == GROUP_SCHEDULING and not g["pending_reason"]
+        if g["pending_shape"] and g["status"] == TaskStatus.SCHEDULING and not g["pending_reason"]
     }
     if not shapes:
         return {}
@@ -174,7 +173,7 @@ def waiting_reasons(connection: Connection, workflows: Sequence[StoredWorkflow])
     for workflow in workflows:
         for group in workflow.groups:
             reason = shared.get(group.pending_shape or "")
-            waits = group.status == GROUP_SCHEDULING and group.pending_reason is None
+            waits = group.status == TaskStatus.SCHEDULING and group.pending_reason is None
             if waits and reason is not None:
                 found[group.uuid] = shared_reason_for(reason, [t.pod_name for t in group.tasks])
     return found

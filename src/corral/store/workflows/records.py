@@ -10,7 +10,6 @@ from typing import Any
 
 from corral.domain.formats.wire_time import as_utc
 from corral.domain.workflows.record import (
-    GROUP_SCHEDULING,
     SharedReason,
     StoredGroup,
     StoredTask,
@@ -77,7 +76,7 @@ def group_record(
     attempts = attempts or {}
     reason = row["pending_reason"]
     found = shared.get(row["pending_shape"] or "")
-    if reason is None and found is not None and row["status"] == GROUP_SCHEDULING:
+    if reason is None and found is not None and row["status"] == TaskStatus.SCHEDULING:
         reason = shared_reason_for(found, [t["pod_name"] for t in tasks])
     return StoredGroup(
         name=row["name"],

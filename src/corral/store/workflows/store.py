@@ -31,12 +31,11 @@ from sqlalchemy.exc import IntegrityError
 from corral.domain.workflows.notices import Checkpoint
 from corral.domain.workflows.plan import WorkflowPlan
 from corral.domain.workflows.record import (
-    GROUP_SCHEDULING,
     Changes,
     StoredWorkflow,
 )
 from corral.domain.workflows.spec import TaskFileContents
-from corral.domain.workflows.statuses import ALIVE, WORKFLOW_ACCEPTED
+from corral.domain.workflows.statuses import ALIVE, WORKFLOW_ACCEPTED, TaskStatus
 from corral.errors import ConflictError, NotFoundError
 from corral.store.bulk import insert_rows
 from corral.store.database import autocommit, writing
@@ -368,7 +367,7 @@ class WorkflowStore:
     def forget_shapes(self) -> None:
         """Delete the reasons no waiting group refers to any more."""
         in_use = select(workflow_groups.c.pending_shape).where(
-            workflow_groups.c.status == GROUP_SCHEDULING,
+            workflow_groups.c.status == TaskStatus.SCHEDULING,
             workflow_groups.c.pending_shape.is_not(None),
         )
         with writing(self._engine) as connection:
