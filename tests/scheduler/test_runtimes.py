@@ -61,6 +61,16 @@ def test_alike_past_runs_still_give_a_band() -> None:
     assert 0.05 < statistics.pstdev(draws) / 300 < 0.15  # about 10%
 
 
+def test_runs_that_took_exactly_as_long_are_spread_and_distinct_ones_are_not() -> None:
+    """Runs timed by a tick take a few lengths: three of 35 s and one of 65 s drew 35 s
+    exactly in three runs of four, and a forecast's band had zero width one time in four."""
+    runtimes = Runtimes((35.0, 35.0, 35.0, 65.0), 3600)
+    draws = [runtimes.draw(random.Random(seed), elapsed=20) for seed in range(400)]
+    near_35 = [d for d in draws if d < 50]
+    assert len(set(near_35)) == len(near_35) > 250  # each of them its own length
+    assert {d for d in draws if d >= 50} == {65.0}  # the distinct run, drawn as it is
+
+
 def test_work_that_runs_to_its_timeout_is_drawn_at_its_timeout() -> None:
     """A past run that ended at its timeout was cut there: one drawn from it is too."""
     runtimes = Runtimes((3600.0,) * 5, 3600)

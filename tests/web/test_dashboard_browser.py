@@ -380,6 +380,46 @@ def test_a_waiting_workflow_a_failure_and_a_broken_pool_at_phone_and_desktop_wid
         cluster.api.delete("/api/configs/pool/aaa-bare")
 
 
+def test_the_queue_page_says_how_good_the_forecasts_were(
+    cluster: Cluster, held: dict[str, dict[str, str]], browser: Any, tmp_path: Path
+) -> None:
+    """A waiting gang starts when the one ahead is canceled: its published forecast is
+    measured, and the Queue page shows the pool's figures as the API answers them."""
+    ahead = cluster.submit(example("nvl72-single-rack.yaml", HELD_SECONDS, "ahead"))
+    cluster.wait_placed(ahead)
+    behind = cluster.submit(example("nvl72-single-rack.yaml", HELD_SECONDS, "behind"))
+    try:
+        cluster.forecast_of(behind)
+        cluster.api.post(f"/api/workflow/{ahead}/cancel")
+        cluster.wait_placed(behind)
+        deadline, measured = time.monotonic() + 60, []
+        while not measured:
+            assert time.monotonic() < deadline, cluster.api.get("/api/queue").text
+            accuracy = cluster.api.get("/api/queue").json()["accuracy"]
+            measured = [pool for pool in accuracy if pool["pool"] == "nvl72"]
+            time.sleep(0.3)
+        (pool,) = measured
+        page = log_in(browser, cluster.server, cluster.server.token, "/ui/queue")
+        cells = page.locator('#accuracy tr[data-pool="nvl72"] td').all_inner_texts()
+        error = pool["median_error"]
+        assert cells == [
+            "nvl72",
+            f"{pool['band_hits_ratio']:.0%}",
+            "-" if error is None else f"{error:.0%}",
+            str(pool["forecasts"]),
+            str(pool["starts"]),
+        ]
+        screenshot(page, "queue-accuracy", tmp_path)
+        page.set_viewport_size({"width": WIDTHS["phone"], "height": 900})
+        assert overflow(page) == []
+        page.locator("#accuracy").scroll_into_view_if_needed()
+        screenshot(page, "queue-accuracy-phone", tmp_path, full_page=False)
+        page.close()
+    finally:
+        for workflow_id in (ahead, behind):
+            cluster.api.post(f"/api/workflow/{workflow_id}/cancel")
+
+
 def test_a_rollback_shows_the_new_revision_and_a_diff_shows_each_side_whole(
     cluster: Cluster, browser: Any, tmp_path: Path
 ) -> None:

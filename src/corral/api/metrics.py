@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from corral.domain.views.forecast_accuracy import PoolAccuracy, Refresh, cpu_share
 from corral.services.config_writes import WriteResult
 
 
@@ -67,6 +68,52 @@ class Metrics:
             ["pool", "cause"],
             registry=self.registry,
         )
+
+        self._forecast_gauges()
+
+    def _forecast_gauges(self) -> None:
+        """How good the published forecasts were and what refreshing them costs
+        (docs/forecast.md#accuracy)."""
+        self.forecast_band_hits = Gauge(
+            "corral_forecast_band_hits_ratio",
+            "Share of the published forecasts whose start fell inside their 80% band, over the "
+            "pool's latest starts",
+            ["pool"],
+            registry=self.registry,
+        )
+        self.forecast_median_error = Gauge(
+            "corral_forecast_median_error_ratio",
+            "Median |forecast median - actual start| / actual wait, over the pool's latest starts",
+            ["pool"],
+            registry=self.registry,
+        )
+        self.forecast_starts = Gauge(
+            "corral_forecast_measured_starts",
+            "Starts the pool's forecast accuracy is measured over",
+            ["pool"],
+            registry=self.registry,
+        )
+        self.forecast_cpu = Gauge(
+            "corral_forecast_refresh_cpu_seconds",
+            "CPU seconds the latest forecast refresh took (its simulation)",
+            registry=self.registry,
+        )
+        self.forecast_cpu_share = Gauge(
+            "corral_forecast_cpu_share",
+            "Share of one core the latest forecast refreshes took: their CPU over the time "
+            "they span",
+            registry=self.registry,
+        )
+
+    def set_forecast_figures(self, accuracy: list[PoolAccuracy], refreshes: list[Refresh]) -> None:
+        for pool in accuracy:
+            self.forecast_band_hits.labels(pool.pool).set(pool.band_hits_ratio)
+            self.forecast_starts.labels(pool.pool).set(pool.starts)
+            if pool.median_error is not None:
+                self.forecast_median_error.labels(pool.pool).set(pool.median_error)
+        if refreshes:
+            self.forecast_cpu.set(refreshes[-1].cpu_seconds)
+        self.forecast_cpu_share.set(cpu_share(refreshes))
 
     def set_eviction_losses(self, losses: dict[tuple[str, str], tuple[int, float, int]]) -> None:
         """Per (pool, cause), (gangs, GPU-seconds lost, acknowledged) as

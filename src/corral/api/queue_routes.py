@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from functools import partial
 from typing import Annotated, Any
 
@@ -19,7 +20,7 @@ from corral.api.deps import (
 )
 from corral.domain.formats.wire_time import wire_time
 from corral.services.commands import shown_in_queue
-from corral.services.queue_view import queue_view
+from corral.services.queue_view import forecast_accuracy, queue_view
 from corral.services.runtime import utc_now
 
 router = APIRouter(tags=["workflows"])
@@ -38,7 +39,8 @@ def queue(
     users: Names = [],  # noqa: B006
 ) -> dict[str, Any]:
     """Every waiting group, first to start first; ``pools`` and ``users`` narrow the groups
-    shown, not the positions. Groups the caller may not read are opaque entries."""
+    shown, not the positions. Groups the caller may not read are opaque entries. With them,
+    per pool, how good the published forecasts were."""
     authorizer.check(caller, "workflow:List")
     now = utc_now()
     state = configs.state()
@@ -52,4 +54,5 @@ def queue(
         pools=pools,
         users=users,
     )
-    return {"at": wire_time(now), "entries": entries}
+    accuracy = [asdict(pool) for pool in forecast_accuracy(forecasts, pools)]
+    return {"at": wire_time(now), "entries": entries, "accuracy": accuracy}

@@ -474,6 +474,19 @@ class QueueEntry(Answer):
     borrows: int | None = None
 
 
+class ForecastAccuracy(Answer):
+    """How good a pool's published forecasts were over its latest starts
+    (docs/forecast.md#accuracy)."""
+
+    pool: str
+    starts: int
+    forecasts: int
+    band_hits_ratio: float
+    median_error: float | None
+
+
 class QueueView(Answer):
     at: str
     entries: list[QueueEntry]
+    #: Per pool with starts on record (of ``pools`` when given).
+    accuracy: list[ForecastAccuracy]

@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from corral import __version__
-from corral.api.deps import Caller, ListingsDep, RuntimeDep
+from corral.api.deps import Caller, ForecastsDep, ListingsDep, RuntimeDep
 from corral.api.metrics import Metrics
 from corral.api.responses import Health, ServiceVersion
 
@@ -48,8 +48,9 @@ def openapi(caller: Caller, request: Request) -> dict[str, Any]:
 
 
 @router.get("/metrics", response_class=PlainTextResponse)
-def prometheus(request: Request, listings: ListingsDep) -> Response:
+def prometheus(request: Request, listings: ListingsDep, forecasts: ForecastsDep) -> Response:
     metrics: Metrics = request.app.state.metrics
+    metrics.set_forecast_figures(forecasts.records.accuracy(), forecasts.records.refreshes())
     metrics.set_node_fault_losses(listings.node_fault_losses())
     metrics.set_eviction_losses(listings.eviction_losses())
     return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)

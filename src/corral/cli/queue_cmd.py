@@ -12,6 +12,7 @@ from corral.cli.client import Client
 from corral.cli.output import FormatOption, OutputFormat, echo, handle_errors, print_json
 from corral.cli.pool_cmd import columns_text
 from corral.domain.formats.wire_time import read_wire_time
+from corral.domain.views.forecast_accuracy import PoolAccuracy
 from corral.domain.views.queue import start_text
 from corral.domain.views.start_forecast import duration_text
 
@@ -40,17 +41,22 @@ def queue(
     output: FormatOption = OutputFormat.text,
 ) -> None:
     """Every waiting group, first to start first: its position, wait so far and forecast
-    start. Groups you may not read hold their place as `(hidden)`."""
+    start. Groups you may not read hold their place as `(hidden)`. Then, per pool, how often
+    the published forecasts' 80% bands held and their median error."""
     found = Client().get("/api/queue", pools=pools or None, users=users or None)
     if output is OutputFormat.json:
         print_json(found)
         return
-    if not found["entries"]:
+    if found["entries"]:
+        now = read_wire_time(found["at"])
+        rows = [_row(entry, now) for entry in found["entries"]]
+        echo("\n".join(columns_text([HEADER], rows)))
+    else:
         echo("Nothing waits.")
-        return
-    now = read_wire_time(found["at"])
-    rows = [_row(entry, now) for entry in found["entries"]]
-    echo("\n".join(columns_text([HEADER], rows)))
+    if found["accuracy"]:
+        echo("\nForecasts so far:")
+        for pool in found["accuracy"]:
+            echo(f"  {PoolAccuracy(**pool).text()}")
 
 
 def _row(entry: dict[str, Any], now: datetime) -> list[str]:

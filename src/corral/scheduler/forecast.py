@@ -22,6 +22,7 @@ import dataclasses
 import heapq
 import math
 import random
+import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -123,6 +124,8 @@ class Outlook:
 
     groups: dict[str, Forecast]
     whole_free: dict[Domain, datetime | None]
+    #: The CPU seconds it took (of the thread that made it).
+    cpu_seconds: float = 0.0
 
 
 def forecast(
@@ -136,6 +139,7 @@ def outlook(
     cluster: ClusterNow, *, seed: int = 0, runs: int = RUNS, horizon: timedelta = HORIZON
 ) -> Outlook:
     """Each waiting group's forecast, and each domain's next wholly free moment."""
+    cpu_started = time.thread_time()
     starts: dict[str, list[datetime | None]] = {group.key: [] for group in cluster.waiting}
     waits_on: dict[str, Counter[str]] = {group.key: Counter() for group in cluster.waiting}
     lands_in: dict[str, Counter[str]] = {group.key: Counter() for group in cluster.waiting}
@@ -157,7 +161,8 @@ def outlook(
         for domain, moments in free_at.items():
             moments.append(result.whole_free.get(domain))
     whole_free = {domain: _percentile(moments, 0.5) for domain, moments in free_at.items()}
-    return Outlook(_forecasts(cluster, order, starts, waits_on, lands_in), whole_free)
+    groups = _forecasts(cluster, order, starts, waits_on, lands_in)
+    return Outlook(groups, whole_free, time.thread_time() - cpu_started)
 
 
 class _Domains:
@@ -207,10 +212,16 @@ def _forecasts(
     in_queue: Counter[str] = Counter()
     unknown = {g.key for g in cluster.running if not g.runtimes.known}
     unknown |= {g.key for g in cluster.waiting if not g.runtimes.known}
+    # A group no run started waits, past the horizon, on work whose end only its timeout
+    # bounds: the one running longest is named (its end is what is not known).
+    unknown_running = sorted((g.started_at, g.key) for g in cluster.running if g.key in unknown)
     for position, (key, queue) in enumerate(order, start=1):
         in_queue[queue] += 1
         p10, p50, p90 = (_percentile(starts[key], q) for q in (0.1, 0.5, 0.9))
         common = waits_on[key].most_common(1)
+        waits = common[0][0] if common else None
+        if waits is None and p50 is None and unknown_running:
+            waits = unknown_running[0][1]
         landing = lands_in[key].most_common(1)
         found[key] = Forecast(
             key,
@@ -220,9 +231,9 @@ def _forecasts(
             queue,
             in_queue[queue],
             position,
-            common[0][0] if common else None,
+            waits,
             landing[0][0] if landing else None,
-            bool(common) and common[0][0] in unknown,
+            waits in unknown,
         )
     return found
 

@@ -4,8 +4,10 @@ runs of like work, conditioned on what is known.
 - A running group's total runtime is drawn from past runs *longer than it has run*: first of
   its own kind (the same workflow name and user in its pool), then its pool's, then the
   cluster's.
-- Where the past runs it may be drawn from all took as long, a draw is spread a little around
-  them (no two runs take exactly as long), so a band never has zero width for that alone.
+- Where the past run drawn took exactly as long as another (or is the only one it may be drawn
+  from), the draw is spread a little around it: no two runs take exactly as long, and runs
+  timed by a controller tick take a few distinct lengths, so a band never has zero width for
+  that alone.
 - Work that has outlived every past run it has gets a tail: a Pareto tail from its elapsed time,
   as wide as its history is spread on a log scale. It never ends the instant it is looked at,
   and never all at one moment.
@@ -59,10 +61,11 @@ class Runtimes:
         for history in (self.samples, *self.wider):
             first = bisect.bisect_right(history, elapsed)
             if first < len(history):
-                longer = history[first + int(rng.random() * (len(history) - first))]
+                index = first + int(rng.random() * (len(history) - first))
+                longer = history[index]
                 if longer >= self.timeout_s:  # that run was cut at the timeout: so is this one
                     return bound
-                if history[first] == history[-1]:  # all alike: they say nothing of spread
+                if _alike(history, first, index):  # they say nothing of spread
                     return min(_spread(rng, longer, elapsed), bound)
                 return longer
         if not self.known:
@@ -81,6 +84,16 @@ class Runtimes:
             found = max(statistics.pstdev(logs), LEAST_TAIL_SPREAD)
             object.__setattr__(self, "_tail_spread", found)
         return found
+
+
+def _alike(history: tuple[float, ...], first: int, index: int) -> bool:
+    """The run drawn is the only candidate, or others took exactly as long (runs timed by a
+    tick take a few distinct lengths): drawn as it is, every run of a forecast would agree."""
+    value = history[index]
+    tied = (index > first and history[index - 1] == value) or (
+        index + 1 < len(history) and history[index + 1] == value
+    )
+    return first == len(history) - 1 or tied
 
 
 def _spread(rng: random.Random, runtime: float, elapsed: float) -> float:

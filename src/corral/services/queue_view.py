@@ -12,6 +12,7 @@ from typing import Any
 
 from corral.domain.configs.snapshot import Configs
 from corral.domain.views.capacity import BORROWING, QuotaRoom
+from corral.domain.views.forecast_accuracy import PoolAccuracy
 from corral.domain.views.queue import queue_entries
 from corral.domain.views.requested_shape import RequestedShape
 from corral.domain.workflows.record import StoredWorkflow
@@ -54,6 +55,12 @@ def queue_view(
         shapes=shapes,
         quotas=_quotas(configs, clusters, {w.pool for w in alive}),
     )
+
+
+def forecast_accuracy(forecasts: ForecastStore, pools: Sequence[str] = ()) -> list[PoolAccuracy]:
+    """Per pool (of ``pools``; every pool with starts on record when empty): how often the
+    published bands held, and how far the medians were (docs/forecast.md#accuracy)."""
+    return forecasts.records.accuracy(pools)
 
 
 class _KnownShapes:

@@ -14,6 +14,7 @@ from sqlalchemy import Engine, delete, insert, select
 from corral.domain.formats.wire_time import as_utc
 from corral.domain.views.start_forecast import GroupForecast
 from corral.store.database import writing
+from corral.store.forecast_records import ForecastRecords, record_published
 from corral.store.tables import domain_forecasts, forecasts
 from corral.store.workflows.records import utc
 
@@ -21,6 +22,8 @@ from corral.store.workflows.records import utc
 class ForecastStore:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
+        #: The forecasts published, and how good they were.
+        self.records = ForecastRecords(engine)
 
     def replace(
         self,
@@ -29,7 +32,9 @@ class ForecastStore:
         computed_at: datetime | None = None,
     ) -> None:
         """Every waiting group's forecast is ``found``, and each domain's next wholly free
-        moment ``whole_free`` (computed at ``computed_at``): the others are gone."""
+        moment ``whole_free`` (computed at ``computed_at``): the others are gone. With
+        ``computed_at``, ``found`` is also recorded as published then
+        (``store/forecast_records.py``)."""
         domains = [
             {"label": label, "value": value, "computed_at": computed_at, "free_at": free_at}
             for (label, value), free_at in (whole_free or {}).items()
@@ -42,6 +47,8 @@ class ForecastStore:
                 connection.execute(insert(forecasts), [asdict(f) for f in found])
             if domains and computed_at is not None:
                 connection.execute(insert(domain_forecasts), domains)
+            if computed_at is not None:
+                record_published(connection, found, computed_at)
 
     def whole_free(self, label: str) -> dict[str, tuple[datetime | None, datetime]]:
         """Per value of the node label: when its domain is next wholly free (None: not within
@@ -70,6 +77,6 @@ LABEL_MAX, VALUE_MAX = 317, 63
 
 
 def _record(values: dict[str, Any]) -> GroupForecast:
-    for key in ("computed_at", "p10", "p50", "p90"):
+    for key in ("computed_at", "p10", "p50", "p90", "waits_on_since"):
         values[key] = utc(values[key])
     return GroupForecast(**values)

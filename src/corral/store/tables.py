@@ -260,7 +260,37 @@ forecasts = Table(
     Column("on_timeouts", Boolean, nullable=False),
     #: The topology domain it most likely starts in.
     Column("lands_in", String(63), nullable=True),
+    #: Since when the work it waits on has run (its start, or its wait's if not started).
+    Column("waits_on_since", DateTime(timezone=True), nullable=True),
     Index("ix_forecasts_workflow", "workflow_id"),
+)
+
+#: The forecasts published for each group, kept until it starts (``store/forecast_records.py``):
+#: how often the bands held, per pool, and what calibrates the next bands.
+forecast_records = Table(
+    "forecast_records",
+    metadata,
+    Column("group_uuid", String(32), primary_key=True),
+    Column("published_at", DateTime(timezone=True), primary_key=True),
+    Column("pool", String(256), nullable=False),
+    Column("p10", DateTime(timezone=True), nullable=True),
+    Column("p50", DateTime(timezone=True), nullable=True),
+    Column("p90", DateTime(timezone=True), nullable=True),
+    #: It said "unknown" (the work it waited on had no past runs): p90 a bound, no median.
+    Column("unknown", Boolean, nullable=False),
+    #: When the group started after it (None: it still waits).
+    Column("started_at", DateTime(timezone=True), nullable=True),
+    Index("ix_forecast_records_started", "started_at"),
+)
+
+#: What each of the latest forecast refreshes cost.
+forecast_refreshes = Table(
+    "forecast_refreshes",
+    metadata,
+    Column("computed_at", DateTime(timezone=True), primary_key=True),
+    Column("groups", Integer, nullable=False),
+    Column("cpu_seconds", Float, nullable=False),
+    Column("wall_seconds", Float, nullable=False),
 )
 
 #: When each topology domain (node label, value) is next wholly free, by the latest forecast.

@@ -14,7 +14,7 @@ from corral.api.deps import AuthorizerDep, ConfigsDep, RuntimeDep
 from corral.domain.views.queue import start_text
 from corral.domain.views.start_forecast import duration_text
 from corral.services.commands import shown_in_queue
-from corral.services.queue_view import queue_view
+from corral.services.queue_view import forecast_accuracy, queue_view
 from corral.services.runtime import utc_now
 from corral.web.page_context import PageContextDep
 
@@ -53,6 +53,7 @@ def queue(
         "queue.html",
         topic="workflows",
         entries=entries,
+        accuracy=forecast_accuracy(runtime.forecasts, [pool] if pool else ()),
         pools=context.usable_pools(principal),
         chosen=pool,
     )

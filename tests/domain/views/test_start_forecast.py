@@ -42,13 +42,18 @@ def test_positions_beyond_its_queue_and_age_are_said() -> None:
 
 def test_waiting_on_work_with_no_past_runs_is_unknown_with_its_bound() -> None:
     """No band of zero width at the exec timeout: "unknown", and the timeout as a bound."""
-    unknown = forecast(waits_on="big-train-2", on_timeouts=True, p90=NOW + timedelta(days=7))
+    unknown = forecast(
+        waits_on="big-train-2",
+        waits_on_since=NOW - timedelta(minutes=3),
+        on_timeouts=True,
+        p90=NOW + timedelta(days=6, hours=23, minutes=30),
+    )
     assert forecast_text(unknown, NOW) == (
-        "position 3 in queue nvl72; unknown: waits on big-train-2 (no past runs); "
-        "at the latest in 7 d (its exec timeout)"
+        "position 3 in queue nvl72; unknown: waits on big-train-2 (running 3 min, no past "
+        "runs); at the latest in 6 d 23 h (its exec timeout)"
     )
     beyond = forecast(waits_on="big-train-2", on_timeouts=True, p50=None, p90=None)
-    assert forecast_text(beyond, NOW).endswith("(no past runs); not within 7 days")
+    assert forecast_text(beyond, NOW).endswith("(no past runs); no bound within 7 days")
 
 
 def test_now_and_never_within_the_horizon() -> None:

@@ -11,8 +11,10 @@ import pytest
 
 from corral.domain.views.capacity import TIMES
 from corral.domain.views.explain import explain_workflow
+from corral.domain.views.start_forecast import duration_text
 from corral.services.lifecycle.forecasting import Forecaster, in_process, in_worker
 from corral.services.runtime import utc_now
+from corral.store.forecast_records import ForecastRecords
 from tests.services.lifecycle_world import World, task, workflow_yaml
 
 
@@ -79,8 +81,11 @@ def test_a_waiting_gang_is_forecast_to_start_when_the_quota_it_waits_for_frees(
         .reason
     )
     until = int((ends - world.clock.now).total_seconds() // 60)
+    ran = duration_text((world.clock.now - started).total_seconds())
+    assert found.waits_on_since == started
     assert line.endswith(
-        f"; position 1 in queue nvl72; unknown: waits on {found.waits_on} (no past runs); "
+        f"; position 1 in queue nvl72; unknown: waits on {found.waits_on} (running {ran}, no "
+        "past runs); "
         f"at the latest in {until} min (its exec timeout)"
     ), line
 
@@ -198,9 +203,10 @@ class SlowStore:
     """Forecasts written take 20 s of the fake clock: the forecaster's budget then spaces the
     next one at least 80 s after (25% of a core)."""
 
-    def __init__(self, clock: list[float]) -> None:
+    def __init__(self, clock: list[float], records: ForecastRecords) -> None:
         self.clock = clock
         self.writes = 0
+        self.records = records
 
     def replace(self, *args: Any) -> None:
         self.clock[0] += 20
@@ -209,7 +215,7 @@ class SlowStore:
 
 def test_a_slow_forecast_spaces_the_next_one_by_its_budget(world: World) -> None:
     clock = [0.0]
-    store = SlowStore(clock)
+    store = SlowStore(clock, world.runtime.forecasts.records)
     forecaster = Forecaster(
         store,  # type: ignore[arg-type]
         world.runtime.listings.completed_runtimes,

@@ -29,6 +29,8 @@ class GroupForecast:
     on_timeouts: bool = False
     #: The topology domain it most likely starts in.
     lands_in: str | None = None
+    #: Since when the work it waits on has run (its start, or its wait's if not started).
+    waits_on_since: datetime | None = None
 
 
 def forecast_text(forecast: GroupForecast, now: datetime) -> str:
@@ -55,9 +57,12 @@ def forecast_text(forecast: GroupForecast, now: datetime) -> str:
 def _unknown(forecast: GroupForecast, now: datetime) -> str:
     """No band: what it waits on ran never before, so only that work's exec timeout bounds
     its end (docs/forecast.md#unknown)."""
-    said = f"unknown: waits on {forecast.waits_on} (no past runs)"
+    running = ""
+    if forecast.waits_on_since is not None:
+        running = f"running {_until(forecast.waits_on_since, now)}, "
+    said = f"unknown: waits on {forecast.waits_on} ({running}no past runs)"
     if forecast.p90 is None:
-        return f"{said}; not within 7 days"
+        return f"{said}; no bound within 7 days"
     return f"{said}; at the latest in {_until(now, forecast.p90)} (its exec timeout)"
 
 

@@ -26,9 +26,10 @@ import structlog
 from corral.domain.configs.snapshot import Configs
 from corral.domain.labels import PRIORITY as PRIORITY_LABEL
 from corral.domain.labels import QUEUE as QUEUE_LABEL
+from corral.domain.views.forecast_accuracy import Refresh, calibration_pairs
 from corral.domain.views.start_forecast import GroupForecast
 from corral.domain.workflows.record import StoredWorkflow
-from corral.scheduler.calibration import Calibration, calibrated
+from corral.scheduler.calibration import OUTCOMES, calibrated, calibration
 from corral.scheduler.forecast import (
     ClusterNow,
     Forecast,
@@ -41,7 +42,6 @@ from corral.scheduler.queues import min_runtimes, pool_queues
 from corral.scheduler.records import BoundPodOnNode
 from corral.scheduler.runtimes import Runtimes, history_runtimes
 from corral.services.lifecycle.expected_arrivals import RecentArrivals
-from corral.services.lifecycle.forecast_outcomes import PastForecasts
 from corral.services.lifecycle.tick_report import TickReport
 from corral.services.lifecycle.working_set import WorkingSet
 from corral.services.workers.sandbox import Limits, SandboxPool
@@ -103,7 +103,6 @@ class Forecaster:
         self._monotonic = monotonic
         self._last: float | None = None
         self._recent = RecentArrivals()
-        self._past = PastForecasts()
         #: Seconds the last forecast took.
         self._took = 0.0
         #: A tick changed the queue or the cluster since the last forecast.
@@ -133,10 +132,10 @@ class Forecaster:
             log.exception("forecast input failed")
             return
         self._recent.note(cluster.waiting, now)
-        self._past.resolve(cluster)  # no forecast runs now: the thread is done with it
         cluster = dataclasses.replace(cluster, arrivals=self._recent.expected(now))
         pools = {queue.name: queue.pool or queue.name for queue in cluster.queues}
-        job = (cluster, _Names(owners, pools), now, self._past.calibration())
+        since = {gang.key: gang.started_at for gang in cluster.running}
+        job = (cluster, _Names(owners, pools, since), now)
         if self._background:
             self._thread = threading.Thread(
                 target=self._forecast, args=job, name="forecast", daemon=True
@@ -145,20 +144,20 @@ class Forecaster:
         else:
             self._forecast(*job)
 
-    def _forecast(
-        self, cluster: ClusterNow, names: _Names, now: datetime, by: Calibration | None
-    ) -> None:
+    def _forecast(self, cluster: ClusterNow, names: _Names, now: datetime) -> None:
         started = self._monotonic()
         try:
+            by = calibration(calibration_pairs(self._store.records.outcomes()[:OUTCOMES]))
             found = self._simulate(cluster)
-            self._past.follow(found.groups, now)
             bands = calibrated(found.groups, now, by)
             groups = [_stored(f, names, now) for f in bands.values()]
             self._store.replace(groups, found.whole_free, now)
+            self._took = self._monotonic() - started
+            cost = Refresh(now, len(groups), found.cpu_seconds, self._took)
+            self._store.records.note_refresh(cost)
         except Exception:  # a forecast is advice: the controller goes on without it
             log.exception("forecast failed")
             return
-        self._took = self._monotonic() - started
         log.info("forecast written", groups=len(groups), seconds=round(self._took, 3))
 
 
@@ -168,6 +167,8 @@ class _Names:
 
     workflows: dict[str, str]
     pools: dict[str, str]
+    #: Each running gang's start (or its wait's, when not started yet).
+    since: dict[str, datetime]
 
 
 def _stored(found: Forecast, names: _Names, now: datetime) -> GroupForecast:
@@ -182,6 +183,7 @@ def _stored(found: Forecast, names: _Names, now: datetime) -> GroupForecast:
         queue_position=found.queue_position,
         position=found.position,
         waits_on=names.workflows.get(found.waits_on) if found.waits_on else None,
+        waits_on_since=names.since.get(found.waits_on) if found.waits_on else None,
         on_timeouts=found.on_timeouts,
         lands_in=found.lands_in if found.lands_in and len(found.lands_in) <= VALUE_MAX else None,
     )
@@ -210,7 +212,7 @@ def forecast_input(
         running.append(RunningGang(key, pods, since, runtimes.of(workflow)))
     for i, binding in enumerate(cache.external):
         pod = BoundPodOnNode(binding.pod, binding.node, None, {}, {}, binding.demand)
-        forever = Runtimes((), FOREVER_S)
+        forever = Runtimes((FOREVER_S,), FOREVER_S)  # known: it holds its node throughout
         running.append(RunningGang(f"external-{i}", (pod,), now, forever))
     waiting = []
     manifests = working.manifests.get(cache.waiting)
