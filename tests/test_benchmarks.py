@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import re
 import subprocess
 import sys
@@ -66,12 +67,16 @@ def _prints_the_forecast_figures(printed: str) -> None:
         "coverage",
         "median_error",
         "median_band_width",
+        "timeout_medians",
         "baseline_coverage",
         "baseline_median_error",
         "forecast_p99_ms",
         "pass_p99_ms",
+        "forecast_passes",
+        "growth_4k_over_1k",
     }
     assert found["forecasts"] > 0 and 0 <= found["coverage"] <= 1
+    assert found["forecast_passes"] > 0 and found["growth_4k_over_1k"] > 0
 
 
 def _prints_the_control_plane_ratios(printed: str) -> None:
@@ -133,3 +138,20 @@ def test_the_fault_storm_stream_runs_and_compares_with_no_faults() -> None:
     assert " 0 trays failed" in lines[1]
     assert " 7 trays failed" in lines[2]  # 1% of 256 trays per minute, for 3 minutes
     assert lines[3].startswith("  fault storm against no faults: tick p99 ")
+
+
+def test_the_forecast_traces_overrun_and_new_names() -> None:
+    """``overrun``: the same arrivals, one name's runs twice as long from halfway on;
+    ``new-names``: about a quarter of the submissions under a name of their own."""
+    from benchmarks.forecast_trace import NEW_NAMES_SHARE, trace
+
+    current, overrun = (trace(random.Random(7), 8, 256, name) for name in ("current", "overrun"))
+    assert [job.arrives for job in current] == [job.arrives for job in overrun]
+    pairs = [(a, b) for a, b in zip(current, overrun, strict=True) if a.kind.name == "wf-0"]
+    later = [(a.runtime, b.runtime, a.kind.timeout_s) for a, b in pairs if a.arrives > 4 * 3600]
+    assert later and all(b == min(2 * a, cut) for a, b, cut in later if a < cut)
+    assert all(a.runtime == b.runtime for a, b in pairs if a.arrives <= 4 * 3600)
+    names = [job.kind.name for job in trace(random.Random(7), 8, 256, "new-names")]
+    new = [name for name in names if name.startswith("new-")]
+    assert len(set(new)) == len(new)
+    assert abs(len(new) / len(names) - NEW_NAMES_SHARE) < 0.05

@@ -1,0 +1,81 @@
+"""What one forecast costs, as scheduling passes of the same queue (``benchmarks/forecast.py``):
+the cluster is filled from the trace, then ``waiting`` more groups queue; one pass of the
+embedded scheduler over that queue is the unit, and one forecast of it (all its runs and the
+expected arrivals) is measured against it. CPU time of this process, so that other load on the
+machine does not count."""
+
+from __future__ import annotations
+
+import random
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from benchmarks.forecast_reality import T0, Reality
+from benchmarks.forecast_trace import trace
+from benchmarks.synthetic_cluster import make_nodes
+from corral.scheduler.cycle import place_waiting
+from corral.scheduler.forecast import forecast
+
+#: Past runs of each name the cluster has seen finish before the measurement.
+HISTORY = 20
+#: Passes timed; the median is the unit.
+PASSES = 3
+
+
+@dataclass(frozen=True)
+class Cost:
+    waiting: int
+    pass_s: float
+    forecast_s: float
+
+    @property
+    def passes(self) -> float:
+        return self.forecast_s / self.pass_s
+
+
+def cost(nodes: int, waiting: int, runs: int, seed: int) -> Cost:
+    rng = random.Random(seed)
+    reality = Reality(make_nodes(nodes))
+    jobs = iter(trace(rng, 24 * 30, nodes))  # far more than fill the cluster and the queue
+    moment = 0.0
+    while len(reality.waiting) < waiting:
+        job = next(jobs)
+        moment = job.arrives
+        reality.arrive(job)
+        if len(reality.jobs) % 50 == 0:
+            reality.step(moment)  # what fits starts: the rest queues
+    for _ in range(5):  # until a pass changes nothing: the timed ones then do the same work
+        before = (len(reality.waiting), len(reality.running))
+        reality.step(moment)
+        if (len(reality.waiting), len(reality.running)) == before:
+            break
+    for job in reality.jobs.values():  # the names' past runs, as if they had finished
+        runs_of = reality.finished[job.kind.name]
+        if len(runs_of) < HISTORY:
+            runs_of.append(job.runtime)
+    at = T0 + timedelta(seconds=moment)
+    pass_s = statistics.median(_timed_pass(reality, at) for _ in range(PASSES))
+    state = reality.now_state(moment, False)
+    started = time.process_time()
+    forecast(state, seed=seed, runs=runs)
+    return Cost(len(reality.waiting), pass_s, time.process_time() - started)
+
+
+def _timed_pass(reality: Reality, at: datetime) -> float:
+    """One pass over the whole queue as after capacity came back: every shape is tried again
+    (a pass with nothing changed tries none). Nothing is placed: the cluster is full for it."""
+    cache = reality.cache
+    for key in list(cache.lines):
+        shape = cache.line_shape(key)
+        if shape is not None and shape.failed_at is not None:
+            shape.failed_at = ()  # matches no stamp: tried again
+    started = time.process_time()
+    place_waiting(reality.cache, at, explain=False)
+    return time.process_time() - started
+
+
+def costs(nodes: int, sizes: Sequence[int], runs: int, seed: int) -> list[Cost]:
+    return [cost(nodes, size, runs, seed) for size in sizes]
