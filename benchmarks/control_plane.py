@@ -424,6 +424,11 @@ class Life:
     def cpu_per_workflow(self) -> float:
         return self.cpu_seconds / self.workflows
 
+    @property
+    def forecast_core_share(self) -> float:
+        """The forecast workers' CPU over the phase: the share of one core (target <= 0.25)."""
+        return self.cpu_by_process.get("forecast workers", 0.0) / self.seconds
+
 
 def per_workflow(life: Life) -> dict[str, float]:
     """CPU seconds per workflow of each kind of process."""
@@ -643,6 +648,10 @@ def report(found: Run, sizes: Sizes, clients: int) -> None:
         f"(sandbox workers), {found.usage.forecast:.1f} s (the controllers' forecast workers); "
         f"peak RSS {found.peak_rss / 2**20:.0f} MiB in all"
     )
+    say(
+        f"forecast   {found.life.forecast_core_share:.1%} of one core over the throughput phase "
+        "(target <= 25%)"
+    )
 
 
 def figures(found: Run) -> dict[str, Any]:
@@ -660,6 +669,7 @@ def figures(found: Run) -> dict[str, Any]:
             "insert_p99_ms": percentile(found.inserts, 0.99) * 1000,
         },
         "workflows_per_second": found.life.workflows_per_second,
+        "forecast_core_share": found.life.forecast_core_share,
         "pods_per_second": found.throughput.pods_per_second,
         "cpu_ms_per_workflow": found.life.cpu_per_workflow * 1000,
         "cpu_ms_per_workflow_by_process": {
