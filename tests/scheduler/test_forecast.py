@@ -122,6 +122,30 @@ def test_work_with_no_past_runs_is_unknown_and_bounded_by_its_timeout() -> None:
     assert a.waits_on == "big" and a.on_timeouts  # said as "unknown", not as a band
 
 
+def in_queue(gang: RunningGang, queue: str) -> RunningGang:
+    """``gang`` as the controller hands it over: its pods labelled with its queue."""
+    labelled = {"kai.scheduler/queue": queue}
+    pods = tuple(dataclasses.replace(pod, labels=labelled) for pod in gang.pods)
+    return dataclasses.replace(gang, pods=pods)
+
+
+def test_a_group_behind_unknown_work_past_the_horizon_is_unknown_too() -> None:
+    """Two gangs of no past runs, each bounded by a 5-day timeout: the first waiting group is
+    bounded, the second starts in no run. It is not "not within 7 days" (a certainty the
+    forecast does not have) but "unknown", waiting on the unknown work of its own queue that
+    has run longest."""
+    days5 = 5 * 86400.0
+    elsewhere = in_queue(running("older", ["n1"], 8, since=600, runtimes=Runtimes((), days5)), "r")
+    busy = in_queue(running("big", ["n0"], 8, since=60, runtimes=Runtimes((), days5)), "q")
+    unknown = Runtimes((), days5)
+    waiting = [gang("next", 1, 8, 0, unknown), gang("after", 1, 8, 1, unknown)]
+    scene = ClusterNow([node("n0")], [Queue("q"), Queue("r")], [busy, elsewhere], waiting, NOW)
+    found = forecast(scene, runs=3)
+    assert found["next"].p90 == NOW + timedelta(seconds=days5 - 60) and found["next"].on_timeouts
+    after = found["after"]
+    assert (after.p50, after.p90, after.waits_on, after.on_timeouts) == (None, None, "big", True)
+
+
 def test_groups_of_one_queue_start_in_turn_and_the_second_waits_on_the_first() -> None:
     runtimes = Runtimes((300.0,), 3600)
     found = forecast(

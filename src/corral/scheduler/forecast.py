@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from corral.domain.labels import QUEUE as QUEUE_LABEL
 from corral.domain.platform.node_health import closed_reason
 from corral.domain.platform.nodes import Node
 from corral.domain.topology.fabric import NO_FABRIC_RULE, FabricRule
@@ -213,15 +214,19 @@ def _forecasts(
     unknown = {g.key for g in cluster.running if not g.runtimes.known}
     unknown |= {g.key for g in cluster.waiting if not g.runtimes.known}
     # A group no run started waits, past the horizon, on work whose end only its timeout
-    # bounds: the one running longest is named (its end is what is not known).
-    unknown_running = sorted((g.started_at, g.key) for g in cluster.running if g.key in unknown)
+    # bounds: the one running longest is named (its end is what is not known), of its own
+    # queue where there is one.
+    unknown_running = sorted(
+        (g.started_at, g.key, _queue_of(g)) for g in cluster.running if g.key in unknown
+    )
     for position, (key, queue) in enumerate(order, start=1):
         in_queue[queue] += 1
         p10, p50, p90 = (_percentile(starts[key], q) for q in (0.1, 0.5, 0.9))
         common = waits_on[key].most_common(1)
         waits = common[0][0] if common else None
         if waits is None and p50 is None and unknown_running:
-            waits = unknown_running[0][1]
+            ours = [key for _, key, its in unknown_running if its == queue]
+            waits = ours[0] if ours else unknown_running[0][1]
         landing = lands_in[key].most_common(1)
         found[key] = Forecast(
             key,
@@ -236,6 +241,10 @@ def _forecasts(
             waits in unknown,
         )
     return found
+
+
+def _queue_of(gang: RunningGang) -> str | None:
+    return gang.pods[0].labels.get(QUEUE_LABEL) if gang.pods else None
 
 
 def _percentile(starts: list[datetime | None], quantile: float) -> datetime | None:

@@ -137,13 +137,16 @@ class ForecastRecords:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
 
-    def outcomes(self, pools: Collection[str] = ()) -> list[Outcome]:
-        """The kept forecasts whose group has started, latest start first."""
+    def outcomes(self, pools: Collection[str] = (), limit: int | None = None) -> list[Outcome]:
+        """The kept forecasts whose group has started, latest start first (the latest
+        ``limit``)."""
         records = forecast_records.c
         query = select(forecast_records).where(records.started_at.is_not(None))
         if pools:
             query = query.where(records.pool.in_(pools))
         query = query.order_by(records.started_at.desc(), records.published_at.desc())
+        if limit is not None:
+            query = query.limit(limit)
         with self._engine.connect() as connection:
             rows = connection.execute(query).mappings().all()
         return [_outcome(row) for row in rows]

@@ -147,7 +147,7 @@ class Forecaster:
     def _forecast(self, cluster: ClusterNow, names: _Names, now: datetime) -> None:
         started = self._monotonic()
         try:
-            by = calibration(calibration_pairs(self._store.records.outcomes()[:OUTCOMES]))
+            by = calibration(calibration_pairs(self._store.records.outcomes(limit=OUTCOMES)))
             found = self._simulate(cluster)
             bands = calibrated(found.groups, now, by)
             groups = [_stored(f, names, now) for f in bands.values()]
