@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from benchmarks.forecast_reality import T0, Reality
-from benchmarks.forecast_trace import trace
+from benchmarks.forecast_trace import arrivals
 from benchmarks.synthetic_cluster import make_nodes
 from corral.scheduler.cycle import place_waiting
 from corral.scheduler.forecast import forecast
@@ -39,7 +39,7 @@ class Cost:
 def cost(nodes: int, waiting: int, runs: int, seed: int) -> Cost:
     rng = random.Random(seed)
     reality = Reality(make_nodes(nodes))
-    jobs = iter(trace(rng, 24 * 30, nodes))  # far more than fill the cluster and the queue
+    jobs = arrivals(rng, 24 * 30, nodes)  # far more than fill the cluster and the queue
     moment = 0.0
     while len(reality.waiting) < waiting:
         job = next(jobs)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import random
 import statistics
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,27 +74,35 @@ def kinds(rng: random.Random) -> list[Kind]:
 def trace(rng: random.Random, hours: float, nodes: int, variant: str = "current") -> list[Job]:
     """Arrivals by a Poisson process with a daily cycle (thinning), sized to keep the cluster
     busy with a queue."""
+    return list(arrivals(rng, hours, nodes, variant))
+
+
+def arrivals(
+    rng: random.Random, hours: float, nodes: int, variant: str = "current"
+) -> Iterator[Job]:
+    """:func:`trace`, one job at a time (a long one does not fit in memory at 5,000 nodes)."""
     menu = kinds(rng)
     overrun = menu[0]  # the name whose runs take twice as long from halfway on
     mean_gpu_seconds = statistics.mean(k.pods * k.gpu * k.median_s for k in menu)
     peak = 1.3 * nodes * 8 / mean_gpu_seconds  # arrivals per second at the peak
-    jobs: list[Job] = []
+    count = 0
     moment = 0.0
     while True:
         moment += rng.expovariate(peak)
         if moment > hours * 3600:
-            return jobs
+            return
         if rng.random() > 0.6 + 0.4 * math.sin(2 * math.pi * moment / DAY):
             continue
         kind = rng.choice(menu)
         if variant == "new-names" and rng.random() < NEW_NAMES_SHARE:
-            kind = new_kind(rng, f"new-{len(jobs)}")
+            kind = new_kind(rng, f"new-{count}")
         runtime = rng.lognormvariate(math.log(kind.median_s), 0.5)
         if variant == "overrun" and kind is overrun and moment > hours * 1800:
             runtime *= 2
-        job = Job(f"j{len(jobs):06d}", kind, moment, min(runtime, kind.timeout_s))
+        job = Job(f"j{count:06d}", kind, moment, min(runtime, kind.timeout_s))
         job.manifests = _manifests(job)
-        jobs.append(job)
+        count += 1
+        yield job
 
 
 def _manifests(job: Job) -> tuple[dict[str, Any], ...]:
