@@ -204,7 +204,7 @@ def main() -> None:
     parser.add_argument(
         "--cost-sizes",
         default="1000,4000",
-        help="waiting groups whose forecast's cost is measured (the first is the unit)",
+        help="waiting groups whose forecast's cost is measured, against the first ('': none)",
     )
     parser.add_argument("--cost-only", action="store_true", help="measure the cost alone")
     parser.add_argument("--quick", action="store_true", help="64 nodes, 6 hours, 6 runs")
@@ -213,15 +213,18 @@ def main() -> None:
     if args.quick:  # 6 h: up to the daily peak
         args.nodes, args.hours, args.runs, args.cost_sizes = 64, 6.0, 6, "50,200"
     result = {} if args.cost_only else replay(args)
-    sizes = [int(size) for size in args.cost_sizes.split(",")]
+    sizes = [int(size) for size in args.cost_sizes.split(",") if size]
     found = costs(args.nodes, sizes, args.runs, args.seed)
-    result["forecast_passes"] = round(found[0].passes, 2)
-    result["growth_4k_over_1k"] = round(found[-1].forecast_s / found[0].forecast_s, 2)
+    if found:
+        result["forecast_passes"] = round(found[0].passes, 2)
+        result["growth_4k_over_1k"] = round(found[-1].forecast_s / found[0].forecast_s, 2)
     if args.json:
         print(json.dumps(result))
         return
     if not args.cost_only:
         _print_accuracy(args, result)
+    if not found:
+        return
     for one in found:
         print(
             f"  cost      {one.waiting} waiting: one forecast {one.forecast_s:.2f} s of CPU = "

@@ -178,7 +178,7 @@ def test_history_falls_back_to_the_pool_then_to_the_timeout() -> None:
     )
     assert history_runtimes([10], [1, 2, 3], 600) == Runtimes((1, 2, 3), 600, ((1, 2, 3), ()))
     assert history_runtimes([10], [1], 600) == Runtimes((10,), 600, ((1,), ()))
-    assert Runtimes((10.0,), 5).draw(random.Random(0)) == 5  # never beyond the timeout
+    assert all(Runtimes((10.0,), 5).draw(random.Random(n)) <= 5 for n in range(50))  # bounded
 
 
 @st.composite

@@ -71,6 +71,18 @@ def test_runs_that_took_exactly_as_long_are_spread_and_distinct_ones_are_not() -
     assert {d for d in draws if d >= 50} == {65.0}  # the distinct run, drawn as it is
 
 
+def test_the_pools_runs_far_past_its_timeout_are_other_works_and_not_drawn() -> None:
+    """Work of a 4 h timeout has run 2 h 45 min, past all of its own runs; the pool's longer
+    runs are of 3-hour work with 12 h timeouts. Drawn, they ended it at its timeout in most
+    runs: a median at its exec timeout for a group that started within the hour."""
+    own = (3600.0,) * 5
+    pool = (3000.0, 10200.0, 12000.0, 20000.0, 30000.0, 40000.0)
+    runtimes = Runtimes(own, 14400, (pool, pool))
+    draws = sorted(runtimes.draw(random.Random(n), elapsed=9900) for n in range(200))
+    assert draws[100] < 14400  # the median is not the timeout
+    assert all(9900 < d <= 14400 for d in draws)
+
+
 def test_work_that_runs_to_its_timeout_is_drawn_at_its_timeout() -> None:
     """A past run that ended at its timeout was cut there: one drawn from it is too."""
     runtimes = Runtimes((3600.0,) * 5, 3600)

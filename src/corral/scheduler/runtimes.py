@@ -11,9 +11,10 @@ runs of like work, conditioned on what is known.
 - Work that has outlived every past run it has gets a tail: a Pareto tail from its elapsed time,
   as wide as its history is spread on a log scale. It never ends the instant it is looked at,
   and never all at one moment.
-- The exec timeout bounds every draw. It is the answer only where the history puts it there,
-  or where there is no history at all (:attr:`Runtimes.known` is then False, and the forecast
-  says "unknown" instead of a band).
+- The exec timeout bounds every draw. It is the answer only where the history puts it there (a
+  past run that ended at it; a run of the pool's far past it was other work's, and is not
+  drawn), or where there is no history at all (:attr:`Runtimes.known` is then False, and the
+  forecast says "unknown" instead of a band).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from dataclasses import dataclass
 
 #: Fewer past runs of like work than this: the pool's history stands in for them.
 LEAST_SAMPLES = 3
+#: A past run up to this multiple of the timeout may have been cut at it (a tick late).
+CUT_SLACK = 1.05
 #: Log-scale spread of a draw around the past run it comes from (about 10%).
 SPREAD = 0.1
 #: The least log-scale spread of a tail: a history of runs that all took as long says little
@@ -58,14 +61,18 @@ class Runtimes:
         """A total runtime longer than ``elapsed``, at most the timeout (or ``elapsed``, for
         work already past it)."""
         bound = max(self.timeout_s, elapsed)
+        # A run well past this work's timeout was other work's (it would have been cut): it
+        # says nothing of this one, and drawn would end it at its timeout.
+        longest = self.timeout_s * CUT_SLACK
         for history in (self.samples, *self.wider):
             first = bisect.bisect_right(history, elapsed)
-            if first < len(history):
-                index = first + int(rng.random() * (len(history) - first))
+            end = bisect.bisect_right(history, longest)
+            if first < end:
+                index = first + int(rng.random() * (end - first))
                 longer = history[index]
                 if longer >= self.timeout_s:  # that run was cut at the timeout: so is this one
                     return bound
-                if _alike(history, first, index):  # they say nothing of spread
+                if _alike(history, first, end, index):  # they say nothing of spread
                     return min(_spread(rng, longer, elapsed), bound)
                 return longer
         if not self.known:
@@ -86,14 +93,15 @@ class Runtimes:
         return found
 
 
-def _alike(history: tuple[float, ...], first: int, index: int) -> bool:
-    """The run drawn is the only candidate, or others took exactly as long (runs timed by a
-    tick take a few distinct lengths): drawn as it is, every run of a forecast would agree."""
+def _alike(history: tuple[float, ...], first: int, end: int, index: int) -> bool:
+    """The run drawn is the only candidate (of ``history[first:end]``), or others took exactly
+    as long (runs timed by a tick take a few distinct lengths): drawn as it is, every run of a
+    forecast would agree."""
     value = history[index]
     tied = (index > first and history[index - 1] == value) or (
-        index + 1 < len(history) and history[index + 1] == value
+        index + 1 < end and history[index + 1] == value
     )
-    return first == len(history) - 1 or tied
+    return first == end - 1 or tied
 
 
 def _spread(rng: random.Random, runtime: float, elapsed: float) -> float:
