@@ -4,6 +4,7 @@ past run, and the exec timeout as a bound, never a default."""
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
 
@@ -51,8 +52,21 @@ def test_the_new_users_case_is_not_its_exec_timeout_and_has_a_band() -> None:
     runtimes = Runtimes((30.0, 30.0, 30.0), 7 * 86_400 - 3600)
     draws = sorted(runtimes.draw(random.Random(seed), elapsed=45) for seed in range(400))
     p10, p50, p90 = (draws[int(q * len(draws))] for q in (0.1, 0.5, 0.9))
-    assert 45 < p10 < p50 < p90 < 300  # a tail from 45 s: median about 1.4x
+    assert 45 < p10 < p50 < p90 < 300  # the fitted log-normal's tail past 45 s
     assert round(p50) in range(55, 75)
+
+
+def test_work_far_into_its_tail_reaches_its_timeout_as_often_as_its_history_says() -> None:
+    """Runs log-normal around an hour (log-spread 0.5), a 4 h timeout; this one has run
+    2 h 43 min. Of such runs about one in eight reaches the timeout. A Pareto tail from the
+    elapsed time put half its draws there: the median at the exec timeout."""
+    rng = random.Random(1)
+    history = tuple(rng.lognormvariate(math.log(3600), 0.5) for _ in range(400))
+    runtimes = Runtimes(tuple(h for h in history if h < 9000), 14400)  # none past 2 h 30
+    draws = sorted(runtimes.draw(random.Random(seed), elapsed=9800) for seed in range(1000))
+    at_timeout = sum(d == 14400 for d in draws) / len(draws)
+    assert 0.05 < at_timeout < 0.25, at_timeout
+    assert 9800 < draws[500] < 13000  # the median well before the timeout
 
 
 def test_alike_past_runs_still_give_a_band() -> None:

@@ -8,9 +8,11 @@ runs of like work, conditioned on what is known.
   from), the draw is spread a little around it: no two runs take exactly as long, and runs
   timed by a controller tick take a few distinct lengths, so a band never has zero width for
   that alone.
-- Work that has outlived every past run it has gets a tail: a Pareto tail from its elapsed time,
-  as wide as its history is spread on a log scale. It never ends the instant it is looked at,
-  and never all at one moment.
+- Work that has outlived every past run it has gets a tail: the log-normal fitted to its
+  closest history, conditioned on what it has run (a Pareto ratio from its elapsed time where
+  it is far past that fit). It never ends the instant it is looked at, and never all at one
+  moment; a Pareto tail everywhere put half its draws at the timeout for work at three times
+  its median, where the fit puts one in eight.
 - The exec timeout bounds every draw. It is the answer only where the history puts it there (a
   past run that ended at it; a run of the pool's far past it was other work's, and is not
   drawn), or where there is no history at all (:attr:`Runtimes.known` is then False, and the
@@ -29,6 +31,9 @@ from dataclasses import dataclass
 
 #: Fewer past runs of like work than this: the pool's history stands in for them.
 LEAST_SAMPLES = 3
+#: Past this many deviations of its fitted log-normal, work's tail is a Pareto ratio.
+FAR_Z = 4.0
+_NORMAL = statistics.NormalDist()
 #: A past run up to this multiple of the timeout may have been cut at it (a tick late).
 CUT_SLACK = 1.05
 #: Log-scale spread of a draw around the past run it comes from (about 10%).
@@ -77,19 +82,34 @@ class Runtimes:
                 return longer
         if not self.known:
             return bound  # nothing known: the only bound (the forecast says "unknown")
-        return min(max(elapsed, 1.0) * math.exp(self._tail() * rng.expovariate(1.0)), bound)
+        return min(self._tail(rng, max(elapsed, 1.0)), bound)
 
-    def _tail(self) -> float:
-        """The log-scale spread of the richest history (at least :data:`LEAST_TAIL_SPREAD`):
-        work that has outlived every past run ends at ``elapsed`` times a Pareto ratio of shape
-        1/spread, the median 1.4x ``elapsed`` at the least spread. Worked out once: a forecast
-        draws from one instance in every run."""
-        found: float | None = self.__dict__.get("_tail_spread")
+    def _tail(self, rng: random.Random, elapsed: float) -> float:
+        """A runtime past ``elapsed`` from the log-normal fitted to its closest history (its
+        own runs, else its pool's, else the cluster's), conditioned on having run that long.
+        Where that fit puts ``elapsed`` beyond :data:`FAR_Z` deviations, a Pareto ratio of
+        shape 1/spread instead (the median 1.4x ``elapsed`` at the least spread): the fit no
+        longer says anything there."""
+        mean, spread = self._fit()
+        z = (math.log(elapsed) - mean) / spread
+        if z >= FAR_Z:
+            return elapsed * math.exp(spread * rng.expovariate(1.0))
+        below = _NORMAL.cdf(z)
+        quantile = min(below + (1.0 - below) * rng.random(), 1.0 - 1e-12)
+        return max(math.exp(mean + spread * _NORMAL.inv_cdf(quantile)), elapsed)
+
+    def _fit(self) -> tuple[float, float]:
+        """The mean and spread (at least :data:`LEAST_TAIL_SPREAD`) of the log runtimes of its
+        closest history with :data:`LEAST_SAMPLES` runs (else the richest). Worked out once: a
+        forecast draws from one instance in every run."""
+        found: tuple[float, float] | None = self.__dict__.get("_fitted")
         if found is None:
-            richest = max((self.samples, *self.wider), key=len)
-            logs = [math.log(max(runtime, 1.0)) for runtime in richest]
-            found = max(statistics.pstdev(logs), LEAST_TAIL_SPREAD)
-            object.__setattr__(self, "_tail_spread", found)
+            histories = (self.samples, *self.wider)
+            closest = next((h for h in histories if len(h) >= LEAST_SAMPLES), None)
+            chosen = closest or max(histories, key=len)
+            logs = [math.log(max(runtime, 1.0)) for runtime in chosen]
+            found = (statistics.fmean(logs), max(statistics.pstdev(logs), LEAST_TAIL_SPREAD))
+            object.__setattr__(self, "_fitted", found)
         return found
 
 
