@@ -13,6 +13,7 @@ import yaml
 from corral.backends.embedded.objects import ClusterObjectStore
 from corral.domain.workflows.record import StoredWorkflow
 from corral.services.lifecycle.controller import LifecycleController
+from corral.services.lifecycle.forecasting import Forecaster, Simulate, in_process
 from tests.conftest import REPO, Api
 
 WORKFLOWS = REPO / "examples" / "workflows"
@@ -54,6 +55,18 @@ class World:
 
     def submit_example(self, name: str, **params: Any) -> str:
         return self.submit((WORKFLOWS / name).read_text(), **params)
+
+    def forecast_on_its_clock(self, simulate: Simulate = in_process) -> None:
+        """Forecast after the ticks that change something, in the tick (no thread), at most
+        every 30 s of the world's clock."""
+        runtime = self.runtime
+        self.controller.forecaster = Forecaster(
+            runtime.forecasts,
+            runtime.listings.completed_runtimes,
+            background=False,
+            monotonic=lambda: self.clock.now.timestamp(),
+            simulate=simulate,
+        )
 
     def workflow(self, workflow_id: str) -> StoredWorkflow:
         return self.runtime.workflows.get(workflow_id)  # type: ignore[no-any-return]

@@ -11,7 +11,8 @@ from corral.domain.views.forecast_accuracy import PoolAccuracy, Refresh
 from corral.domain.views.start_forecast import GroupForecast
 from corral.store.forecast_records import REFRESHES_KEPT, STARTS_KEPT
 from corral.store.forecasts import ForecastStore
-from corral.store.tables import workflow_groups, workflows
+from corral.store.tables import workflow_groups
+from tests.store.rows import insert_workflow
 
 NOW = datetime(2026, 12, 7, 12, 0, tzinfo=UTC)
 
@@ -23,24 +24,7 @@ def minutes(n: float) -> datetime:
 def groups(engine: Engine, names: list[str]) -> None:
     """Waiting groups of one workflow."""
     with engine.begin() as connection:
-        connection.execute(
-            insert(workflows).values(
-                workflow_id="w-1",
-                name="w",
-                number=1,
-                uuid="u1",
-                pool="p",
-                backend="b",
-                namespace="n",
-                status="RUNNING",
-                priority="NORMAL",
-                submitted_by="me",
-                submitted_at=NOW,
-                exec_timeout_s=1.0,
-                queue_timeout_s=1.0,
-                spec="",
-            )
-        )
+        insert_workflow(connection, NOW)
         rows = [
             {
                 "group_uuid": name,

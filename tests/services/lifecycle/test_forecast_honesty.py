@@ -11,7 +11,6 @@ import re
 from datetime import timedelta
 
 from corral.domain.views.start_forecast import GroupForecast, duration_text, forecast_text
-from corral.services.lifecycle.forecasting import Forecaster
 from tests.services.lifecycle_world import World, task, workflow_yaml
 
 EXEC_TIMEOUT = timedelta(days=7)
@@ -41,13 +40,7 @@ def says_something(found: GroupForecast) -> None:
 
 
 def test_a_gang_outrunning_its_history_is_forecast_honestly(world: World) -> None:
-    runtime = world.runtime
-    world.controller.forecaster = Forecaster(
-        runtime.forecasts,
-        runtime.listings.completed_runtimes,
-        background=False,
-        monotonic=lambda: world.clock.now.timestamp(),
-    )
+    world.forecast_on_its_clock()
     short = [world.submit(big_train(30)) for _ in range(3)]
 
     def forecast_since_it_started() -> bool:

@@ -43,13 +43,7 @@ def test_a_waiting_gang_is_forecast_to_start_when_the_quota_it_waits_for_frees(
     """The same forecast, simulated in the controller's process or (as the server does) in a
     worker process of its own."""
     runtime = world.runtime
-    world.controller.forecaster = Forecaster(
-        runtime.forecasts,
-        runtime.listings.completed_runtimes,
-        background=False,
-        monotonic=lambda: world.clock.now.timestamp(),
-        simulate=in_process if simulated == "in this process" else in_worker(),
-    )
+    world.forecast_on_its_clock(in_process if simulated == "in this process" else in_worker())
     first, second = world.submit(gang("first")), world.submit(gang("second"))
     world.run_until(
         lambda: all(world.workflow(w).groups[0].status == "RUNNING" for w in (first, second))

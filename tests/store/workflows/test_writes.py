@@ -10,8 +10,9 @@ from sqlalchemy import Engine, insert, select, text, update
 from corral.domain.workflows.record import Changes
 from corral.services.runtime import utc_now
 from corral.store.database import StatementCounter
-from corral.store.tables import workflow_groups, workflow_tasks, workflows
+from corral.store.tables import workflow_groups, workflow_tasks
 from corral.store.workflows import WorkflowStore
+from tests.store.rows import insert_workflow
 
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 SAME = 2500  # more than one chunk of identifiers
@@ -19,24 +20,7 @@ SAME = 2500  # more than one chunk of identifiers
 
 def _store_tasks(engine: Engine, count: int) -> list[str]:
     with engine.begin() as connection:
-        connection.execute(
-            insert(workflows).values(
-                workflow_id="w-1",
-                name="w",
-                number=1,
-                uuid="u1",
-                pool="p",
-                backend="b",
-                namespace="n",
-                status="RUNNING",
-                priority="NORMAL",
-                submitted_by="me",
-                submitted_at=NOW,
-                exec_timeout_s=1.0,
-                queue_timeout_s=1.0,
-                spec="",
-            )
-        )
+        insert_workflow(connection, NOW)
         connection.execute(
             insert(workflow_groups),
             [
